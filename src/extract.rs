@@ -1,0 +1,41 @@
+//! One file out of an image, written atomically (like `oc image extract`).
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::image::fs::MergedFs;
+use crate::image::layer::normalize_name;
+use crate::image::Image;
+use crate::output::Output;
+
+/// What an extraction produced.
+#[derive(Debug, Serialize)]
+pub struct ExtractReport {
+    /// The path that held the content, after links.
+    pub resolved: String,
+    pub size: u64,
+    pub mode: u32,
+    /// Layers read to find the answer.
+    pub layer_reads: usize,
+}
+
+/// Setuid, setgid and sticky bits from an image are not carried to the host.
+const MODE_MASK: u32 = 0o777;
+
+/// Writes the file at `path` in `image` to `out`.
+pub fn extract(image: &Image, path: &str, out: &Output) -> Result<ExtractReport> {
+    if !path.starts_with('/') {
+        bail!("--path {path:?} must be absolute");
+    }
+    let wanted = normalize_name(path.trim_start_matches('/')).unwrap_or_default();
+    let mut fs = MergedFs::new(image, &out.spool_dir()?, move |n| n == wanted);
+    let content = fs.read_file(path)?;
+    let (resolved, size, mode) = (content.resolved, content.size, content.mode & MODE_MASK);
+    out.commit(content.file, mode)?;
+    Ok(ExtractReport {
+        resolved,
+        size,
+        mode,
+        layer_reads: fs.layer_reads(),
+    })
+}

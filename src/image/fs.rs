@@ -1,0 +1,346 @@
+//! The merged filesystem of an image, answered top-down and lazily (DESIGN.md §4).
+//!
+//! A path is walked from the root one component at a time, as the kernel would, with
+//! symlinks resolved inside the image. Each component is looked up from the top layer
+//! down, and layers are read only when an answer needs them: when the MCD sits in the
+//! top layer, the lower layers are never opened.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use tempfile::NamedTempFile;
+
+use super::layer::{parent_of, scan_layer, EntryKind, EntryMeta, LayerScan};
+use super::Image;
+
+/// Symlinks followed while resolving one path before it counts as a loop (Linux: 40).
+pub const MAX_SYMLINK_HOPS: usize = 40;
+
+/// Why a path does not exist in the merged view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Absence {
+    /// No layer has it.
+    NotPresent,
+    /// A whiteout in the named layer deletes it (or an ancestor).
+    WhitedOut { layer: String },
+    /// An opaque directory marker in the named layer hides it.
+    Opaque { layer: String },
+    /// An ancestor is not a directory.
+    NotADirectory { ancestor: String },
+    /// The final component is a directory.
+    IsADirectory,
+}
+
+impl fmt::Display for Absence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Absence::NotPresent => write!(f, "no such file"),
+            Absence::WhitedOut { layer } => write!(f, "deleted by a whiteout in layer {layer}"),
+            Absence::Opaque { layer } => {
+                write!(f, "hidden by an opaque directory in layer {layer}")
+            }
+            Absence::NotADirectory { ancestor } => write!(f, "/{ancestor} is not a directory"),
+            Absence::IsADirectory => write!(f, "is a directory"),
+        }
+    }
+}
+
+/// A path that the image does not hold as a file.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {why} in image {image}")]
+pub struct NotFound {
+    pub path: String,
+    pub image: String,
+    pub why: Absence,
+}
+
+/// A node found in the merged view.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Index of the layer that provides it (0 is the bottom layer).
+    pub layer: usize,
+    /// Its normalised name after symlinks (no leading `/`).
+    pub name: String,
+    pub meta: EntryMeta,
+}
+
+/// A regular file read out of the image.
+pub struct FileContent {
+    /// The verified bytes, in a temp file in the spool directory.
+    pub file: NamedTempFile,
+    /// Permission bits from the tar header.
+    pub mode: u32,
+    pub size: u64,
+    /// The path that holds the content, after symlinks and hardlinks.
+    pub resolved: String,
+}
+
+type Wanted = Box<dyn Fn(&str) -> bool>;
+
+/// Lazily-read merged view of an image's layers.
+pub struct MergedFs<'a> {
+    image: &'a Image,
+    spool: PathBuf,
+    wanted: Wanted,
+    scans: HashMap<usize, LayerScan>,
+    reads: usize,
+}
+
+enum Lookup {
+    Found(usize, EntryMeta),
+    Absent(Absence),
+}
+
+impl<'a> MergedFs<'a> {
+    /// A view whose file contents are spooled into `spool`. Files whose normalised
+    /// names `wanted` accepts are captured on the first read of their layer.
+    pub fn new(image: &'a Image, spool: &Path, wanted: impl Fn(&str) -> bool + 'static) -> Self {
+        MergedFs {
+            image,
+            spool: spool.to_path_buf(),
+            wanted: Box::new(wanted),
+            scans: HashMap::new(),
+            reads: 0,
+        }
+    }
+
+    /// How many layer reads the answers so far have needed.
+    pub fn layer_reads(&self) -> usize {
+        self.reads
+    }
+
+    fn scan(&mut self, i: usize) -> Result<&LayerScan> {
+        if !self.scans.contains_key(&i) {
+            let layer = &self.image.info.layers[i];
+            let scan = scan_layer(self.image.source(), layer, &self.wanted, &self.spool)?;
+            self.reads += 1;
+            self.scans.insert(i, scan);
+        }
+        Ok(&self.scans[&i])
+    }
+
+    fn not_found(&self, path: &str, why: Absence) -> anyhow::Error {
+        NotFound {
+            path: path.to_string(),
+            image: self.image.info.reference.clone(),
+            why,
+        }
+        .into()
+    }
+
+    /// Looks `name` up top-down, its ancestors being directories in the merged view.
+    fn lookup(&mut self, name: &str) -> Result<Lookup> {
+        let mut ancestors = vec![String::new()];
+        let mut a = parent_of(name);
+        while !a.is_empty() {
+            ancestors.push(a.to_string());
+            a = parent_of(a);
+        }
+        for i in (0..self.image.info.layers.len()).rev() {
+            let digest = self.image.info.layers[i].digest.to_string();
+            let idx = &self.scan(i)?.index;
+            if let Some(meta) = idx.entries.get(name) {
+                return Ok(Lookup::Found(i, meta.clone()));
+            }
+            if idx.whiteouts.contains(name) {
+                return Ok(Lookup::Absent(Absence::WhitedOut { layer: digest }));
+            }
+            for anc in &ancestors {
+                if idx.whiteouts.contains(anc) {
+                    return Ok(Lookup::Absent(Absence::WhitedOut { layer: digest }));
+                }
+                if idx
+                    .entries
+                    .get(anc)
+                    .is_some_and(|m| m.kind != EntryKind::Dir)
+                {
+                    return Ok(Lookup::Absent(Absence::NotADirectory {
+                        ancestor: anc.clone(),
+                    }));
+                }
+                if idx.opaque.contains(anc) {
+                    return Ok(Lookup::Absent(Absence::Opaque { layer: digest }));
+                }
+            }
+        }
+        Ok(Lookup::Absent(Absence::NotPresent))
+    }
+
+    /// Resolves an absolute path to the node it names, following symlinks inside the
+    /// image (the final one too when `follow_last`).
+    pub fn resolve(&mut self, path: &str, follow_last: bool) -> Result<Found> {
+        if !path.starts_with('/') {
+            bail!("{path:?} is not an absolute path");
+        }
+        let mut pending: Vec<String> = path.split('/').rev().map(str::to_string).collect();
+        let mut dir: Vec<String> = Vec::new();
+        let mut hops = 0;
+        while let Some(c) = pending.pop() {
+            match c.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    dir.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            let name = if dir.is_empty() {
+                c.clone()
+            } else {
+                format!("{}/{c}", dir.join("/"))
+            };
+            let last = pending.iter().all(|p| p.is_empty() || p == ".");
+            let (layer, meta) = match self.lookup(&name)? {
+                Lookup::Found(layer, meta) => (layer, meta),
+                Lookup::Absent(why) => return Err(self.not_found(path, why)),
+            };
+            match meta.kind {
+                EntryKind::Dir => dir.push(c),
+                EntryKind::Symlink if !last || follow_last => {
+                    hops += 1;
+                    if hops > MAX_SYMLINK_HOPS {
+                        bail!(
+                            "{path}: too many levels of symbolic links in image {}",
+                            self.image.info.reference
+                        );
+                    }
+                    let target = meta.link.clone().unwrap_or_default();
+                    if target.starts_with('/') {
+                        dir.clear();
+                    }
+                    pending.extend(target.split('/').rev().map(str::to_string));
+                }
+                _ if !last => {
+                    return Err(self.not_found(path, Absence::NotADirectory { ancestor: name }))
+                }
+                _ => return Ok(Found { layer, name, meta }),
+            }
+        }
+        Ok(Found {
+            layer: usize::MAX,
+            name: dir.join("/"),
+            meta: EntryMeta {
+                kind: EntryKind::Dir,
+                mode: 0o755,
+                size: 0,
+                link: None,
+                ordinal: 0,
+                implicit: true,
+            },
+        })
+    }
+
+    /// Reads the regular file at `path` (symlinks and hardlinks followed).
+    pub fn read_file(&mut self, path: &str) -> Result<FileContent> {
+        let mut found = self.resolve(path, true)?;
+        // A hardlink points at an earlier entry of its own layer.
+        for _ in 0..MAX_SYMLINK_HOPS {
+            if found.meta.kind != EntryKind::Hardlink {
+                break;
+            }
+            let target = found.meta.link.clone().unwrap_or_default();
+            let digest = self.image.info.layers[found.layer].digest.to_string();
+            let meta = self.scan(found.layer)?.index.entries.get(&target).cloned();
+            match meta {
+                Some(m) if m.ordinal < found.meta.ordinal && !m.implicit => {
+                    found = Found {
+                        layer: found.layer,
+                        name: target,
+                        meta: m,
+                    }
+                }
+                _ => bail!(
+                    "{path}: hardlink to /{target}, which layer {digest} does not hold before it"
+                ),
+            }
+        }
+        match found.meta.kind {
+            EntryKind::File => {}
+            EntryKind::Dir => return Err(self.not_found(path, Absence::IsADirectory)),
+            other => bail!(
+                "{path}: not a regular file ({other:?}) in image {}",
+                self.image.info.reference
+            ),
+        }
+        let file = self.take_capture(found.layer, &found.name)?;
+        Ok(FileContent {
+            file,
+            mode: found.meta.mode,
+            size: found.meta.size,
+            resolved: format!("/{}", found.name),
+        })
+    }
+
+    fn take_capture(&mut self, layer: usize, name: &str) -> Result<NamedTempFile> {
+        if let Some(f) = self
+            .scans
+            .get_mut(&layer)
+            .and_then(|s| s.captures.remove(name))
+        {
+            return Ok(f);
+        }
+        // Not spooled on the first read (a hardlink or symlink target): read it again.
+        let wanted = name.to_string();
+        let info = &self.image.info.layers[layer];
+        let mut scan = scan_layer(
+            self.image.source(),
+            info,
+            &move |n: &str| n == wanted,
+            &self.spool,
+        )?;
+        self.reads += 1;
+        scan.captures.remove(name).ok_or_else(|| {
+            anyhow::anyhow!("layer {}: /{name} vanished on a second read", info.digest)
+        })
+    }
+
+    /// Names of the entries of directory `dir` (merged view) that `filter` accepts.
+    /// Every layer that can contribute is read.
+    pub fn list_dir(&mut self, dir: &str, filter: impl Fn(&str) -> bool) -> Result<Vec<String>> {
+        let found = self.resolve(dir, true)?;
+        if found.meta.kind != EntryKind::Dir {
+            return Err(self.not_found(
+                dir,
+                Absence::NotADirectory {
+                    ancestor: found.name,
+                },
+            ));
+        }
+        let dir_name = found.name;
+        let mut decided: BTreeMap<String, bool> = BTreeMap::new();
+        for i in (0..self.image.info.layers.len()).rev() {
+            let idx = &self.scan(i)?.index;
+            for (name, _) in idx.entries.iter().filter(|(n, _)| parent_of(n) == dir_name) {
+                let base = name.rsplit('/').next().unwrap_or_default();
+                if filter(base) {
+                    decided.entry(base.to_string()).or_insert(true);
+                }
+            }
+            for name in idx.whiteouts.iter().filter(|n| parent_of(n) == dir_name) {
+                let base = name.rsplit('/').next().unwrap_or_default();
+                decided.entry(base.to_string()).or_insert(false);
+            }
+            // Does this layer hide everything below it in `dir`?
+            let mut hides = false;
+            let mut a = dir_name.as_str();
+            loop {
+                hides |= idx.opaque.contains(a);
+                if a.is_empty() {
+                    break;
+                }
+                hides |= idx.whiteouts.contains(a)
+                    || idx.entries.get(a).is_some_and(|m| m.kind != EntryKind::Dir);
+                a = parent_of(a);
+            }
+            if hides {
+                break;
+            }
+        }
+        Ok(decided
+            .into_iter()
+            .filter_map(|(name, present)| present.then_some(name))
+            .collect())
+    }
+}

@@ -1,0 +1,155 @@
+//! Container images: references, transports, layers and the merged filesystem view.
+//!
+//! [`open`] turns an [`ImageRef`] into an [`Image`]: its manifest, configuration and
+//! layer list, read and digest-checked, plus a [`BlobSource`] to stream layers from.
+//! [`fs::MergedFs`] answers path questions over the layers, top-down, reading as few
+//! layers as the answer needs.
+
+pub mod digest;
+mod docker_archive;
+mod files;
+pub mod fs;
+pub mod layer;
+mod oci;
+pub mod reference;
+
+use std::io::Read;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+pub use digest::Digest;
+pub use reference::{DockerRef, ImageRef, Platform};
+
+/// Manifests, indexes and configs larger than this are refused: they are hostile input.
+pub const MAX_METADATA_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How a layer blob is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+    /// Unknown from metadata (docker-archive): decided by the blob's magic bytes.
+    Detect,
+}
+
+/// Which digest proves a layer intact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// The digest and size of the blob as stored (OCI layouts, registries).
+    Blob { digest: Digest, size: u64 },
+    /// The digest of the uncompressed tar (docker-archive: `rootfs.diff_ids`).
+    DiffId(Digest),
+}
+
+/// One layer of an image, as the manifest describes it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LayerInfo {
+    /// Content digest: the blob digest, or the diff ID where only that is known.
+    pub digest: Digest,
+    /// Stored size in bytes.
+    pub size: u64,
+    pub media_type: String,
+    pub compression: Compression,
+    /// Where the blob lives in its transport (layout path, archive member, cache path).
+    #[serde(skip)]
+    pub location: String,
+    #[serde(skip)]
+    pub verification: Verification,
+}
+
+/// What an image is, once its metadata has been read and verified.
+#[derive(Clone, Debug, Serialize)]
+pub struct ImageInfo {
+    /// The reference as the user gave it, normalised.
+    pub reference: String,
+    /// Digest of the image manifest (absent for docker-archive, which has none).
+    pub manifest_digest: Option<Digest>,
+    /// Digest of the image configuration (the image ID).
+    pub config_digest: Digest,
+    pub platform: Platform,
+    /// Layers bottom first, as in the manifest.
+    pub layers: Vec<LayerInfo>,
+}
+
+/// Streams stored blobs. Implementations hand out raw bytes; callers verify them.
+pub trait BlobSource {
+    /// Opens the stored bytes of a layer.
+    fn open_layer(&self, layer: &LayerInfo) -> Result<Box<dyn Read + '_>>;
+}
+
+/// An opened image: verified metadata plus where to read its layers from.
+pub struct Image {
+    pub info: ImageInfo,
+    source: Box<dyn BlobSource>,
+}
+
+impl Image {
+    pub fn new(info: ImageInfo, source: Box<dyn BlobSource>) -> Self {
+        Image { info, source }
+    }
+
+    pub fn source(&self) -> &dyn BlobSource {
+        self.source.as_ref()
+    }
+}
+
+/// Options that choose among the images a reference may name.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// The platform to pick from a multi-arch index.
+    pub platform: Platform,
+}
+
+/// Opens an image: reads and verifies its manifest and configuration.
+pub fn open(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
+    match reference {
+        ImageRef::Oci { dir, tag } => {
+            oci::open(reference, files::DirTree::new(dir)?, tag.as_deref(), opts)
+        }
+        ImageRef::OciArchive { file, tag } => oci::open(
+            reference,
+            files::ArchiveTree::open(file)?,
+            tag.as_deref(),
+            opts,
+        ),
+        ImageRef::DockerArchive { file, reference: r } => {
+            docker_archive::open(reference, file, r.as_deref())
+        }
+        ImageRef::Docker(_) => bail!(
+            "{reference}: the registry transport is not supported yet; \
+             copy the image to disk first (skopeo copy {reference} oci-archive:FILE)"
+        ),
+    }
+}
+
+/// The compression a layer media type implies, or an error for types that are no layer.
+pub fn compression_of(media_type: &str) -> Result<Compression> {
+    const GZIP: &[&str] = &[
+        "application/vnd.oci.image.layer.v1.tar+gzip",
+        "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
+        "application/vnd.docker.image.rootfs.diff.tar.gzip",
+        "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
+    ];
+    const ZSTD: &[&str] = &[
+        "application/vnd.oci.image.layer.v1.tar+zstd",
+        "application/vnd.oci.image.layer.nondistributable.v1.tar+zstd",
+        "application/vnd.docker.image.rootfs.diff.tar.zstd",
+    ];
+    const PLAIN: &[&str] = &[
+        "application/vnd.oci.image.layer.v1.tar",
+        "application/vnd.oci.image.layer.nondistributable.v1.tar",
+        "application/vnd.docker.image.rootfs.diff.tar",
+    ];
+    if GZIP.contains(&media_type) {
+        Ok(Compression::Gzip)
+    } else if ZSTD.contains(&media_type) {
+        Ok(Compression::Zstd)
+    } else if PLAIN.contains(&media_type) {
+        Ok(Compression::None)
+    } else {
+        bail!("unsupported layer media type {media_type:?}")
+    }
+}

@@ -1,0 +1,405 @@
+//! Image references in the containers-transports syntax, and platforms.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use super::digest::{Digest, DigestError};
+
+/// Where an image comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageRef {
+    /// `oci:DIR[:TAG]`: an OCI image layout directory.
+    Oci { dir: PathBuf, tag: Option<String> },
+    /// `oci-archive:FILE[:TAG]`: a tar of an OCI image layout.
+    OciArchive { file: PathBuf, tag: Option<String> },
+    /// `docker-archive:FILE[:REF]`: `docker save` output; REF is a name or `@N`.
+    DockerArchive {
+        file: PathBuf,
+        reference: Option<String>,
+    },
+    /// `docker://HOST/REPO[:TAG][@DIGEST]` or a bare reference.
+    Docker(DockerRef),
+}
+
+/// A registry reference, normalised the way docker and podman do it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DockerRef {
+    /// Registry host (and port), `docker.io` for Docker Hub.
+    pub registry: String,
+    /// Repository path, `library/NAME` for official Docker Hub images.
+    pub repository: String,
+    pub tag: Option<String>,
+    pub digest: Option<Digest>,
+}
+
+/// Why an image reference was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReferenceError {
+    #[error("empty image reference")]
+    Empty,
+    #[error("{transport}: missing path in {input:?}")]
+    MissingPath {
+        transport: &'static str,
+        input: String,
+    },
+    #[error("unknown transport {0:?} (expected docker://, oci:, oci-archive: or docker-archive:)")]
+    UnknownTransport(String),
+    #[error("invalid repository name {name:?} in {input:?}: {why}")]
+    BadRepository {
+        name: String,
+        input: String,
+        why: &'static str,
+    },
+    #[error("invalid tag {tag:?} in {input:?}")]
+    BadTag { tag: String, input: String },
+    #[error("invalid digest in {input:?}: {source}")]
+    BadDigest { input: String, source: DigestError },
+}
+
+const DOCKER_HUB: &str = "docker.io";
+
+impl FromStr for ImageRef {
+    type Err = ReferenceError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        if input.is_empty() {
+            return Err(ReferenceError::Empty);
+        }
+        if let Some(rest) = input.strip_prefix("docker://") {
+            return Ok(ImageRef::Docker(rest.parse()?));
+        }
+        // containers-transports(5): the path ends at the first ':'.
+        let split = |transport: &'static str, rest: &str| {
+            let (path, extra) = match rest.split_once(':') {
+                Some((p, e)) => (p, Some(e.to_string()).filter(|e| !e.is_empty())),
+                None => (rest, None),
+            };
+            if path.is_empty() {
+                return Err(ReferenceError::MissingPath {
+                    transport,
+                    input: input.to_string(),
+                });
+            }
+            Ok((PathBuf::from(path), extra))
+        };
+        if let Some(rest) = input.strip_prefix("oci:") {
+            let (dir, tag) = split("oci", rest)?;
+            return Ok(ImageRef::Oci { dir, tag });
+        }
+        if let Some(rest) = input.strip_prefix("oci-archive:") {
+            let (file, tag) = split("oci-archive", rest)?;
+            return Ok(ImageRef::OciArchive { file, tag });
+        }
+        if let Some(rest) = input.strip_prefix("docker-archive:") {
+            let (file, reference) = split("docker-archive", rest)?;
+            return Ok(ImageRef::DockerArchive { file, reference });
+        }
+        if let Some((transport, _)) = input.split_once(':') {
+            // "host:port/repo" and "repo:tag" are bare docker references; anything else
+            // with a ':' before any '/' that looks like a word is an unknown transport.
+            let looks_like_transport = !transport.contains('/')
+                && !transport.contains('.')
+                && transport != "localhost"
+                && input[transport.len() + 1..].contains('/')
+                && !input[transport.len() + 1..].starts_with(|c: char| c.is_ascii_digit());
+            if looks_like_transport {
+                return Err(ReferenceError::UnknownTransport(transport.to_string()));
+            }
+        }
+        Ok(ImageRef::Docker(input.parse()?))
+    }
+}
+
+impl fmt::Display for ImageRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let opt = |o: &Option<String>| o.as_ref().map(|t| format!(":{t}")).unwrap_or_default();
+        match self {
+            ImageRef::Oci { dir, tag } => write!(f, "oci:{}{}", dir.display(), opt(tag)),
+            ImageRef::OciArchive { file, tag } => {
+                write!(f, "oci-archive:{}{}", file.display(), opt(tag))
+            }
+            ImageRef::DockerArchive { file, reference } => {
+                write!(f, "docker-archive:{}{}", file.display(), opt(reference))
+            }
+            ImageRef::Docker(r) => write!(f, "docker://{r}"),
+        }
+    }
+}
+
+fn valid_path_component(c: &str) -> bool {
+    // distribution/reference: [a-z0-9]+(?:(?:[._]|__|[-]*)[a-z0-9]+)*
+    !c.is_empty()
+        && c.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+        && c.as_bytes()[0].is_ascii_alphanumeric()
+        && c.as_bytes()[c.len() - 1].is_ascii_alphanumeric()
+}
+
+fn valid_tag(t: &str) -> bool {
+    // [\w][\w.-]{0,127}
+    !t.is_empty()
+        && t.len() <= 128
+        && (t.as_bytes()[0].is_ascii_alphanumeric() || t.as_bytes()[0] == b'_')
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+}
+
+impl FromStr for DockerRef {
+    type Err = ReferenceError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        if input.is_empty() {
+            return Err(ReferenceError::Empty);
+        }
+        let (name_tag, digest) = match input.split_once('@') {
+            Some((n, d)) => (
+                n,
+                Some(
+                    d.parse::<Digest>()
+                        .map_err(|source| ReferenceError::BadDigest {
+                            input: input.to_string(),
+                            source,
+                        })?,
+                ),
+            ),
+            None => (input, None),
+        };
+        // A tag is after the last ':' that follows the last '/'.
+        let last_slash = name_tag.rfind('/').map(|i| i + 1).unwrap_or(0);
+        let (name, tag) = match name_tag[last_slash..].rfind(':') {
+            Some(i) => (
+                &name_tag[..last_slash + i],
+                Some(name_tag[last_slash + i + 1..].to_string()),
+            ),
+            None => (name_tag, None),
+        };
+        if let Some(t) = &tag {
+            if !valid_tag(t) {
+                return Err(ReferenceError::BadTag {
+                    tag: t.clone(),
+                    input: input.to_string(),
+                });
+            }
+        }
+        let (registry, repository) = match name.split_once('/') {
+            Some((first, rest))
+                if first.contains('.') || first.contains(':') || first == "localhost" =>
+            {
+                (first.to_string(), rest.to_string())
+            }
+            _ => (DOCKER_HUB.to_string(), name.to_string()),
+        };
+        let registry = match registry.as_str() {
+            "index.docker.io" | "registry-1.docker.io" => DOCKER_HUB.to_string(),
+            _ => registry,
+        };
+        let bad = |why| ReferenceError::BadRepository {
+            name: name.to_string(),
+            input: input.to_string(),
+            why,
+        };
+        if repository.is_empty() {
+            return Err(bad("no repository"));
+        }
+        if !repository.split('/').all(valid_path_component) {
+            return Err(bad(
+                "components must be lowercase letters, digits and separators",
+            ));
+        }
+        let repository = if registry == DOCKER_HUB && !repository.contains('/') {
+            format!("library/{repository}")
+        } else {
+            repository
+        };
+        let tag = if tag.is_none() && digest.is_none() {
+            Some("latest".to_string())
+        } else {
+            tag
+        };
+        Ok(DockerRef {
+            registry,
+            repository,
+            tag,
+            digest,
+        })
+    }
+}
+
+impl fmt::Display for DockerRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.registry, self.repository)?;
+        if let Some(t) = &self.tag {
+            write!(f, ":{t}")?;
+        }
+        if let Some(d) = &self.digest {
+            write!(f, "@{d}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An OCI platform, `os/arch[/variant]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Platform {
+    pub os: String,
+    pub architecture: String,
+    pub variant: Option<String>,
+}
+
+impl Default for Platform {
+    fn default() -> Self {
+        Platform {
+            os: "linux".into(),
+            architecture: "amd64".into(),
+            variant: None,
+        }
+    }
+}
+
+/// Why a platform string was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid platform {0:?}: expected os/arch[/variant], e.g. linux/amd64")]
+pub struct PlatformError(String);
+
+impl FromStr for Platform {
+    type Err = PlatformError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let parts: Vec<&str> = s.split('/').collect();
+        let ok =
+            |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        match parts.as_slice() {
+            [os, arch] if ok(os) && ok(arch) => Ok(Platform {
+                os: os.to_string(),
+                architecture: arch.to_string(),
+                variant: None,
+            }),
+            [os, arch, variant] if ok(os) && ok(arch) && ok(variant) => Ok(Platform {
+                os: os.to_string(),
+                architecture: arch.to_string(),
+                variant: Some(variant.to_string()),
+            }),
+            _ => Err(PlatformError(s.to_string())),
+        }
+    }
+}
+
+impl serde::Serialize for Platform {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.os, self.architecture)?;
+        if let Some(v) = &self.variant {
+            write!(f, "/{v}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docker(s: &str) -> DockerRef {
+        match s.parse::<ImageRef>().unwrap() {
+            ImageRef::Docker(d) => d,
+            other => panic!("{s} parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn local_transports() {
+        assert_eq!(
+            "oci:/tmp/layout:v1".parse::<ImageRef>().unwrap(),
+            ImageRef::Oci {
+                dir: "/tmp/layout".into(),
+                tag: Some("v1".into())
+            }
+        );
+        assert_eq!(
+            "oci-archive:img.tar".parse::<ImageRef>().unwrap(),
+            ImageRef::OciArchive {
+                file: "img.tar".into(),
+                tag: None
+            }
+        );
+        assert_eq!(
+            "docker-archive:a.tar:quay.io/x/y:1"
+                .parse::<ImageRef>()
+                .unwrap(),
+            ImageRef::DockerArchive {
+                file: "a.tar".into(),
+                reference: Some("quay.io/x/y:1".into())
+            }
+        );
+        assert!(matches!(
+            "oci:".parse::<ImageRef>(),
+            Err(ReferenceError::MissingPath { .. })
+        ));
+    }
+
+    #[test]
+    fn docker_normalisation() {
+        let d = docker("busybox");
+        assert_eq!(d.to_string(), "docker.io/library/busybox:latest");
+        let d = docker("docker://quay.io/openshift/origin-machine-config-operator:4.2");
+        assert_eq!(d.registry, "quay.io");
+        assert_eq!(d.repository, "openshift/origin-machine-config-operator");
+        assert_eq!(d.tag.as_deref(), Some("4.2"));
+        let d = docker("localhost:5000/mco@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(d.registry, "localhost:5000");
+        assert_eq!(d.tag, None);
+        assert!(d.digest.is_some());
+        let d = docker("127.0.0.1:5000/a/b:t");
+        assert_eq!(
+            (d.registry.as_str(), d.repository.as_str()),
+            ("127.0.0.1:5000", "a/b")
+        );
+    }
+
+    #[test]
+    fn refuses_bad_references() {
+        assert!(matches!(
+            "docker://Quay.io/UPPER".parse::<ImageRef>(),
+            Err(ReferenceError::BadRepository { .. })
+        ));
+        assert!(matches!(
+            "quay.io/a:-bad".parse::<ImageRef>(),
+            Err(ReferenceError::BadTag { .. })
+        ));
+        assert!(matches!(
+            "quay.io/a@sha256:zz".parse::<ImageRef>(),
+            Err(ReferenceError::BadDigest { .. })
+        ));
+        assert!(matches!(
+            "containers-storage:foo/bar".parse::<ImageRef>(),
+            Err(ReferenceError::UnknownTransport(_))
+        ));
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for s in [
+            "oci:dir:tag",
+            "oci-archive:f.tar",
+            "docker-archive:f.tar:@0",
+            "docker://quay.io/a/b:c",
+        ] {
+            assert_eq!(s.parse::<ImageRef>().unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn platforms() {
+        assert_eq!(
+            "linux/arm64/v8".parse::<Platform>().unwrap().to_string(),
+            "linux/arm64/v8"
+        );
+        assert!("linux".parse::<Platform>().is_err());
+        assert!("linux/amd64/v1/x".parse::<Platform>().is_err());
+    }
+}

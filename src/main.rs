@@ -1,0 +1,47 @@
+//! `mcd-inject`: parse the command line, run, map errors to exit codes.
+//!
+//! Exit codes: 0 success; 1 any error (bad input, missing path, corrupt image, I/O);
+//! 2 command-line usage errors.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+use mcd_inject::cli::{Cli, Command};
+use mcd_inject::{extract, image, inspect, output::Output};
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Extract(a) => {
+            let img = image::open(&a.image.image, &a.image.open_options())?;
+            let report = extract::extract(&img, &a.path, &a.output)?;
+            if a.output != Output::Stdout {
+                eprintln!(
+                    "wrote {} ({} bytes, mode {:o}) from {}",
+                    a.output, report.size, report.mode, report.resolved
+                );
+            }
+        }
+        Command::Inspect(a) => {
+            let img = image::open(&a.image.image, &a.image.open_options())?;
+            let spool = tempfile::tempdir()?;
+            let report = inspect::inspect(&img, spool.path())?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.render_text());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
