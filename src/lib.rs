@@ -6,10 +6,14 @@
 //! - [`image`]: image references, transports, layers and the merged filesystem view.
 //! - [`extract`]: one file out of an image, written atomically.
 //! - [`inspect`]: what an image holds that matters here.
+//! - [`registry`]: images from registries; the only module that touches the network.
+//! - [`cache`]: the local OCI-layout cache that registry images go through.
 
+pub mod cache;
 pub mod cli;
 pub mod extract;
 pub mod image;
 pub mod inspect;
 pub mod osrelease;
 pub mod output;
+pub mod registry;

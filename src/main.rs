@@ -8,14 +8,14 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 use mcd_inject::cli::{Cli, Command};
-use mcd_inject::{extract, image, inspect, output::Output};
+use mcd_inject::{extract, image, inspect, output::Output, registry};
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Extract(a) => {
             let img = image::open(&a.image.image, &a.image.open_options())?;
             let report = extract::extract(&img, &a.path, &a.output)?;
-            if a.output != Output::Stdout {
+            if a.output != Output::Stdout && !a.image.quiet {
                 eprintln!(
                     "wrote {} ({} bytes, mode {:o}) from {}",
                     a.output, report.size, report.mode, report.resolved
@@ -30,6 +30,23 @@ fn run(cli: Cli) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print!("{}", report.render_text());
+            }
+        }
+        Command::Pull(a) => {
+            let report = registry::pull(&a.image.image, &a.image.open_options())?;
+            if !a.image.quiet {
+                eprintln!(
+                    "{}: manifest {} with {} layers in {} ({} fetched now)",
+                    report.image.reference,
+                    report
+                        .image
+                        .manifest_digest
+                        .as_ref()
+                        .map_or("?".to_string(), |d| d.to_string()),
+                    report.image.layers.len(),
+                    report.cache.display(),
+                    report.fetched
+                );
             }
         }
     }

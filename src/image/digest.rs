@@ -31,7 +31,7 @@ impl Digest {
         Self::from_hasher(Sha256::new_with_prefix(bytes))
     }
 
-    fn from_hasher(hasher: Sha256) -> Self {
+    pub(crate) fn from_hasher(hasher: Sha256) -> Self {
         Digest {
             hex: hex::encode(hasher.finalize()),
         }

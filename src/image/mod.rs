@@ -10,7 +10,7 @@ mod docker_archive;
 mod files;
 pub mod fs;
 pub mod layer;
-mod oci;
+pub(crate) mod oci;
 pub mod reference;
 
 use std::io::Read;
@@ -101,6 +101,8 @@ impl Image {
 pub struct OpenOptions {
     /// The platform to pick from a multi-arch index.
     pub platform: Platform,
+    /// Registry access and the cache, for `docker://` references.
+    pub registry: crate::registry::RegistryOptions,
 }
 
 /// Opens an image: reads and verifies its manifest and configuration.
@@ -118,10 +120,7 @@ pub fn open(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
         ImageRef::DockerArchive { file, reference: r } => {
             docker_archive::open(reference, file, r.as_deref())
         }
-        ImageRef::Docker(_) => bail!(
-            "{reference}: the registry transport is not supported yet; \
-             copy the image to disk first (skopeo copy {reference} oci-archive:FILE)"
-        ),
+        ImageRef::Docker(docker) => crate::registry::open(reference, docker, opts),
     }
 }
 

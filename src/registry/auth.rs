@@ -1,0 +1,264 @@
+//! Registry credentials, found the way containers-auth.json(5) describes.
+//!
+//! Files, in order: `--authfile`, else `REGISTRY_AUTH_FILE` (either one, when given, is
+//! the only file read, as skopeo and podman do); otherwise
+//! `$XDG_RUNTIME_DIR/containers/auth.json`, then `~/.docker/config.json`. All share the
+//! `{"auths": {KEY: {"auth": base64(user:password)}}}` format, as do OpenShift pull
+//! secrets. KEY is a host or a path prefix (`host/ns/repo`); the longest prefix that
+//! matches the repository wins, and the first file with a match is used.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use base64::Engine as _;
+use serde::Deserialize;
+
+/// A user name and password (or token). Never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+    /// Which file and key they came from, for messages.
+    pub source: String,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where credential files are looked for; [`AuthFiles::from_env`] reads the process
+/// environment, tests build it by hand.
+#[derive(Clone, Debug, Default)]
+pub struct AuthFiles {
+    /// `--authfile`.
+    pub explicit: Option<PathBuf>,
+    /// `REGISTRY_AUTH_FILE`.
+    pub registry_auth_file: Option<PathBuf>,
+    /// `XDG_RUNTIME_DIR`.
+    pub xdg_runtime_dir: Option<PathBuf>,
+    /// `HOME`.
+    pub home: Option<PathBuf>,
+}
+
+impl AuthFiles {
+    pub fn from_env(explicit: Option<PathBuf>) -> Self {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        AuthFiles {
+            explicit,
+            registry_auth_file: var("REGISTRY_AUTH_FILE"),
+            xdg_runtime_dir: var("XDG_RUNTIME_DIR"),
+            home: var("HOME"),
+        }
+    }
+
+    /// The files to read, in order, and whether each must exist.
+    fn candidates(&self) -> Vec<(PathBuf, bool)> {
+        if let Some(f) = self.explicit.as_ref().or(self.registry_auth_file.as_ref()) {
+            return vec![(f.clone(), true)];
+        }
+        let mut v = Vec::new();
+        if let Some(d) = &self.xdg_runtime_dir {
+            v.push((d.join("containers").join("auth.json"), false));
+        }
+        if let Some(h) = &self.home {
+            v.push((h.join(".docker").join("config.json"), false));
+        }
+        v
+    }
+
+    /// The credentials for `registry/repository`, if any file has them.
+    pub fn find(&self, registry: &str, repository: &str) -> Result<Option<Credentials>> {
+        for (path, required) in self.candidates() {
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("reading auth file {}", path.display()))
+                }
+            };
+            if let Some(c) = find_in(&bytes, &path, registry, repository)? {
+                return Ok(Some(c));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[derive(Deserialize)]
+struct AuthFile {
+    #[serde(default)]
+    auths: std::collections::BTreeMap<String, AuthEntry>,
+}
+
+#[derive(Deserialize)]
+struct AuthEntry {
+    auth: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+}
+
+/// Normalises a key: legacy docker keys are URLs (`https://index.docker.io/v1/`).
+fn normalise_key(key: &str) -> String {
+    let k = key
+        .strip_prefix("https://")
+        .or_else(|| key.strip_prefix("http://"));
+    let k = match k {
+        // A URL key names a host only; its path is an API version, not a namespace.
+        Some(rest) => rest.split('/').next().unwrap_or(rest),
+        None => key.trim_end_matches('/'),
+    };
+    match k {
+        "index.docker.io" | "registry-1.docker.io" => "docker.io".to_string(),
+        k => k.to_string(),
+    }
+}
+
+fn find_in(
+    bytes: &[u8],
+    path: &Path,
+    registry: &str,
+    repository: &str,
+) -> Result<Option<Credentials>> {
+    // Never echo the file's content: serde's messages quote only positions and types.
+    let file: AuthFile = serde_json::from_slice(bytes)
+        .map_err(|e| anyhow!("auth file {} is malformed: {e}", path.display()))?;
+    let full = format!("{registry}/{repository}");
+    let best = file
+        .auths
+        .iter()
+        .map(|(k, v)| (normalise_key(k), k, v))
+        .filter(|(k, _, _)| full == *k || full.starts_with(&format!("{k}/")))
+        .max_by_key(|(k, _, _)| k.len());
+    let Some((_, key, entry)) = best else {
+        return Ok(None);
+    };
+    let source = format!("{} (key {key:?})", path.display());
+    let (username, password) = match (&entry.auth, &entry.username, &entry.password) {
+        (Some(a), _, _) if !a.is_empty() => {
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(a.trim())
+                .map_err(|_| anyhow!("{source}: \"auth\" is not valid base64"))?;
+            let s = String::from_utf8(decoded)
+                .map_err(|_| anyhow!("{source}: \"auth\" is not UTF-8"))?;
+            let (u, p) = s
+                .split_once(':')
+                .ok_or_else(|| anyhow!("{source}: \"auth\" is not user:password"))?;
+            (u.to_string(), p.to_string())
+        }
+        (_, Some(u), Some(p)) => (u.clone(), p.clone()),
+        _ => bail!("{source}: the entry has neither \"auth\" nor username and password"),
+    };
+    Ok(Some(Credentials {
+        username,
+        password,
+        source,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b64(s: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    fn write(dir: &Path, rel: &str, body: &str) -> PathBuf {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, body).unwrap();
+        p
+    }
+
+    #[test]
+    fn longest_path_prefix_wins() {
+        let body = format!(
+            r#"{{"auths": {{
+                "quay.io": {{"auth": "{}"}},
+                "quay.io/openshift": {{"auth": "{}"}},
+                "quay.io/openshift/mco": {{"auth": "{}"}},
+                "quay.io/openshift/mc": {{"auth": "{}"}}
+            }}}}"#,
+            b64("host:1"),
+            b64("ns:2"),
+            b64("repo:3"),
+            b64("partial:4")
+        );
+        let p = Path::new("x.json");
+        let user = |repo: &str| {
+            find_in(body.as_bytes(), p, "quay.io", repo)
+                .unwrap()
+                .map(|c| c.username)
+        };
+        assert_eq!(user("openshift/mco").as_deref(), Some("repo"));
+        assert_eq!(user("openshift/mcd").as_deref(), Some("ns"));
+        assert_eq!(user("other/x").as_deref(), Some("host"));
+        assert_eq!(
+            find_in(body.as_bytes(), p, "quay.io:443", "openshift/mco").unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn legacy_docker_keys_and_plain_fields() {
+        let body = r#"{"auths": {
+            "https://index.docker.io/v1/": {"username": "u", "password": "p"},
+            "http://127.0.0.1:5000/v2/": {"auth": "YTpi"}
+        }}"#;
+        let p = Path::new("c.json");
+        let c = find_in(body.as_bytes(), p, "docker.io", "library/busybox")
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.username.as_str(), c.password.as_str()), ("u", "p"));
+        let c = find_in(body.as_bytes(), p, "127.0.0.1:5000", "a/b")
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.username.as_str(), c.password.as_str()), ("a", "b"));
+    }
+
+    #[test]
+    fn file_order_and_exclusive_explicit_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let entry = |u: &str| format!(r#"{{"auths":{{"r.io":{{"auth":"{}"}}}}}}"#, b64(u));
+        write(d, "run/containers/auth.json", &entry("xdg:x"));
+        write(d, "home/.docker/config.json", &entry("docker:x"));
+        let explicit = write(d, "explicit.json", r#"{"auths":{}}"#);
+        let mut files = AuthFiles {
+            explicit: None,
+            registry_auth_file: None,
+            xdg_runtime_dir: Some(d.join("run")),
+            home: Some(d.join("home")),
+        };
+        let user = |f: &AuthFiles| f.find("r.io", "a").unwrap().map(|c| c.username);
+        assert_eq!(user(&files).as_deref(), Some("xdg"));
+        files.xdg_runtime_dir = Some(d.join("nowhere"));
+        assert_eq!(user(&files).as_deref(), Some("docker"));
+        files.registry_auth_file = Some(explicit.clone());
+        assert_eq!(user(&files), None, "an explicit file is the only one read");
+        files.explicit = Some(d.join("missing.json"));
+        assert!(files.find("r.io", "a").is_err(), "a named file must exist");
+    }
+
+    #[test]
+    fn secrets_stay_out_of_debug_and_errors() {
+        let c = Credentials {
+            username: "user".into(),
+            password: "hunter2".into(),
+            source: "f".into(),
+        };
+        assert!(!format!("{c:?}").contains("hunter2"));
+        let bad = r#"{"auths": {"r.io": {"auth": "hunter2-not-base64!"}}}"#;
+        let e = find_in(bad.as_bytes(), Path::new("f"), "r.io", "a").unwrap_err();
+        assert!(!format!("{e:#}").contains("hunter2"));
+    }
+}

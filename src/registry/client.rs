@@ -1,0 +1,666 @@
+//! An HTTP client for one repository of a registry (OCI distribution API): TLS,
+//! authentication challenges, retries with backoff, and blob streams that resume.
+
+use std::cell::RefCell;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::sync::Once;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use base64::Engine as _;
+use reqwest::blocking::{RequestBuilder, Response};
+use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_RANGE, RANGE, WWW_AUTHENTICATE};
+use reqwest::StatusCode;
+use sha2::{Digest as _, Sha256};
+use tempfile::NamedTempFile;
+
+use super::auth::Credentials;
+use super::progress::{Progress, ProgressMode};
+use super::RegistryOptions;
+use crate::cache::Cache;
+use crate::image::{Digest, MAX_METADATA_BYTES};
+
+/// Manifest media types we ask for. Schema1 is accepted on the wire only so that it can
+/// be refused with a clear message.
+const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
+    application/vnd.oci.image.manifest.v1+json, \
+    application/vnd.docker.distribution.manifest.list.v2+json, \
+    application/vnd.docker.distribution.manifest.v2+json, \
+    application/vnd.docker.distribution.manifest.v1+prettyjws;q=0.1, \
+    application/vnd.docker.distribution.manifest.v1+json;q=0.1";
+
+/// Retry-After values above this are capped, so a registry cannot stall a run for long.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Retry and timeout policy.
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    /// Attempts per request (connection errors, 429 and 5xx are retried).
+    pub attempts: u32,
+    /// Resumptions of one blob download after it was cut.
+    pub resumes: u32,
+    /// First backoff delay; it doubles on each retry.
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    pub connect_timeout: Duration,
+    /// Longest wait for response headers or for the next chunk of a body.
+    pub read_timeout: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 5,
+            resumes: 5,
+            backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            connect_timeout: Duration::from_secs(30),
+            read_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    fn delay(&self, retry: u32) -> Duration {
+        self.backoff
+            .saturating_mul(1u32 << retry.min(16))
+            .min(self.max_backoff)
+    }
+}
+
+/// A client bound to `registry/repository`.
+pub struct Client {
+    http: reqwest::blocking::Client,
+    base: String,
+    registry: String,
+    repository: String,
+    credentials: Option<Credentials>,
+    authorization: RefCell<Option<String>>,
+    retry: RetryPolicy,
+    progress: ProgressMode,
+}
+
+/// A parsed `WWW-Authenticate` challenge.
+#[derive(Debug, PartialEq, Eq)]
+struct Challenge {
+    scheme: String,
+    params: Vec<(String, String)>,
+}
+
+impl Challenge {
+    fn parse(header: &str) -> Option<Challenge> {
+        let (scheme, rest) = header.trim().split_once(' ').unwrap_or((header.trim(), ""));
+        let mut params = Vec::new();
+        let mut s = rest.trim();
+        while !s.is_empty() {
+            let (key, after) = s.split_once('=')?;
+            let after = after.trim_start();
+            let (value, tail) = if let Some(q) = after.strip_prefix('"') {
+                let end = q.find('"')?;
+                (&q[..end], &q[end + 1..])
+            } else {
+                let end = after.find(',').unwrap_or(after.len());
+                (&after[..end], &after[end..])
+            };
+            params.push((key.trim().to_ascii_lowercase(), value.to_string()));
+            s = tail.trim_start().trim_start_matches(',').trim_start();
+        }
+        Some(Challenge {
+            scheme: scheme.to_ascii_lowercase(),
+            params,
+        })
+    }
+
+    fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Another part of the process may have installed one already; that is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// CA certificates from a directory: every `*.crt` file, as skopeo's `--cert-dir`.
+fn load_cas(dir: &Path) -> Result<Vec<reqwest::Certificate>> {
+    let mut certs = Vec::new();
+    let entries =
+        fs::read_dir(dir).with_context(|| format!("reading --cert-dir {}", dir.display()))?;
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "crt") {
+            let pem = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let found = reqwest::Certificate::from_pem_bundle(&pem)
+                .with_context(|| format!("{} holds no valid PEM certificate", path.display()))?;
+            certs.extend(found);
+        }
+    }
+    Ok(certs)
+}
+
+/// Reads a response body whole, up to `limit` bytes.
+fn read_limited(resp: Response, limit: u64, what: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    resp.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{what}: reading the response"))?;
+    if bytes.len() as u64 > limit {
+        bail!("{what}: more than {limit} bytes, refused");
+    }
+    Ok(bytes)
+}
+
+/// The first error code of a registry error body (`{"errors":[{"code":...}]}`).
+fn error_code(resp: Response) -> Option<String> {
+    let bytes = read_limited(resp, 64 * 1024, "error").ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    v["errors"][0]["code"].as_str().map(str::to_string)
+}
+
+impl Client {
+    /// A client for `registry/repository` with the options' TLS and credential settings.
+    pub fn new(
+        registry: &str,
+        repository: &str,
+        opts: &RegistryOptions,
+        credentials: Option<Credentials>,
+    ) -> Result<Self> {
+        install_crypto_provider();
+        let retry = opts.retry.clone();
+        let mut builder = reqwest::blocking::Client::builder()
+            .user_agent(concat!("mcd-inject/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(retry.connect_timeout)
+            .timeout(retry.read_timeout);
+        if let Some(dir) = &opts.cert_dir {
+            for cert in load_cas(dir)? {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if !opts.tls_verify {
+            builder = builder.tls_danger_accept_invalid_certs(true);
+        }
+        let http = builder.build().context("setting up the HTTP client")?;
+        let mut client = Client {
+            http,
+            base: format!("https://{registry}"),
+            registry: registry.to_string(),
+            repository: repository.to_string(),
+            credentials,
+            authorization: RefCell::new(None),
+            retry,
+            progress: opts.progress,
+        };
+        if !opts.tls_verify && !client.speaks_tls() {
+            // --tls-verify=false allows plain http, as skopeo does.
+            client.base = format!("http://{registry}");
+        }
+        Ok(client)
+    }
+
+    /// Whether the registry answers over TLS at all (one probe, no retries).
+    fn speaks_tls(&self) -> bool {
+        self.http.get(format!("{}/v2/", self.base)).send().is_ok()
+    }
+
+    fn describe(&self) -> String {
+        format!("registry {}, repository {}", self.registry, self.repository)
+    }
+
+    /// Sends a request with authentication and retries; returns a success response.
+    /// `what` names the object for messages (`tag "v1"`, `blob sha256:...`).
+    fn send(&self, what: &str, build: &dyn Fn() -> RequestBuilder) -> Result<Response> {
+        let mut retries = 0;
+        let mut authenticated = false;
+        loop {
+            let mut req = build();
+            if let Some(a) = self.authorization.borrow().as_deref() {
+                req = req.header(AUTHORIZATION, a);
+            }
+            let resp = match req.send() {
+                Ok(r) => r,
+                Err(e) => {
+                    let e = anyhow::Error::new(e.without_url());
+                    self.backoff(&mut retries, what, &format!("{e:#}"), None)
+                        .with_context(|| format!("{}: fetching {what}", self.describe()))?;
+                    continue;
+                }
+            };
+            let status = resp.status();
+            if status.is_success() {
+                return Ok(resp);
+            }
+            match status {
+                StatusCode::UNAUTHORIZED if !authenticated => {
+                    authenticated = true;
+                    self.authenticate(resp.headers())?;
+                }
+                StatusCode::UNAUTHORIZED => bail!(
+                    "{}: fetching {what}: authentication failed (401){}",
+                    self.describe(),
+                    self.credential_hint()
+                ),
+                StatusCode::FORBIDDEN => bail!(
+                    "{}: fetching {what}: access denied (403){}",
+                    self.describe(),
+                    self.credential_hint()
+                ),
+                StatusCode::NOT_FOUND => {
+                    let code = error_code(resp);
+                    match code.as_deref() {
+                        Some("NAME_UNKNOWN") => bail!(
+                            "{}: the repository does not exist (404, looking for {what})",
+                            self.describe()
+                        ),
+                        Some("MANIFEST_UNKNOWN") => {
+                            bail!("{}: {what} does not exist (404)", self.describe())
+                        }
+                        _ => bail!("{}: {what} not found (404)", self.describe()),
+                    }
+                }
+                StatusCode::TOO_MANY_REQUESTS => {
+                    let after = resp
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
+                    self.backoff(&mut retries, what, "too many requests (429)", after)
+                        .with_context(|| format!("{}: fetching {what}", self.describe()))?;
+                }
+                s if s.is_server_error() => {
+                    self.backoff(&mut retries, what, &format!("server error ({s})"), None)
+                        .with_context(|| format!("{}: fetching {what}", self.describe()))?;
+                }
+                s => bail!(
+                    "{}: fetching {what}: unexpected status {s}",
+                    self.describe()
+                ),
+            }
+        }
+    }
+
+    /// Waits before the next attempt, or fails when the attempts are used up.
+    fn backoff(
+        &self,
+        retries: &mut u32,
+        what: &str,
+        why: &str,
+        wait: Option<Duration>,
+    ) -> Result<()> {
+        if *retries + 1 >= self.retry.attempts {
+            bail!("{why}; gave up after {} attempts", self.retry.attempts);
+        }
+        let delay = wait.unwrap_or_else(|| self.retry.delay(*retries));
+        *retries += 1;
+        if self.progress != ProgressMode::Quiet {
+            eprintln!(
+                "{}: {what}: {why}; retrying in {:.1} s",
+                self.registry,
+                delay.as_secs_f64()
+            );
+        }
+        std::thread::sleep(delay);
+        Ok(())
+    }
+
+    fn credential_hint(&self) -> String {
+        match &self.credentials {
+            Some(c) => format!(
+                "; credentials used: user {:?} from {}",
+                c.username, c.source
+            ),
+            None => "; no credentials were found for it (see --authfile)".to_string(),
+        }
+    }
+
+    /// Answers a `WWW-Authenticate` challenge: Basic, or a Bearer token from its realm.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<()> {
+        let challenge = headers
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(Challenge::parse)
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: 401 without a usable WWW-Authenticate challenge",
+                    self.describe()
+                )
+            })?;
+        let basic = self.credentials.as_ref().map(|c| {
+            let pair = format!("{}:{}", c.username, c.password);
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
+        });
+        match challenge.scheme.as_str() {
+            "basic" => {
+                let Some(b) = basic else {
+                    bail!(
+                        "{}: the registry requires credentials{}",
+                        self.describe(),
+                        self.credential_hint()
+                    );
+                };
+                *self.authorization.borrow_mut() = Some(b);
+            }
+            "bearer" => {
+                let token = self.fetch_token(&challenge, basic.as_deref())?;
+                *self.authorization.borrow_mut() = Some(format!("Bearer {token}"));
+            }
+            other => bail!(
+                "{}: unsupported authentication scheme {other:?}",
+                self.describe()
+            ),
+        }
+        Ok(())
+    }
+
+    fn fetch_token(&self, challenge: &Challenge, basic: Option<&str>) -> Result<String> {
+        let realm = challenge
+            .param("realm")
+            .ok_or_else(|| anyhow!("{}: Bearer challenge without a realm", self.describe()))?;
+        let mut url = reqwest::Url::parse(realm)
+            .with_context(|| format!("{}: invalid token realm", self.describe()))?;
+        {
+            let mut q = url.query_pairs_mut();
+            if let Some(service) = challenge.param("service") {
+                q.append_pair("service", service);
+            }
+            let scope = format!("repository:{}:pull", self.repository);
+            q.append_pair("scope", challenge.param("scope").unwrap_or(&scope));
+        }
+        let what = "a token";
+        let mut retries = 0;
+        let resp = loop {
+            let mut req = self.http.get(url.clone());
+            if let Some(b) = basic {
+                req = req.header(AUTHORIZATION, b);
+            }
+            match req.send() {
+                Ok(r) if r.status().is_server_error() || r.status() == 429 => {
+                    let why = format!("token issuer answered {}", r.status());
+                    self.backoff(&mut retries, what, &why, None)?;
+                }
+                Ok(r) => break r,
+                Err(e) => {
+                    let e = anyhow::Error::new(e.without_url());
+                    self.backoff(&mut retries, what, &format!("{e:#}"), None)
+                        .with_context(|| format!("{}: fetching a token", self.describe()))?;
+                }
+            }
+        };
+        let status = resp.status();
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            bail!(
+                "{}: the token issuer refused the request ({status}){}",
+                self.describe(),
+                self.credential_hint()
+            );
+        }
+        if !status.is_success() {
+            bail!("{}: the token issuer answered {status}", self.describe());
+        }
+        let body = read_limited(resp, 1024 * 1024, "token response")?;
+        let v: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|_| anyhow!("{}: the token response is not JSON", self.describe()))?;
+        v["token"]
+            .as_str()
+            .or_else(|| v["access_token"].as_str())
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| anyhow!("{}: the token response has no token", self.describe()))
+    }
+
+    /// Fetches a manifest or index by tag or digest: its bytes and the digest the
+    /// registry claims for it (`Docker-Content-Digest`).
+    pub fn manifest(&self, reference: &str, what: &str) -> Result<(Vec<u8>, Option<String>)> {
+        let url = format!("{}/v2/{}/manifests/{reference}", self.base, self.repository);
+        let resp = self.send(what, &|| {
+            self.http.get(&url).header(ACCEPT, MANIFEST_ACCEPT)
+        })?;
+        let claimed = resp
+            .headers()
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let bytes = read_limited(resp, MAX_METADATA_BYTES, what)?;
+        Ok((bytes, claimed))
+    }
+
+    /// Fetches a small blob (an image config) whole.
+    pub fn small_blob(&self, digest: &Digest) -> Result<Vec<u8>> {
+        let what = format!("blob {digest}");
+        let resp = self.send(&what, &|| self.http.get(self.blob_url(digest)))?;
+        read_limited(resp, MAX_METADATA_BYTES, &what)
+    }
+
+    fn blob_url(&self, digest: &Digest) -> String {
+        format!("{}/v2/{}/blobs/{digest}", self.base, self.repository)
+    }
+
+    /// Opens a blob at byte `offset`, positioned there whether or not the registry
+    /// honours the Range header.
+    fn blob_at(&self, digest: &Digest, offset: u64) -> Result<Response> {
+        let what = format!("blob {digest}");
+        let url = self.blob_url(digest);
+        let mut resp = self.send(&what, &|| {
+            let req = self.http.get(&url);
+            if offset > 0 {
+                req.header(RANGE, format!("bytes={offset}-"))
+            } else {
+                req
+            }
+        })?;
+        if offset > 0 {
+            let start = resp
+                .headers()
+                .get(CONTENT_RANGE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("bytes "))
+                .and_then(|v| v.split('-').next())
+                .and_then(|v| v.parse::<u64>().ok());
+            match (resp.status(), start) {
+                (StatusCode::PARTIAL_CONTENT, Some(s)) if s == offset => {}
+                (StatusCode::PARTIAL_CONTENT, _) => {
+                    bail!(
+                        "{}: {what}: the registry sent a range we did not ask for",
+                        self.describe()
+                    )
+                }
+                _ => {
+                    // The whole blob again: skip what we already have.
+                    let skipped = io::copy(&mut (&mut resp).take(offset), &mut io::sink())
+                        .with_context(|| format!("{}: {what}", self.describe()))?;
+                    if skipped != offset {
+                        bail!("{}: {what} ended early", self.describe());
+                    }
+                }
+            }
+        }
+        Ok(resp)
+    }
+
+    /// Streams a blob. Its bytes are also written to a temp file in `cache`, which
+    /// enters the cache only when the whole blob has been read and its digest matches.
+    pub fn blob_stream<'a>(
+        &'a self,
+        digest: &Digest,
+        size: u64,
+        cache: &Cache,
+    ) -> Result<BlobStream<'a>> {
+        let spool = cache.temp_blob()?;
+        let resp = self.blob_at(digest, 0)?;
+        let label = format!("{} {}", self.repository, short(digest));
+        Ok(BlobStream {
+            client: self,
+            digest: digest.clone(),
+            size,
+            received: 0,
+            hasher: Sha256::new(),
+            response: Some(resp),
+            spool: Some(spool),
+            cache: cache.clone(),
+            resumes: 0,
+            progress: Progress::new(self.progress, label, size),
+        })
+    }
+}
+
+fn short(d: &Digest) -> String {
+    format!("sha256:{}", &d.hex()[..12])
+}
+
+/// A blob being downloaded: resumes with Range when cut, and is verified whole.
+pub struct BlobStream<'a> {
+    client: &'a Client,
+    digest: Digest,
+    size: u64,
+    received: u64,
+    hasher: Sha256,
+    response: Option<Response>,
+    spool: Option<NamedTempFile>,
+    cache: Cache,
+    resumes: u32,
+    progress: Progress,
+}
+
+fn io_error(e: anyhow::Error) -> io::Error {
+    io::Error::other(format!("{e:#}"))
+}
+
+impl BlobStream<'_> {
+    fn interrupted(&mut self, why: &str) -> io::Result<()> {
+        self.response = None;
+        if self.resumes >= self.client.retry.resumes {
+            return Err(io::Error::other(format!(
+                "{}: blob {} was cut {} times, last: {why}",
+                self.client.describe(),
+                self.digest,
+                self.resumes + 1
+            )));
+        }
+        let delay = self.client.retry.delay(self.resumes);
+        self.resumes += 1;
+        self.progress.note(&format!(
+            "{}: blob {}: {why}; resuming at byte {} in {:.1} s",
+            self.client.registry,
+            short(&self.digest),
+            self.received,
+            delay.as_secs_f64()
+        ));
+        std::thread::sleep(delay);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let actual = Digest::from_hasher(std::mem::take(&mut self.hasher));
+        let spool = self.spool.take();
+        if actual != self.digest {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: blob {} is corrupt: its content hashes to {actual}; nothing was cached",
+                    self.client.describe(),
+                    self.digest
+                ),
+            ));
+        }
+        self.progress.finish();
+        if let Some(spool) = spool {
+            self.cache
+                .commit_blob(spool, &self.digest)
+                .map_err(io_error)?;
+        }
+        Ok(())
+    }
+}
+
+impl Read for BlobStream<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.spool.is_none() {
+                return Ok(0); // finished and verified
+            }
+            let resp = match self.response.as_mut() {
+                Some(r) => r,
+                None => {
+                    let r = self
+                        .client
+                        .blob_at(&self.digest, self.received)
+                        .map_err(io_error)?;
+                    self.response.insert(r)
+                }
+            };
+            match resp.read(buf) {
+                Ok(0) if self.received == self.size => {
+                    self.finish()?;
+                    return Ok(0);
+                }
+                Ok(0) => self.interrupted("the connection closed early")?,
+                Ok(n) => {
+                    if self.received + n as u64 > self.size {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "{}: blob {} is longer than its descriptor's {} bytes",
+                                self.client.describe(),
+                                self.digest,
+                                self.size
+                            ),
+                        ));
+                    }
+                    self.hasher.update(&buf[..n]);
+                    if let Some(spool) = self.spool.as_mut() {
+                        spool.write_all(&buf[..n])?;
+                    }
+                    self.received += n as u64;
+                    self.progress.advance(n as u64);
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => self.interrupted(&e.to_string())?,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_parse() {
+        let c = Challenge::parse(
+            r#"Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull""#,
+        )
+        .unwrap();
+        assert_eq!(c.scheme, "bearer");
+        assert_eq!(c.param("realm"), Some("https://auth.example/token"));
+        assert_eq!(c.param("service"), Some("registry.example"));
+        assert_eq!(c.param("scope"), Some("repository:a/b:pull"));
+        let c = Challenge::parse(r#"Basic realm="Registry Realm""#).unwrap();
+        assert_eq!(c.scheme, "basic");
+        assert_eq!(c.param("realm"), Some("Registry Realm"));
+        let c = Challenge::parse("Basic").unwrap();
+        assert!(c.params.is_empty());
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(0), Duration::from_millis(500));
+        assert_eq!(p.delay(2), Duration::from_secs(2));
+        assert_eq!(p.delay(30), p.max_backoff);
+    }
+}

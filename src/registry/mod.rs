@@ -1,0 +1,310 @@
+//! Images from registries (`docker://`), through the local cache. The only module that
+//! touches the network.
+//!
+//! [`open`] resolves a reference to one image manifest (following an index by
+//! platform), verifies every document against its digest, and keeps manifests and
+//! configs in the [`Cache`]. Layers are fetched only when the layer scanner asks for
+//! them, streamed to it while they are written to the cache; they enter the cache only
+//! once their digest has been checked. With `offline` the network is never used.
+
+pub mod auth;
+mod client;
+pub mod progress;
+
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use oci_spec::image::ImageManifest;
+
+use crate::cache::{Cache, CachedRef};
+use crate::image::oci::{
+    check_blob, choose_platform, descriptor_digest, layers_of, parse_document, ConfigFacts,
+    Document,
+};
+use crate::image::{
+    BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, OpenOptions,
+};
+pub use auth::{AuthFiles, Credentials};
+use client::Client;
+pub use client::RetryPolicy;
+pub use progress::ProgressMode;
+
+const MAX_INDEX_DEPTH: usize = 8;
+
+/// How to reach registries and where to cache what they send.
+#[derive(Clone, Debug)]
+pub struct RegistryOptions {
+    /// Where credentials are looked for.
+    pub auth_files: AuthFiles,
+    /// Verify TLS certificates (and refuse plain http). On by default, for every host.
+    pub tls_verify: bool,
+    /// Extra CA certificates (`*.crt`).
+    pub cert_dir: Option<PathBuf>,
+    /// The cache directory; `None` for the default ([`Cache::default_dir`]).
+    pub cache_dir: Option<PathBuf>,
+    /// Use only the cache.
+    pub offline: bool,
+    pub progress: ProgressMode,
+    pub retry: RetryPolicy,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        RegistryOptions {
+            auth_files: AuthFiles::default(),
+            tls_verify: true,
+            cert_dir: None,
+            cache_dir: None,
+            offline: false,
+            progress: ProgressMode::Quiet,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl RegistryOptions {
+    fn cache(&self) -> Result<Cache> {
+        let dir = match &self.cache_dir {
+            Some(d) => d.clone(),
+            None => Cache::default_dir()?,
+        };
+        Cache::open(&dir)
+    }
+}
+
+/// The name a reference gets in the cache index: `host/repo:tag` or `host/repo@digest`.
+fn cache_name(r: &DockerRef) -> String {
+    match (&r.digest, &r.tag) {
+        (Some(d), _) => format!("{}/{}@{d}", r.registry, r.repository),
+        (None, Some(t)) => format!("{}/{}:{t}", r.registry, r.repository),
+        (None, None) => format!("{}/{}:latest", r.registry, r.repository),
+    }
+}
+
+/// Where the documents of one image come from: the cache, then (online) the registry.
+struct Fetcher {
+    reference: DockerRef,
+    cache: Cache,
+    client: Option<Client>,
+}
+
+impl Fetcher {
+    fn offline_error(&self, what: &str) -> anyhow::Error {
+        anyhow!(
+            "{what} of {} is not in the cache {} and --offline forbids the network; \
+             run `mcd-inject pull --image {}` while online first",
+            self.reference,
+            self.cache.root().display(),
+            self.reference
+        )
+    }
+
+    fn client(&self, what: &str) -> Result<&Client> {
+        self.client.as_ref().ok_or_else(|| self.offline_error(what))
+    }
+
+    /// The top document the reference names: its digest and bytes.
+    fn top(&self) -> Result<(Digest, Vec<u8>)> {
+        let r = &self.reference;
+        if let Some(d) = &r.digest {
+            return self.by_digest(d, None, &format!("manifest {d}"));
+        }
+        let tag = r.tag.as_deref().unwrap_or("latest");
+        let what = format!("tag {tag:?}");
+        match &self.client {
+            None => {
+                let cached = self
+                    .cache
+                    .lookup(&cache_name(r))?
+                    .ok_or_else(|| self.offline_error(&what))?;
+                self.by_digest(&cached.digest, Some(cached.size), &what)
+            }
+            Some(c) => {
+                let (bytes, claimed) = c.manifest(tag, &what)?;
+                let digest = Digest::of(&bytes);
+                if let Some(claimed) = claimed {
+                    if claimed != digest.to_string() {
+                        bail!("{r}: the registry says the manifest is {claimed}, its content hashes to {digest}");
+                    }
+                }
+                self.cache.put_bytes(&digest, &bytes)?;
+                Ok((digest, bytes))
+            }
+        }
+    }
+
+    /// A manifest, index or config by digest, verified; cached ones are not fetched.
+    fn by_digest(
+        &self,
+        digest: &Digest,
+        size: Option<u64>,
+        what: &str,
+    ) -> Result<(Digest, Vec<u8>)> {
+        let where_ = self.reference.to_string();
+        if let Some(bytes) = self.cache.read_metadata(digest)? {
+            check_blob(&bytes, digest, size, &where_)?;
+            return Ok((digest.clone(), bytes));
+        }
+        let client = self.client(what)?;
+        let bytes = if what.starts_with("config") {
+            client.small_blob(digest)?
+        } else {
+            client.manifest(&digest.to_string(), what)?.0
+        };
+        check_blob(&bytes, digest, size, &where_)
+            .with_context(|| format!("{what} does not match the digest that names it"))?;
+        self.cache.put_bytes(digest, &bytes)?;
+        Ok((digest.clone(), bytes))
+    }
+}
+
+/// The media type to record for a top-level document.
+fn media_type_of(bytes: &[u8], doc: &Document) -> String {
+    let declared = serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|v| v["mediaType"].as_str().map(str::to_string));
+    declared.unwrap_or_else(|| {
+        match doc {
+            Document::Index(_) => "application/vnd.oci.image.index.v1+json",
+            Document::Manifest(_) => "application/vnd.oci.image.manifest.v1+json",
+        }
+        .to_string()
+    })
+}
+
+/// Opens an image from a registry (or, offline, from the cache).
+pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Result<Image> {
+    let ropts = &opts.registry;
+    let cache = ropts.cache()?;
+    let client = if ropts.offline {
+        None
+    } else {
+        let creds = ropts
+            .auth_files
+            .find(&docker.registry, &docker.repository)?;
+        Some(Client::new(
+            &docker.registry,
+            &docker.repository,
+            ropts,
+            creds,
+        )?)
+    };
+    let fetcher = Fetcher {
+        reference: docker.clone(),
+        cache,
+        client,
+    };
+    let (top_digest, top_bytes) = fetcher.top()?;
+    let what = docker.to_string();
+    let top_doc = parse_document(&top_bytes, &what)?;
+    let top_entry = CachedRef {
+        media_type: media_type_of(&top_bytes, &top_doc),
+        digest: top_digest.clone(),
+        size: top_bytes.len() as u64,
+    };
+    let (manifest_digest, manifest) = resolve(&fetcher, top_digest, top_doc, opts)?;
+    let (config_digest, config_bytes) = fetcher.by_digest(
+        &descriptor_digest(manifest.config())?,
+        Some(manifest.config().size()),
+        "config",
+    )?;
+    let facts: ConfigFacts = serde_json::from_slice(&config_bytes)
+        .with_context(|| format!("{what}: malformed image config {config_digest}"))?;
+    let layers = layers_of(&manifest)?;
+    if !ropts.offline {
+        fetcher.cache.tag(&cache_name(docker), &top_entry)?;
+    }
+    let info = ImageInfo {
+        reference: reference.to_string(),
+        manifest_digest: Some(manifest_digest),
+        config_digest,
+        platform: facts.platform(),
+        layers,
+    };
+    Ok(Image::new(info, Box::new(RegistrySource { fetcher })))
+}
+
+/// Follows indexes down to the image manifest for the requested platform.
+fn resolve(
+    fetcher: &Fetcher,
+    mut digest: Digest,
+    mut doc: Document,
+    opts: &OpenOptions,
+) -> Result<(Digest, ImageManifest)> {
+    let what = fetcher.reference.to_string();
+    for _ in 0..MAX_INDEX_DEPTH {
+        match doc {
+            Document::Manifest(m) => return Ok((digest, *m)),
+            Document::Index(idx) => {
+                let desc = choose_platform(
+                    idx.manifests(),
+                    &opts.platform,
+                    &format!("{what}: index {digest}"),
+                )?;
+                let d = descriptor_digest(desc)?;
+                let (d, bytes) =
+                    fetcher.by_digest(&d, Some(desc.size()), &format!("manifest {d}"))?;
+                doc = parse_document(&bytes, &format!("{what}: {d}"))?;
+                digest = d;
+            }
+        }
+    }
+    bail!("{what}: indexes nested more than {MAX_INDEX_DEPTH} deep")
+}
+
+/// Layers from the cache, else from the registry (teed into the cache).
+struct RegistrySource {
+    fetcher: Fetcher,
+}
+
+impl BlobSource for RegistrySource {
+    fn open_layer(&self, layer: &LayerInfo) -> Result<Box<dyn Read + '_>> {
+        let f = &self.fetcher;
+        if let Some(file) = f.cache.open_blob(&layer.digest)? {
+            return Ok(Box::new(file));
+        }
+        let client = f.client(&format!("layer {}", layer.digest))?;
+        Ok(Box::new(client.blob_stream(
+            &layer.digest,
+            layer.size,
+            &f.cache,
+        )?))
+    }
+}
+
+/// What [`pull`] did.
+#[derive(Debug, serde::Serialize)]
+pub struct PullReport {
+    pub image: ImageInfo,
+    /// Layers downloaded by this run (the others were cached already).
+    pub fetched: usize,
+    pub cache: PathBuf,
+}
+
+/// Fills the cache with everything `--offline` runs need for this reference.
+pub fn pull(reference: &ImageRef, opts: &OpenOptions) -> Result<PullReport> {
+    let ImageRef::Docker(docker) = reference else {
+        bail!("{reference}: pull only applies to registry references (docker://...)");
+    };
+    if opts.registry.offline {
+        bail!("pull cannot run with --offline");
+    }
+    let image = open(reference, docker, opts)?;
+    let cache = opts.registry.cache()?;
+    let mut fetched = 0;
+    for layer in &image.info.layers {
+        if cache.has_blob(&layer.digest) {
+            continue;
+        }
+        let mut r = image.source().open_layer(layer)?;
+        io::copy(&mut r, &mut io::sink())
+            .with_context(|| format!("{docker}: fetching layer {}", layer.digest))?;
+        fetched += 1;
+    }
+    Ok(PullReport {
+        image: image.info.clone(),
+        fetched,
+        cache: cache.root().to_path_buf(),
+    })
+}
