@@ -153,3 +153,6 @@ pub fn compression_of(media_type: &str) -> Result<Compression> {
         bail!("unsupported layer media type {media_type:?}")
     }
 }
+
+#[cfg(test)]
+pub(crate) mod testutil;

@@ -32,7 +32,9 @@ pub(crate) fn parse_document(bytes: &[u8], what: &str) -> Result<Document> {
     let peek: Peek =
         serde_json::from_slice(bytes).with_context(|| format!("{what}: malformed JSON"))?;
     let media_type = peek.media_type.as_deref().unwrap_or("");
-    if peek.schema_version == Some(1) || media_type.contains("manifest.v1+") {
+    if peek.schema_version == Some(1)
+        || media_type.starts_with("application/vnd.docker.distribution.manifest.v1+")
+    {
         bail!("{what}: Docker schema1 manifests are unsupported; convert the image to schema2 or OCI (skopeo copy --format v2s2)");
     }
     if peek.schema_version != Some(2) {
