@@ -403,6 +403,7 @@ mod tests {
             ],
             &[
                 E::File("a/.wh.x", b"", 0o644),
+                E::Dir("./b/"),
                 E::File("b/.wh..wh..opq", b"", 0o644),
                 E::File("b/new", b"n", 0o644),
                 E::File(".wh.c", b"", 0o644),
