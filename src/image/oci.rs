@@ -155,6 +155,19 @@ pub(crate) struct RootFs {
 }
 
 impl ConfigFacts {
+    /// The image's platform, refused when it is not the one asked for.
+    pub fn checked_platform(&self, want: &Platform, what: &str) -> Result<Platform> {
+        let have = self.platform();
+        let variant_ok = match (&want.variant, &have.variant) {
+            (Some(w), Some(h)) => w == h,
+            _ => true,
+        };
+        if have.os != want.os || have.architecture != want.architecture || !variant_ok {
+            bail!("{what}: the image is for {have}, not {want} (choose with --platform)");
+        }
+        Ok(have)
+    }
+
     pub fn platform(&self) -> Platform {
         let d = Platform::default();
         Platform {
@@ -292,7 +305,7 @@ pub(crate) fn open<T: FileTree + 'static>(
         reference: reference.to_string(),
         manifest_digest: Some(manifest_digest),
         config_digest,
-        platform: facts.platform(),
+        platform: facts.checked_platform(&opts.platform, &tree.describe())?,
         layers,
     };
     Ok(Image::new(info, Box::new(LayoutSource { tree })))
