@@ -146,12 +146,22 @@ fn load_cas(dir: &Path) -> Result<Vec<reqwest::Certificate>> {
     Ok(certs)
 }
 
+/// The TLS error behind a request error, looking through the io::Errors that wrap it.
+fn rustls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner = match e.downcast_ref::<io::Error>().and_then(|io| io.get_ref()) {
+        Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+        None => e.source(),
+    };
+    inner.and_then(rustls_error)
+}
+
 /// Reads a response body whole, up to `limit` bytes.
 fn read_limited(resp: Response, limit: u64, what: &str) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    resp.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("{what}: reading the response"))?;
+    resp.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         bail!("{what}: more than {limit} bytes, refused");
     }
@@ -227,6 +237,7 @@ impl Client {
             let resp = match req.send() {
                 Ok(r) => r,
                 Err(e) => {
+                    self.check_tls(&e)?;
                     let e = anyhow::Error::new(e.without_url());
                     self.backoff(&mut retries, what, &format!("{e:#}"), None)
                         .with_context(|| format!("{}: fetching {what}", self.describe()))?;
@@ -259,6 +270,10 @@ impl Client {
                             "{}: the repository does not exist (404, looking for {what})",
                             self.describe()
                         ),
+                        Some("MANIFEST_UNKNOWN") if !self.repository_exists() => bail!(
+                            "{}: the repository does not exist (404, looking for {what})",
+                            self.describe()
+                        ),
                         Some("MANIFEST_UNKNOWN") => {
                             bail!("{}: {what} does not exist (404)", self.describe())
                         }
@@ -284,6 +299,35 @@ impl Client {
                     self.describe()
                 ),
             }
+        }
+    }
+
+    /// Fails at once on a TLS error: a certificate does not get better by retrying.
+    fn check_tls(&self, e: &reqwest::Error) -> Result<()> {
+        if let Some(tls) = rustls_error(e) {
+            bail!(
+                "{}: TLS failed: {tls}; if the registry's certificate is signed by a \
+                 private CA, pass its certificate with --cert-dir DIR \
+                 (or --tls-verify=false for plain http or an unverified certificate)",
+                self.describe()
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether the repository exists, to tell a missing repository from a missing tag
+    /// (distribution answers MANIFEST_UNKNOWN for both).
+    fn repository_exists(&self) -> bool {
+        let url = format!("{}/v2/{}/tags/list?n=1", self.base, self.repository);
+        let mut req = self.http.get(url);
+        if let Some(a) = self.authorization.borrow().as_deref() {
+            req = req.header(AUTHORIZATION, a);
+        }
+        match req.send() {
+            Ok(r) if r.status() == StatusCode::NOT_FOUND => {
+                error_code(r).as_deref() != Some("NAME_UNKNOWN")
+            }
+            _ => true,
         }
     }
 
@@ -423,23 +467,43 @@ impl Client {
     /// registry claims for it (`Docker-Content-Digest`).
     pub fn manifest(&self, reference: &str, what: &str) -> Result<(Vec<u8>, Option<String>)> {
         let url = format!("{}/v2/{}/manifests/{reference}", self.base, self.repository);
-        let resp = self.send(what, &|| {
+        self.fetch_small(what, &|| {
             self.http.get(&url).header(ACCEPT, MANIFEST_ACCEPT)
-        })?;
-        let claimed = resp
-            .headers()
-            .get("docker-content-digest")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let bytes = read_limited(resp, MAX_METADATA_BYTES, what)?;
-        Ok((bytes, claimed))
+        })
     }
 
     /// Fetches a small blob (an image config) whole.
     pub fn small_blob(&self, digest: &Digest) -> Result<Vec<u8>> {
         let what = format!("blob {digest}");
-        let resp = self.send(&what, &|| self.http.get(self.blob_url(digest)))?;
-        read_limited(resp, MAX_METADATA_BYTES, &what)
+        Ok(self
+            .fetch_small(&what, &|| self.http.get(self.blob_url(digest)))?
+            .0)
+    }
+
+    /// Sends a request and reads the (small) body whole; a body cut short is fetched
+    /// again like any other transient failure.
+    fn fetch_small(
+        &self,
+        what: &str,
+        build: &dyn Fn() -> RequestBuilder,
+    ) -> Result<(Vec<u8>, Option<String>)> {
+        let mut retries = 0;
+        loop {
+            let resp = self.send(what, build)?;
+            let claimed = resp
+                .headers()
+                .get("docker-content-digest")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            match read_limited(resp, MAX_METADATA_BYTES, what) {
+                Ok(bytes) => return Ok((bytes, claimed)),
+                Err(e) if e.downcast_ref::<io::Error>().is_some() => {
+                    self.backoff(&mut retries, what, &format!("{e:#}"), None)
+                        .with_context(|| format!("{}: fetching {what}", self.describe()))?;
+                }
+                Err(e) => return Err(e.context(self.describe())),
+            }
+        }
     }
 
     fn blob_url(&self, digest: &Digest) -> String {
