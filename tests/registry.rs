@@ -1,0 +1,753 @@
+//! `extract`, `inspect` and `pull` against real registries (distribution 2.8) on
+//! loopback: anonymous, htpasswd Basic over TLS, and Bearer tokens over TLS; faults from
+//! a loopback proxy; the cache and `--offline`.
+//!
+//! The registries are started by `scripts/registry-services.sh start STATEDIR`; the
+//! tests read the `MCD_TEST_REGISTRY_*` variables it writes to `STATEDIR/env` and panic
+//! when they are missing. Each run of the binary gets its own HOME, XDG directories and
+//! cache, so that nothing of the machine running the tests is read or written.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use tempfile::TempDir;
+
+const MCD: &str = "/usr/bin/machine-config-daemon";
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: start the test registries first with \
+             `scripts/registry-services.sh start STATEDIR && source STATEDIR/env` \
+             (scripts/test.sh does this)"
+        )
+    })
+}
+
+struct Registries {
+    anon: String,
+    basic: String,
+    basic_user: String,
+    basic_password: String,
+    token: String,
+    token_user: String,
+    token_password: String,
+    ca_dir: String,
+    fixtures: PathBuf,
+}
+
+fn registries() -> Registries {
+    Registries {
+        anon: env("MCD_TEST_REGISTRY_ANON"),
+        basic: env("MCD_TEST_REGISTRY_BASIC"),
+        basic_user: env("MCD_TEST_REGISTRY_BASIC_USER"),
+        basic_password: env("MCD_TEST_REGISTRY_BASIC_PASSWORD"),
+        token: env("MCD_TEST_REGISTRY_TOKEN"),
+        token_user: env("MCD_TEST_REGISTRY_TOKEN_USER"),
+        token_password: env("MCD_TEST_REGISTRY_TOKEN_PASSWORD"),
+        ca_dir: env("MCD_TEST_REGISTRY_CA_DIR"),
+        fixtures: PathBuf::from(env("MCD_TEST_REGISTRY_FIXTURES")),
+    }
+}
+
+fn layout(name: &str) -> String {
+    let dir = registries().fixtures.join("layouts").join(name);
+    format!("oci:{}", dir.display())
+}
+
+/// A sandbox for runs of the binary: its own HOME, XDG dirs, cache and outputs.
+struct Sandbox {
+    dir: TempDir,
+    env: BTreeMap<String, String>,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env = BTreeMap::new();
+        for sub in ["home", "run", "cache"] {
+            fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        let p = |s: &str| dir.path().join(s).display().to_string();
+        env.insert("HOME".into(), p("home"));
+        env.insert("XDG_RUNTIME_DIR".into(), p("run"));
+        env.insert("XDG_CACHE_HOME".into(), p("cache"));
+        Sandbox { dir, env }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// The cache the runs use by default.
+    fn cache(&self) -> PathBuf {
+        self.path("cache/mcd-inject")
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcd-inject"));
+        cmd.args(args)
+            .env_remove("REGISTRY_AUTH_FILE")
+            .env_remove("HTTP_PROXY")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("http_proxy")
+            .env_remove("https_proxy")
+            .envs(&self.env)
+            .stdin(Stdio::null());
+        cmd.output().expect("run mcd-inject")
+    }
+
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "mcd-inject {} failed:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success(),
+            "mcd-inject {} succeeded but should have failed:\n{stderr}",
+            args.join(" ")
+        );
+        assert!(stderr.contains("error: "), "no error line in:\n{stderr}");
+        stderr
+    }
+
+    /// Extracts `path` of `image` and returns the bytes.
+    fn extract(&self, image: &str, path: &str, extra: &[&str]) -> Vec<u8> {
+        let out = self.path("extracted");
+        let _ = fs::remove_file(&out);
+        let mut args = vec!["extract", "--image", image, "--path", path, "-o"];
+        let out_s = out.display().to_string();
+        args.push(&out_s);
+        args.extend_from_slice(extra);
+        self.ok(&args);
+        fs::read(&out).unwrap()
+    }
+
+    fn write_auth(&self, rel: &str, key: &str, user: &str, password: &str) -> PathBuf {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let body = serde_json::json!({ "auths": { key: { "auth": auth } } });
+        fs::write(&path, serde_json::to_vec(&body).unwrap()).unwrap();
+        path
+    }
+}
+
+/// What extract gives from the fixture layout on disk.
+fn from_disk(name: &str, path: &str, extra: &[&str]) -> Vec<u8> {
+    Sandbox::new().extract(&layout(name), path, extra)
+}
+
+/// No temp file of a failed download may stay in a cache.
+fn assert_no_partials(cache: &Path) {
+    if let Ok(entries) = fs::read_dir(cache) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(
+                !name.starts_with(".partial-"),
+                "leftover {name} in the cache"
+            );
+        }
+    }
+}
+
+fn cached_blobs(cache: &Path) -> Vec<String> {
+    fs::read_dir(cache.join("blobs/sha256"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// ------------------------------------------------------------------ fault proxy
+
+struct Proxy {
+    child: Child,
+    addr: String,
+    _dir: TempDir,
+}
+
+impl Proxy {
+    fn start(upstream: &str, mode: &str) -> Proxy {
+        let dir = tempfile::tempdir().unwrap();
+        let port_file = dir.path().join("port");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fault_proxy.py");
+        let child = Command::new("python3")
+            .arg(script)
+            .args(["--upstream", upstream, "--mode", mode, "--port-file"])
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start tests/support/fault_proxy.py (python3 is required)");
+        let started = Instant::now();
+        let port = loop {
+            if let Ok(p) = fs::read_to_string(&port_file) {
+                break p;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "fault proxy did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Proxy {
+            child,
+            addr: format!("127.0.0.1:{}", port.trim()),
+            _dir: dir,
+        }
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        let out = Command::new("curl")
+            .args(["-s", &format!("http://{}/__stats", self.addr)])
+            .output()
+            .expect("curl");
+        serde_json::from_slice(&out.stdout).expect("proxy stats")
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn manifest_layers(layout_name: &str) -> Vec<String> {
+    let dir = registries().fixtures.join("layouts").join(layout_name);
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.join("index.json")).unwrap()).unwrap();
+    let digest = index["manifests"][0]["digest"].as_str().unwrap();
+    let m: serde_json::Value = serde_json::from_slice(
+        &fs::read(dir.join("blobs/sha256").join(&digest["sha256:".len()..])).unwrap(),
+    )
+    .unwrap();
+    m["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["digest"].as_str().unwrap().to_string())
+        .collect()
+}
+
+// ------------------------------------------------------------------ auth modes
+
+#[test]
+fn anonymous_extract_and_inspect_match_the_disk() {
+    let r = registries();
+    let sb = Sandbox::new();
+    // One docker:// reference and one bare reference.
+    for (name, image) in [
+        ("mco-small", format!("docker://{}/mco/small:v1", r.anon)),
+        ("mco-4.16", format!("{}/mco/mco-4.16:v1", r.anon)),
+    ] {
+        let got = sb.extract(&image, MCD, &["--tls-verify=false"]);
+        assert_eq!(got, from_disk(name, MCD, &[]), "{image}");
+    }
+    let inspect = |image: &str, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["inspect", "--json", "--image", image];
+        args.extend_from_slice(extra);
+        let out = sb.ok(&args);
+        let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["image"]["reference"] = serde_json::Value::Null;
+        v
+    };
+    let online = inspect(&format!("{}/mco/small:v1", r.anon), &["--tls-verify=false"]);
+    let disk = inspect(&layout("mco-small"), &[]);
+    assert_eq!(online, disk);
+}
+
+#[test]
+fn basic_auth_from_every_credential_file() {
+    let r = registries();
+    let image = format!("{}/mco/small:v1", r.basic);
+    let want = from_disk("mco-small", MCD, &[]);
+    let tls = ["--cert-dir", r.ca_dir.as_str()];
+
+    // --authfile
+    let sb = Sandbox::new();
+    let f = sb.write_auth("a.json", &r.basic, &r.basic_user, &r.basic_password);
+    let f = f.display().to_string();
+    let mut args = tls.to_vec();
+    args.extend(["--authfile", f.as_str()]);
+    assert_eq!(sb.extract(&image, MCD, &args), want);
+
+    // REGISTRY_AUTH_FILE, and it wins over the default files
+    let mut sb = Sandbox::new();
+    sb.write_auth("run/containers/auth.json", &r.basic, &r.basic_user, "wrong");
+    let f = sb.write_auth("b.json", &r.basic, &r.basic_user, &r.basic_password);
+    sb.env
+        .insert("REGISTRY_AUTH_FILE".into(), f.display().to_string());
+    assert_eq!(sb.extract(&image, MCD, &tls), want);
+
+    // $XDG_RUNTIME_DIR/containers/auth.json, with a path-scoped key beating the host key
+    let sb = Sandbox::new();
+    let path = sb.path("run/containers/auth.json");
+    let enc =
+        |u: &str, p: &str| base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
+    let body = serde_json::json!({ "auths": {
+        r.basic.clone(): { "auth": enc(&r.basic_user, "wrong") },
+        format!("{}/mco", r.basic): { "auth": enc(&r.basic_user, "wrong-too") },
+        format!("{}/mco/small", r.basic): { "auth": enc(&r.basic_user, &r.basic_password) },
+    }});
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, serde_json::to_vec(&body).unwrap()).unwrap();
+    assert_eq!(sb.extract(&image, MCD, &tls), want);
+
+    // ~/.docker/config.json (an OpenShift pull secret has the same form)
+    let sb = Sandbox::new();
+    sb.write_auth(
+        "home/.docker/config.json",
+        &r.basic,
+        &r.basic_user,
+        &r.basic_password,
+    );
+    assert_eq!(sb.extract(&image, MCD, &tls), want);
+}
+
+#[test]
+fn bearer_token_auth_with_a_multi_arch_index() {
+    let r = registries();
+    let sb = Sandbox::new();
+    let f = sb.write_auth("t.json", &r.token, &r.token_user, &r.token_password);
+    let f = f.display().to_string();
+    let image = format!("docker://{}/mco/multiarch:v1", r.token);
+    for platform in ["linux/amd64", "linux/arm64"] {
+        let got = sb.extract(
+            &image,
+            MCD,
+            &[
+                "--authfile",
+                &f,
+                "--cert-dir",
+                &r.ca_dir,
+                "--platform",
+                platform,
+            ],
+        );
+        assert_eq!(
+            got,
+            from_disk("mco-multiarch", MCD, &["--platform", platform]),
+            "{platform}"
+        );
+    }
+    let err = sb.fails(&[
+        "inspect",
+        "--image",
+        &image,
+        "--authfile",
+        &f,
+        "--cert-dir",
+        &r.ca_dir,
+        "--platform",
+        "linux/s390x",
+    ]);
+    assert!(err.contains("no image for platform linux/s390x"), "{err}");
+}
+
+#[test]
+fn wrong_or_missing_credentials_fail_clearly_without_leaking() {
+    let r = registries();
+    let sb = Sandbox::new();
+    for (registry, user) in [(&r.basic, &r.basic_user), (&r.token, &r.token_user)] {
+        let secret = "s3cr3t-not-the-password";
+        let f = sb.write_auth("bad.json", registry, user, secret);
+        let image = format!("{registry}/mco/small:v1");
+        let err = sb.fails(&[
+            "inspect",
+            "--image",
+            &image,
+            "--cert-dir",
+            &r.ca_dir,
+            "--authfile",
+            &f.display().to_string(),
+        ]);
+        assert!(
+            err.contains(&format!("registry {registry}, repository mco/small")),
+            "{err}"
+        );
+        assert!(err.contains("401") || err.contains("refused"), "{err}");
+        assert!(!err.contains(secret), "the password leaked: {err}");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{secret}"));
+        assert!(!err.contains(&encoded), "the auth string leaked: {err}");
+
+        let err = sb.fails(&["inspect", "--image", &image, "--cert-dir", &r.ca_dir]);
+        assert!(
+            err.contains("credentials") && err.contains(registry.as_str()),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn missing_repository_and_tag_are_named() {
+    let r = registries();
+    let sb = Sandbox::new();
+    let err = sb.fails(&[
+        "inspect",
+        "--image",
+        &format!("{}/mco/nothing-here:v1", r.anon),
+        "--tls-verify=false",
+    ]);
+    assert!(
+        err.contains(&format!(
+            "registry {}, repository mco/nothing-here: the repository does not exist",
+            r.anon
+        )),
+        "{err}"
+    );
+    let err = sb.fails(&[
+        "inspect",
+        "--image",
+        &format!("{}/mco/small:v404", r.anon),
+        "--tls-verify=false",
+    ]);
+    assert!(
+        err.contains(&format!("registry {}, repository mco/small", r.anon))
+            && err.contains("tag \"v404\" does not exist"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tls_is_verified_by_default_for_loopback_too() {
+    let r = registries();
+    let sb = Sandbox::new();
+    let f = sb.write_auth("a.json", &r.basic, &r.basic_user, &r.basic_password);
+    let f = f.display().to_string();
+    let image = format!("{}/mco/small:v1", r.basic);
+    let err = sb.fails(&["inspect", "--image", &image, "--authfile", &f]);
+    assert!(
+        err.contains("TLS failed") && err.contains("--cert-dir"),
+        "{err}"
+    );
+    // --tls-verify=false accepts the unverified certificate ...
+    sb.ok(&[
+        "inspect",
+        "--image",
+        &image,
+        "--authfile",
+        &f,
+        "--tls-verify=false",
+    ]);
+    // ... and plain http, which is refused by default.
+    let plain = format!("{}/mco/small:v1", r.anon);
+    let err = sb.fails(&["inspect", "--image", &plain]);
+    assert!(err.contains("TLS failed"), "{err}");
+}
+
+#[test]
+fn a_digest_reference_must_match() {
+    let r = registries();
+    let sb = Sandbox::new();
+    let out = sb.ok(&[
+        "inspect",
+        "--json",
+        "--image",
+        &format!("{}/mco/small:v1", r.anon),
+        "--tls-verify=false",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let digest = v["image"]["manifest_digest"].as_str().unwrap().to_string();
+    let by_digest = format!("{}/mco/small@{digest}", r.anon);
+    assert_eq!(
+        sb.extract(&by_digest, MCD, &["--tls-verify=false"]),
+        from_disk("mco-small", MCD, &[])
+    );
+    let other = format!("sha256:{}", "0".repeat(64));
+    let err = sb.fails(&[
+        "inspect",
+        "--image",
+        &format!("{}/mco/small@{other}", r.anon),
+        "--tls-verify=false",
+    ]);
+    assert!(err.contains(&other) && err.contains("404"), "{err}");
+}
+
+// ------------------------------------------------------------------ layers and faults
+
+#[test]
+fn only_the_layers_the_answer_needs_are_downloaded() {
+    let r = registries();
+    let proxy = Proxy::start(&r.anon, "pass");
+    let sb = Sandbox::new();
+    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
+    let got = sb.extract(&image, MCD, &["--tls-verify=false"]);
+    assert_eq!(got, from_disk("mco-4.16", MCD, &[]));
+    let layers = manifest_layers("mco-4.16");
+    assert!(layers.len() >= 2);
+    let stats = proxy.stats();
+    let paths: Vec<&str> = stats["blob_paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    // The config and the top layer; no lower layer.
+    assert_eq!(stats["blob_gets"], 2, "{paths:?}");
+    assert!(paths.iter().any(|p| p.ends_with(layers.last().unwrap())));
+    for lower in &layers[..layers.len() - 1] {
+        assert!(
+            !paths.iter().any(|p| p.ends_with(lower.as_str())),
+            "{paths:?}"
+        );
+    }
+    // A second run reads the cache only.
+    sb.extract(&image, MCD, &["--tls-verify=false"]);
+    assert_eq!(proxy.stats()["blob_gets"], 2);
+}
+
+fn fault_run(mode: &str) -> (Sandbox, Proxy, Output, Duration) {
+    let r = registries();
+    let proxy = Proxy::start(&r.anon, mode);
+    let sb = Sandbox::new();
+    let out = sb.path("out");
+    let started = Instant::now();
+    let run = sb.run(&[
+        "extract",
+        "--image",
+        &format!("{}/mco/mco-4.16:v1", proxy.addr),
+        "--tls-verify=false",
+        "--path",
+        MCD,
+        "-o",
+        &out.display().to_string(),
+    ]);
+    (sb, proxy, run, started.elapsed())
+}
+
+fn assert_recovered(mode: &str, sb: &Sandbox, run: &Output) {
+    assert!(
+        run.status.success(),
+        "{mode}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        fs::read(sb.path("out")).unwrap(),
+        from_disk("mco-4.16", MCD, &[]),
+        "{mode}"
+    );
+    assert_no_partials(&sb.cache());
+}
+
+#[test]
+fn a_blob_cut_mid_way_resumes_with_range_and_is_verified() {
+    let (sb, proxy, run, _) = fault_run("cut");
+    assert_recovered("cut", &sb, &run);
+    let stats = proxy.stats();
+    let ranges = stats["ranges"].as_array().unwrap();
+    assert!(
+        ranges
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with("bytes=")),
+        "no Range request: {stats}"
+    );
+    let top = manifest_layers("mco-4.16").pop().unwrap();
+    assert!(cached_blobs(&sb.cache()).contains(&top["sha256:".len()..].to_string()));
+}
+
+#[test]
+fn a_server_error_is_retried() {
+    let (sb, _proxy, run, _) = fault_run("500");
+    assert_recovered("500", &sb, &run);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("retrying"));
+}
+
+#[test]
+fn too_many_requests_honours_retry_after() {
+    let (sb, _proxy, run, took) = fault_run("429");
+    assert_recovered("429", &sb, &run);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("429") && stderr.contains("retrying in 1.0 s"),
+        "{stderr}"
+    );
+    assert!(took >= Duration::from_secs(1), "{took:?}");
+}
+
+#[test]
+fn a_changed_byte_fails_and_nothing_is_written() {
+    let (sb, _proxy, run, _) = fault_run("flip");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "a corrupt layer was accepted");
+    assert!(stderr.contains("corrupt"), "{stderr}");
+    assert!(
+        !sb.path("out").exists(),
+        "output written from a corrupt layer"
+    );
+    let top = manifest_layers("mco-4.16").pop().unwrap();
+    assert!(
+        !cached_blobs(&sb.cache()).contains(&top["sha256:".len()..].to_string()),
+        "a corrupt layer entered the cache"
+    );
+    assert_no_partials(&sb.cache());
+}
+
+#[test]
+fn a_blob_cut_every_time_fails_clearly() {
+    let (sb, _proxy, run, _) = fault_run("cut-all");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("gave up") || stderr.contains("was cut"),
+        "{stderr}"
+    );
+    assert!(!sb.path("out").exists());
+    assert_no_partials(&sb.cache());
+}
+
+// ------------------------------------------------------------------ cache and offline
+
+#[test]
+fn offline_uses_the_cache_with_the_registry_gone() {
+    let r = registries();
+    let mut proxy = Proxy::start(&r.anon, "pass");
+    let sb = Sandbox::new();
+    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
+    let want = from_disk("mco-4.16", MCD, &[]);
+
+    // Offline with an empty cache: a clear error, no network.
+    let err = sb.fails(&[
+        "extract",
+        "--image",
+        &image,
+        "--offline",
+        "--path",
+        MCD,
+        "-o",
+        "-",
+    ]);
+    assert!(
+        err.contains("not in the cache") && err.contains("mcd-inject pull"),
+        "{err}"
+    );
+    assert_eq!(proxy.stats()["blob_gets"], 0);
+
+    // An extract caches only the top layer: offline, a lower layer is missing.
+    assert_eq!(sb.extract(&image, MCD, &["--tls-verify=false"]), want);
+    proxy.stop();
+    assert_eq!(sb.extract(&image, MCD, &["--offline"]), want);
+    let err = sb.fails(&["inspect", "--image", &image, "--offline"]);
+    assert!(
+        err.contains("layer sha256:") && err.contains("not in the cache"),
+        "{err}"
+    );
+    let err = sb.fails(&["inspect", "--image", &image, "--tls-verify=false"]);
+    assert!(err.contains("gave up"), "{err}");
+
+    // pull fills the cache; then everything works offline, and skopeo and umoci
+    // read the cache as an OCI layout.
+    let proxy = Proxy::start(&r.anon, "pass");
+    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
+    sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    drop(proxy);
+    sb.ok(&["inspect", "--image", &image, "--offline"]);
+    assert_eq!(sb.extract(&image, MCD, &["--offline"]), want);
+    let cache = sb.cache().display().to_string();
+    let tool = |program: &str, args: &[&str]| {
+        let out = Command::new(program).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    tool(
+        "skopeo",
+        &["inspect", "--raw", &format!("oci:{cache}:{image}")],
+    );
+    let rootfs = sb.path("unpacked").display().to_string();
+    tool(
+        "umoci",
+        &[
+            "raw",
+            "unpack",
+            "--rootless",
+            "--image",
+            &format!("{cache}:{image}"),
+            &rootfs,
+        ],
+    );
+    assert_eq!(
+        fs::read(sb.path("unpacked").join("usr/bin/machine-config-daemon")).unwrap(),
+        want
+    );
+}
+
+#[test]
+fn two_runs_can_share_a_cache() {
+    let r = registries();
+    let sb = Sandbox::new();
+    let cache = sb.cache();
+    let spawn = |image: String, out: PathBuf| {
+        Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
+            .args([
+                "extract",
+                "--tls-verify=false",
+                "-q",
+                "--path",
+                MCD,
+                "--image",
+            ])
+            .arg(image)
+            .arg("-o")
+            .arg(out)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut children = Vec::new();
+    for i in 0..4 {
+        let name = if i % 2 == 0 { "small" } else { "mco-4.16" };
+        children.push((
+            name,
+            i,
+            spawn(
+                format!("{}/mco/{name}:v1", r.anon),
+                sb.path(&format!("o{i}")),
+            ),
+        ));
+    }
+    for (name, i, child) in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let fixture = if name == "small" {
+            "mco-small"
+        } else {
+            "mco-4.16"
+        };
+        assert_eq!(
+            fs::read(sb.path(&format!("o{i}"))).unwrap(),
+            from_disk(fixture, MCD, &[])
+        );
+    }
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(cache.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["manifests"].as_array().unwrap().len(), 2, "{index}");
+    assert_no_partials(&cache);
+}
