@@ -132,10 +132,10 @@ impl Cache {
     }
 
     /// Moves a complete temp file into place. The caller has checked its digest.
+    /// There is no fsync: every read of a cached blob checks its digest again, so a
+    /// blob damaged by a crash is caught, and waiting for the disk would cost more
+    /// than the download.
     pub fn commit_blob(&self, tmp: NamedTempFile, digest: &Digest) -> Result<()> {
-        tmp.as_file()
-            .sync_all()
-            .with_context(|| format!("writing blob {digest} to the cache"))?;
         let path = self.blob_path(digest);
         tmp.persist(&path)
             .map_err(|e| e.error)

@@ -78,6 +78,13 @@ pub struct ImageInfo {
 pub trait BlobSource {
     /// Opens the stored bytes of a layer.
     fn open_layer(&self, layer: &LayerInfo) -> Result<Box<dyn Read + '_>>;
+
+    /// True when the readers it hands out check the blob's size and digest themselves
+    /// and fail at the end of a blob that does not match (the registry source does this
+    /// on a second thread); the layer scanner then does not hash the blob again.
+    fn verifies_blobs(&self) -> bool {
+        false
+    }
 }
 
 /// An opened image: verified metadata plus where to read its layers from.

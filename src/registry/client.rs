@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Once;
 use std::time::Duration;
@@ -13,11 +13,10 @@ use base64::Engine as _;
 use reqwest::blocking::{RequestBuilder, Response};
 use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_RANGE, RANGE, WWW_AUTHENTICATE};
 use reqwest::StatusCode;
-use sha2::{Digest as _, Sha256};
-use tempfile::NamedTempFile;
 
 use super::auth::Credentials;
 use super::progress::{Progress, ProgressMode};
+use super::verify::{Spool, VerifyingReader};
 use super::RegistryOptions;
 use crate::cache::Cache;
 use crate::image::{Digest, MAX_METADATA_BYTES};
@@ -552,29 +551,32 @@ impl Client {
         Ok(resp)
     }
 
-    /// Streams a blob. Its bytes are also written to a temp file in `cache`, which
-    /// enters the cache only when the whole blob has been read and its digest matches.
+    /// Streams a blob, resuming with Range when the connection is cut. Its bytes are
+    /// also written to a temp file in `cache`, which enters the cache only when the
+    /// whole blob has been read and its digest matches.
     pub fn blob_stream<'a>(
         &'a self,
         digest: &Digest,
         size: u64,
         cache: &Cache,
-    ) -> Result<BlobStream<'a>> {
-        let spool = cache.temp_blob()?;
-        let resp = self.blob_at(digest, 0)?;
+    ) -> Result<VerifyingReader<ResumingBody<'a>>> {
+        let spool = Spool {
+            file: cache.temp_blob()?,
+            cache: cache.clone(),
+        };
+        let response = self.blob_at(digest, 0)?;
         let label = format!("{} {}", self.repository, short(digest));
-        Ok(BlobStream {
+        let body = ResumingBody {
             client: self,
             digest: digest.clone(),
             size,
             received: 0,
-            hasher: Sha256::new(),
-            response: Some(resp),
-            spool: Some(spool),
-            cache: cache.clone(),
+            response: Some(response),
             resumes: 0,
             progress: Progress::new(self.progress, label, size),
-        })
+        };
+        let what = format!("{}: blob {digest}", self.describe());
+        Ok(VerifyingReader::new(body, digest, size, what, Some(spool)))
     }
 }
 
@@ -582,25 +584,20 @@ fn short(d: &Digest) -> String {
     format!("sha256:{}", &d.hex()[..12])
 }
 
-/// A blob being downloaded: resumes with Range when cut, and is verified whole.
-pub struct BlobStream<'a> {
+/// The body of a blob download: when the connection is cut, it asks again from the
+/// byte where it stopped. It ends after the size the descriptor gives; checking the
+/// content is [`VerifyingReader`]'s job.
+pub struct ResumingBody<'a> {
     client: &'a Client,
     digest: Digest,
     size: u64,
     received: u64,
-    hasher: Sha256,
     response: Option<Response>,
-    spool: Option<NamedTempFile>,
-    cache: Cache,
     resumes: u32,
     progress: Progress,
 }
 
-fn io_error(e: anyhow::Error) -> io::Error {
-    io::Error::other(format!("{e:#}"))
-}
-
-impl BlobStream<'_> {
+impl ResumingBody<'_> {
     fn interrupted(&mut self, why: &str) -> io::Result<()> {
         self.response = None;
         if self.resumes >= self.client.retry.resumes {
@@ -623,71 +620,33 @@ impl BlobStream<'_> {
         std::thread::sleep(delay);
         Ok(())
     }
-
-    fn finish(&mut self) -> io::Result<()> {
-        let actual = Digest::from_hasher(std::mem::take(&mut self.hasher));
-        let spool = self.spool.take();
-        if actual != self.digest {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{}: blob {} is corrupt: its content hashes to {actual}; nothing was cached",
-                    self.client.describe(),
-                    self.digest
-                ),
-            ));
-        }
-        self.progress.finish();
-        if let Some(spool) = spool {
-            self.cache
-                .commit_blob(spool, &self.digest)
-                .map_err(io_error)?;
-        }
-        Ok(())
-    }
 }
 
-impl Read for BlobStream<'_> {
+impl Read for ResumingBody<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
         loop {
-            if self.spool.is_none() {
-                return Ok(0); // finished and verified
-            }
-            let resp = match self.response.as_mut() {
+            let response = match self.response.as_mut() {
                 Some(r) => r,
+                None if self.received >= self.size => return Ok(0),
                 None => {
                     let r = self
                         .client
                         .blob_at(&self.digest, self.received)
-                        .map_err(io_error)?;
+                        .map_err(|e| io::Error::other(format!("{e:#}")))?;
                     self.response.insert(r)
                 }
             };
-            match resp.read(buf) {
-                Ok(0) if self.received == self.size => {
-                    self.finish()?;
+            match response.read(buf) {
+                Ok(0) if self.received >= self.size => {
+                    self.response = None;
+                    self.progress.finish();
                     return Ok(0);
                 }
                 Ok(0) => self.interrupted("the connection closed early")?,
                 Ok(n) => {
-                    if self.received + n as u64 > self.size {
-                        return Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!(
-                                "{}: blob {} is longer than its descriptor's {} bytes",
-                                self.client.describe(),
-                                self.digest,
-                                self.size
-                            ),
-                        ));
-                    }
-                    self.hasher.update(&buf[..n]);
-                    if let Some(spool) = self.spool.as_mut() {
-                        spool.write_all(&buf[..n])?;
-                    }
                     self.received += n as u64;
                     self.progress.advance(n as u64);
                     return Ok(n);

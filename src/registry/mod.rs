@@ -10,6 +10,7 @@
 pub mod auth;
 mod client;
 pub mod progress;
+mod verify;
 
 use std::io::{self, Read};
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub use auth::{AuthFiles, Credentials};
 use client::Client;
 pub use client::RetryPolicy;
 pub use progress::ProgressMode;
+use verify::VerifyingReader;
 
 const MAX_INDEX_DEPTH: usize = 8;
 
@@ -259,10 +261,21 @@ struct RegistrySource {
 }
 
 impl BlobSource for RegistrySource {
+    fn verifies_blobs(&self) -> bool {
+        true // every reader it hands out is a VerifyingReader
+    }
+
     fn open_layer(&self, layer: &LayerInfo) -> Result<Box<dyn Read + '_>> {
         let f = &self.fetcher;
         if let Some(file) = f.cache.open_blob(&layer.digest)? {
-            return Ok(Box::new(file));
+            let what = format!("cached blob {}", layer.digest);
+            return Ok(Box::new(VerifyingReader::new(
+                file,
+                &layer.digest,
+                layer.size,
+                what,
+                None,
+            )));
         }
         let client = f.client(&format!("layer {}", layer.digest))?;
         Ok(Box::new(client.blob_stream(

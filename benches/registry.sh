@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Time to get the machine-config-daemon out of an MCO-shaped image in a loopback
+# registry: `mcd-inject extract` with a cold cache, against `skopeo copy` + `umoci raw
+# unpack`, and against the stock-tool lower bound (curl of the top blob only, piped to
+# sha256sum and `tar -xzO`). Prints a Markdown table for BENCHMARKS.md.
+#
+#   bash benches/registry.sh                   # CONTENT=host RUNS=5 by default
+#   CONTENT=synthetic RUNS=9 bash benches/registry.sh
+#
+# The image: two base layers of about 150 MB of gzip each and a top layer with four
+# 55 MiB binaries (machine-config-daemon, -operator, -controller, -server), written by
+# fixtures/generate.py's layout writer and pushed with skopeo to a docker-registry that
+# scripts/registry-services.sh starts on 127.0.0.1 (and stops). File content:
+#   CONTENT=host       slices of the host's own ELF files (/usr/bin, /usr/lib, ...),
+#                      which compress like real binaries (about 40%); same on one host
+#   CONTENT=synthetic  benches/rss.sh's pseudo-binaries (3/4 random bytes), identical on
+#                      every host but nearly incompressible: the worst case for inflate
+#
+# Needs: cargo, python3, skopeo, umoci, docker-registry, curl, GNU tar, /usr/bin/time.
+set -euo pipefail
+
+RUNS=${RUNS:-5}
+CONTENT=${CONTENT:-host}
+MCD_PATH=/usr/bin/machine-config-daemon
+BIN_MIB=55
+case $CONTENT in
+  host) BASE_LAYER_MIB=360 ;;     # ~150 MB of gzip
+  synthetic) BASE_LAYER_MIB=180 ;; # ~150 MB of gzip
+  *) echo "CONTENT must be host or synthetic" >&2; exit 2 ;;
+esac
+
+cd "$(dirname "$0")/.."
+root=$PWD
+for tool in cargo python3 skopeo umoci docker-registry curl tar /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "benches/registry.sh: $tool is not installed" >&2; exit 1; }
+done
+
+cargo build --release --quiet
+bin=${CARGO_TARGET_DIR:-$root/target}/release/mcd-inject
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/mcd-inject-regbench.XXXXXX")
+cleanup() {
+  bash "$root/scripts/registry-services.sh" stop "$work/registry" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+layout=$work/layout
+
+echo "generating the benchmark image in $work ..." >&2
+python3 - "$layout" "$BIN_MIB" "$BASE_LAYER_MIB" "$CONTENT" >"$work/facts" <<'PY'
+import hashlib
+import os
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, "fixtures")
+import generate as g  # noqa: E402
+
+layout, bin_mib, base_mib = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+content = sys.argv[4]
+g.GZIP_LEVEL = 6  # what image builders use
+MIB = 1 << 20
+
+
+def pseudo_binary(seed: str, size: int) -> bytes:
+    """Deterministic bytes that compress like a binary: 3/4 noise, 1/4 repeated text."""
+    rng = random.Random(seed)
+    text = (f"{seed} symbol table runtime.gopanic crypto/tls " * 64).encode()
+    out = bytearray()
+    while len(out) < size:
+        out += rng.randbytes(3072) + text[:1024]
+    return bytes(out[:size])
+
+
+def host_elf_stream(total: int) -> bytes:
+    """The host's ELF files, in sorted path order, concatenated up to `total` bytes."""
+    out = bytearray()
+    for top in ("/usr/bin", "/usr/sbin", "/usr/libexec", "/usr/lib"):
+        for root, dirs, files in sorted(os.walk(top)):
+            dirs.sort()
+            for f in sorted(files):
+                p = os.path.join(root, f)
+                if os.path.islink(p) or not os.path.isfile(p):
+                    continue
+                try:
+                    data = open(p, "rb").read()
+                except OSError:
+                    continue
+                if data[:4] == b"\x7fELF":
+                    out += data
+                    if len(out) >= total:
+                        return bytes(out[:total])
+    raise SystemExit(f"the host has fewer than {total} bytes of ELF files")
+
+
+if content == "host":
+    pool = host_elf_stream(2 * base_mib * MIB + 4 * bin_mib * MIB + 4 * 4096)
+    cursor = 0
+
+    def pseudo_binary(seed: str, size: int) -> bytes:  # noqa: F811
+        global cursor
+        cursor += size
+        return pool[cursor - size : cursor]
+
+
+layers = []
+for n in range(2):
+    files = 10
+    layers.append(g.Layer([
+        g.X(f"usr/lib64/base-{n}/lib{i}.so", pseudo_binary(f"base{n}-{i}", base_mib * MIB // files))
+        for i in range(files)
+    ] + ([g.F("usr/lib/os-release", g.RHEL9_4), g.S("bin", "usr/bin")] if n == 0 else [])))
+names = ["machine-config-controller", "machine-config-daemon", "machine-config-operator",
+         "machine-config-server"]
+binaries = {n: pseudo_binary(n, bin_mib * MIB + i * 4096) for i, n in enumerate(names)}
+layers.append(g.Layer([g.X(f"usr/bin/{n}", data) for n, data in binaries.items()]))
+writer = g.LayoutWriter(layout)
+writer.finish(writer.image(g.Image(layers)))
+
+blobs = list((layout / "blobs" / "sha256").iterdir())
+print(f"mcd_sha256={hashlib.sha256(binaries['machine-config-daemon']).hexdigest()}")
+print(f"image_bytes={sum(p.stat().st_size for p in blobs)}")
+PY
+# shellcheck disable=SC1091
+. "$work/facts"
+
+echo "starting a loopback registry and pushing ..." >&2
+bash "$root/scripts/registry-services.sh" start "$work/registry" >/dev/null
+# shellcheck disable=SC1091
+. "$work/registry/env"
+reg=$MCD_TEST_REGISTRY_ANON
+image=$reg/bench/mco:v1
+skopeo copy -q --dest-tls-verify=false "oci:$layout:latest" "docker://$image"
+manifest=$(curl -sf -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+  "http://$reg/v2/bench/mco/manifests/v1")
+top=$(jq -r '.layers[-1].digest' <<<"$manifest")
+top_bytes=$(jq -r '.layers[-1].size' <<<"$manifest")
+
+results=$work/results
+reset() {
+  rm -rf "$work/out" "$work/cache" "$work/copy" "$work/rootfs" "$work/sum"
+}
+# measure NAME CHECK -- CMD...: RUNS runs of CMD after `reset`; CHECK must hold after
+# the first; records "NAME|median wall seconds|peak RSS kB".
+measure() {
+  local name=$1 check=$2
+  shift 3
+  local walls=() rss_max=0 i rss
+  for ((i = 0; i < RUNS; i++)); do
+    reset
+    /usr/bin/time -v -o "$work/time.log" "$@" >/dev/null 2>"$work/stderr.log" || {
+      echo "benches/registry.sh: $name failed:" >&2
+      cat "$work/stderr.log" "$work/time.log" >&2
+      exit 1
+    }
+    if ((i == 0)) && ! eval "$check"; then
+      echo "benches/registry.sh: $name produced the wrong result" >&2
+      exit 1
+    fi
+    walls+=("$(awk -F': ' '/Elapsed \(wall clock\)/ {
+      n = split($2, t, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + t[k]; print s }' "$work/time.log")")
+    rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.log")
+    ((rss > rss_max)) && rss_max=$rss
+  done
+  local median
+  median=$(printf '%s\n' "${walls[@]}" | sort -g |
+    awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}')
+  echo "$name|$median|$rss_max" >>"$results"
+}
+
+out_ok='[ "$(sha256sum <"$work/out" | cut -d" " -f1)" = "$mcd_sha256" ]'
+rootfs_ok='[ "$(sha256sum <"$work/rootfs$MCD_PATH" | cut -d" " -f1)" = "$mcd_sha256" ]'
+curl_ok="$out_ok"' && [ "$(cut -d" " -f1 "$work/sum")" = "'"${top#sha256:}"'" ]'
+
+echo "measuring, $RUNS runs each ..." >&2
+measure "mcd-inject extract, cold cache" "$out_ok" -- \
+  "$bin" extract -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image" \
+  --path "$MCD_PATH" -o "$work/out"
+measure "skopeo copy + umoci raw unpack" "$rootfs_ok" -- bash -c '
+  skopeo copy -q --src-tls-verify=false "docker://$1" "oci:$2/copy:x" &&
+  umoci raw unpack --rootless --image "$2/copy:x" "$2/rootfs"' _ "$image" "$work"
+measure "lower bound: curl of the top blob, sha256sum, tar -xzO" "$curl_ok" -- bash -c '
+  set -o pipefail
+  curl -sf "http://$1/v2/bench/mco/blobs/$2" | tee >(sha256sum >"$3/sum") |
+    tar -xzO "${4#/}" >"$3/out"' _ "$reg" "$top" "$work" "$MCD_PATH"
+
+mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }
+cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+echo
+echo "Content: $CONTENT. Image: 3 gzip layers, $(mib "$image_bytes") MiB of blobs in a loopback docker-registry" \
+  "(distribution $(docker-registry --version | awk '{print $3}')); two base layers, a top" \
+  "layer of $(mib "$top_bytes") MiB with four ${BIN_MIB} MiB binaries, \`$MCD_PATH\` among them." \
+  "Host: $(nproc) CPUs, ${cpu:-unknown CPU}; median of $RUNS runs; ratios are each command's" \
+  "median over \`mcd-inject extract, cold cache\`."
+echo
+echo "| command | median wall (s) | peak RSS (MiB) | time vs mcd-inject |"
+echo "| --- | ---: | ---: | ---: |"
+IFS='|' read -r _ ref_wall _ <"$results"
+while IFS='|' read -r name wall rss; do
+  awk -v n="$name" -v w="$wall" -v r="$rss" -v rw="$ref_wall" 'BEGIN {
+    printf "| %s | %.2f | %.1f | %.2fx |\n", n, w, r / 1024, (rw > 0 ? w / rw : 0) }'
+done <"$results"
