@@ -483,6 +483,78 @@ fn a_digest_reference_must_match() {
     assert!(err.contains(&other) && err.contains("404"), "{err}");
 }
 
+#[test]
+fn a_manifest_that_does_not_match_its_digest_is_refused() {
+    let r = registries();
+    let sb = Sandbox::new();
+    let out = sb.ok(&[
+        "inspect",
+        "--json",
+        "--image",
+        &format!("{}/mco/small:v1", r.anon),
+        "--tls-verify=false",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let digest = v["image"]["manifest_digest"].as_str().unwrap().to_string();
+    let proxy = Proxy::start(&r.anon, "manifest-space");
+    let fresh = Sandbox::new();
+    let err = fresh.fails(&[
+        "inspect",
+        "--image",
+        &format!("{}/mco/small@{digest}", proxy.addr),
+        "--tls-verify=false",
+    ]);
+    assert!(err.contains("does not match the digest"), "{err}");
+    let err = fresh.fails(&[
+        "inspect",
+        "--image",
+        &format!("{}/mco/small:v1", proxy.addr),
+        "--tls-verify=false",
+    ]);
+    assert!(
+        err.contains(&format!("the registry says the manifest is {digest}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn schema1_manifests_are_refused_clearly() {
+    let r = registries();
+    let proxy = Proxy::start(&r.anon, "schema1");
+    let err = Sandbox::new().fails(&[
+        "inspect",
+        "--image",
+        &format!("{}/mco/small:v1", proxy.addr),
+        "--tls-verify=false",
+    ]);
+    assert!(
+        err.contains("schema1") && err.contains("unsupported"),
+        "{err}"
+    );
+}
+
+#[test]
+fn proxies_from_the_environment_are_honoured() {
+    let r = registries();
+    // The fault proxy also serves absolute-form requests, so it can act as HTTP_PROXY.
+    let proxy = Proxy::start(&r.anon, "pass");
+    let mut sb = Sandbox::new();
+    sb.env
+        .insert("HTTP_PROXY".into(), format!("http://{}", proxy.addr));
+    let image = format!("{}/mco/mco-4.16:v1", r.anon);
+    assert_eq!(
+        sb.extract(&image, MCD, &["--tls-verify=false", "-q"]),
+        from_disk("mco-4.16", MCD, &[])
+    );
+    assert_eq!(proxy.stats()["blob_gets"], 2);
+    let mut sb = Sandbox::new();
+    sb.env
+        .insert("HTTP_PROXY".into(), format!("http://{}", proxy.addr));
+    sb.env.insert("NO_PROXY".into(), "127.0.0.1".into());
+    sb.extract(&image, MCD, &["--tls-verify=false", "-q"]);
+    assert_eq!(proxy.stats()["blob_gets"], 2, "NO_PROXY was ignored");
+}
+
 // ------------------------------------------------------------------ layers and faults
 
 #[test]
@@ -491,8 +563,24 @@ fn only_the_layers_the_answer_needs_are_downloaded() {
     let proxy = Proxy::start(&r.anon, "pass");
     let sb = Sandbox::new();
     let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
-    let got = sb.extract(&image, MCD, &["--tls-verify=false"]);
-    assert_eq!(got, from_disk("mco-4.16", MCD, &[]));
+    let out = sb.path("out").display().to_string();
+    let run = sb.ok(&[
+        "extract",
+        "--image",
+        &image,
+        "--tls-verify=false",
+        "--path",
+        MCD,
+        "-o",
+        &out,
+    ]);
+    assert_eq!(fs::read(&out).unwrap(), from_disk("mco-4.16", MCD, &[]));
+    // Off a terminal, progress is plain lines.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("fetching mco/mco-4.16 sha256:") && stderr.contains(", done"),
+        "{stderr}"
+    );
     let layers = manifest_layers("mco-4.16");
     assert!(layers.len() >= 2);
     let stats = proxy.stats();

@@ -11,6 +11,10 @@ Modes (faults apply to blob GETs, i.e. paths containing /blobs/):
   429       the first GET of each blob answers 429 with Retry-After: 1
   flip      every gzip blob body (a layer) has one byte of its gzip header (mtime) changed:
             it still decompresses, so only the digest check can catch it
+Modes for manifests (paths containing /manifests/):
+  manifest-space  every manifest body gets a trailing space (still valid JSON, another
+                  digest): a digest reference or Docker-Content-Digest must catch it
+  schema1         every manifest GET answers a Docker schema1 manifest
 GET /__stats returns JSON: {"blob_gets": N, "blob_paths": [...], "ranges": [...]}.
 It binds 127.0.0.1 on a free port and writes that port to FILE once it listens.
 """
@@ -72,6 +76,15 @@ def make_handler(args):
             if is_blob and first and args.mode == "429":
                 self.reply(429, b"", [("Retry-After", "1")])
                 return
+            is_manifest = "/manifests/" in self.path and not head
+            if is_manifest and args.mode == "schema1":
+                body = json.dumps({
+                    "schemaVersion": 1, "name": "x", "tag": "v1", "architecture": "amd64",
+                    "fsLayers": [], "history": [], "signatures": [],
+                }).encode()
+                ctype = "application/vnd.docker.distribution.manifest.v1+prettyjws"
+                self.reply(200, body, [("Content-Type", ctype)])
+                return
             conn = http.client.HTTPConnection(args.upstream, timeout=60)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
             headers["Host"] = args.upstream
@@ -79,6 +92,8 @@ def make_handler(args):
             resp = conn.getresponse()
             body = b"" if head else resp.read()
             conn.close()
+            if is_manifest and args.mode == "manifest-space" and resp.status == 200:
+                body += b" "
             cut = is_blob and resp.status in (200, 206) and (
                 args.mode == "cut-all" or (args.mode == "cut" and first)
             )
@@ -111,7 +126,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--upstream", required=True)
     p.add_argument(
-        "--mode", required=True, choices=["pass", "cut", "cut-all", "500", "429", "flip"]
+        "--mode",
+        required=True,
+        choices=["pass", "cut", "cut-all", "500", "429", "flip", "manifest-space", "schema1"],
     )
     p.add_argument("--port-file", required=True)
     args = p.parse_args()
