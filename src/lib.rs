@@ -6,10 +6,19 @@
 //! - [`image`]: image references, transports, layers and the merged filesystem view.
 //! - [`extract`]: one file out of an image, written atomically.
 //! - [`inspect`]: what an image holds that matters here.
+//! - [`elf`], [`target`], [`select`]: ELF facts of candidate binaries, the bootimage
+//!   table, and verdicts with reasons.
+//! - [`ignition`]: the neutral config model, its renderers, merging and checking.
+//! - [`inject`]: the main job, and `verify`.
 
 pub mod cli;
+pub mod elf;
 pub mod extract;
+pub mod ignition;
 pub mod image;
+pub mod inject;
 pub mod inspect;
 pub mod osrelease;
 pub mod output;
+pub mod select;
+pub mod target;
