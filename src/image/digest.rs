@@ -110,6 +110,7 @@ impl HashState {
 pub struct HashingReader<R> {
     inner: R,
     state: HashState,
+    enabled: bool,
 }
 
 impl<R: Read> HashingReader<R> {
@@ -119,15 +120,29 @@ impl<R: Read> HashingReader<R> {
             HashingReader {
                 inner,
                 state: state.clone(),
+                enabled: true,
             },
             state,
         )
     }
 }
 
+impl<R: Read> HashingReader<R> {
+    /// A reader that hashes only when `enabled`, so that a chain can skip digests it
+    /// does not need.
+    pub fn maybe(inner: R, enabled: bool) -> (Self, Option<HashState>) {
+        let (r, st) = Self::new(inner);
+        let r = HashingReader { enabled, ..r };
+        (r, enabled.then_some(st))
+    }
+}
+
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
+        if !self.enabled {
+            return Ok(n);
+        }
         let mut st = self.state.0.borrow_mut();
         st.0.update(&buf[..n]);
         st.1 += n as u64;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::files::{read_member, ArchiveTree, FileTree};
 use super::oci::{check_blob, ConfigFacts};
 use super::{
-    BlobSource, Compression, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo,
+    BlobSource, Compression, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, OpenOptions,
     Verification, MAX_METADATA_BYTES,
 };
 
@@ -94,7 +94,12 @@ impl BlobSource for ArchiveSource {
     }
 }
 
-pub(crate) fn open(reference: &ImageRef, file: &Path, want: Option<&str>) -> Result<Image> {
+pub(crate) fn open(
+    reference: &ImageRef,
+    file: &Path,
+    want: Option<&str>,
+    opts: &OpenOptions,
+) -> Result<Image> {
     let tree = ArchiveTree::open(file)?;
     let what = tree.describe();
     let manifest = read_member(&tree, "manifest.json", MAX_METADATA_BYTES)?
@@ -148,7 +153,7 @@ pub(crate) fn open(reference: &ImageRef, file: &Path, want: Option<&str>) -> Res
         reference: reference.to_string(),
         manifest_digest: None,
         config_digest,
-        platform: facts.platform(),
+        platform: facts.checked_platform(&opts.platform, &what)?,
         layers,
     };
     Ok(Image::new(info, Box::new(ArchiveSource { tree })))

@@ -344,3 +344,172 @@ impl<'a> MergedFs<'a> {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+    use crate::image::testutil::{layout, tar_bytes, E};
+    use crate::image::{open, ImageRef, OpenOptions};
+
+    struct Fixture {
+        dir: tempfile::TempDir,
+        image: Image,
+    }
+
+    fn image(layers: &[&[E]]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let tars: Vec<Vec<u8>> = layers.iter().map(|l| tar_bytes(l)).collect();
+        layout(&dir.path().join("img"), &tars);
+        let r: ImageRef = format!("oci:{}/img", dir.path().display()).parse().unwrap();
+        let image = open(&r, &OpenOptions::default()).unwrap();
+        Fixture { dir, image }
+    }
+
+    fn read(f: &Fixture, path: &str) -> Result<Vec<u8>> {
+        let mut fs = MergedFs::new(&f.image, f.dir.path(), |_| true);
+        let c = fs.read_file(path)?;
+        let mut v = Vec::new();
+        c.file.reopen()?.read_to_end(&mut v)?;
+        Ok(v)
+    }
+
+    fn absence(f: &Fixture, path: &str) -> Absence {
+        let e = read(f, path).unwrap_err();
+        e.downcast::<NotFound>().expect("a NotFound error").why
+    }
+
+    #[test]
+    fn top_layer_wins_and_lower_layers_are_not_read() {
+        let f = image(&[
+            &[E::File("usr/bin/mcd", b"old", 0o755)],
+            &[E::File("usr/bin/mcd", b"new", 0o755)],
+        ]);
+        let mut fs = MergedFs::new(&f.image, f.dir.path(), |_| true);
+        let c = fs.read_file("/usr/bin/mcd").unwrap();
+        assert_eq!(std::fs::read(c.file.path()).unwrap(), b"new");
+        assert_eq!(fs.layer_reads(), 1);
+    }
+
+    #[test]
+    fn whiteouts_and_opaque_directories() {
+        let f = image(&[
+            &[
+                E::File("a/x", b"x", 0o644),
+                E::File("a/y", b"y", 0o644),
+                E::File("b/z", b"z", 0o644),
+                E::File("c/w", b"w", 0o644),
+            ],
+            &[
+                E::File("a/.wh.x", b"", 0o644),
+                E::Dir("./b/"),
+                E::File("b/.wh..wh..opq", b"", 0o644),
+                E::File("b/new", b"n", 0o644),
+                E::File(".wh.c", b"", 0o644),
+            ],
+        ]);
+        assert!(matches!(absence(&f, "/a/x"), Absence::WhitedOut { .. }));
+        assert_eq!(read(&f, "/a/y").unwrap(), b"y");
+        assert!(matches!(absence(&f, "/b/z"), Absence::Opaque { .. }));
+        assert_eq!(read(&f, "/b/new").unwrap(), b"n");
+        assert!(matches!(absence(&f, "/c/w"), Absence::WhitedOut { .. }));
+        assert_eq!(absence(&f, "/nope"), Absence::NotPresent);
+    }
+
+    #[test]
+    fn a_file_over_an_ancestor_hides_what_was_below() {
+        let f = image(&[
+            &[E::File("d/f", b"f", 0o644)],
+            &[E::File("d", b"file", 0o644)],
+        ]);
+        assert!(matches!(absence(&f, "/d/f"), Absence::NotADirectory { .. }));
+        assert_eq!(read(&f, "/d").unwrap(), b"file");
+    }
+
+    #[test]
+    fn symlinks_resolve_inside_the_image() {
+        let f = image(&[
+            &[
+                E::Symlink("bin", "usr/bin"),
+                E::File("usr/bin/mcd", b"m", 0o755),
+                E::Symlink("usr/bin/abs", "/usr/bin/mcd"),
+                E::Symlink("usr/bin/esc", "../../../../usr/bin/mcd"),
+                E::Symlink("loop1", "loop2"),
+                E::Symlink("loop2", "loop1"),
+            ],
+            &[E::Symlink("usr/bin/rel", "mcd")],
+        ]);
+        for p in [
+            "/bin/mcd",
+            "/usr/bin/abs",
+            "/usr/bin/rel",
+            "/bin/esc",
+            "/usr/../bin/rel",
+        ] {
+            assert_eq!(read(&f, p).unwrap(), b"m", "{p}");
+        }
+        let e = read(&f, "/loop1").unwrap_err();
+        assert!(e.to_string().contains("too many levels"), "{e}");
+    }
+
+    #[test]
+    fn hardlinks_resolve_in_their_own_layer() {
+        let f = image(&[
+            &[
+                E::File("a/orig", b"data", 0o755),
+                E::Hardlink("a/link", "a/orig"),
+            ],
+            &[E::File("a/.wh.orig", b"", 0o644)],
+        ]);
+        assert_eq!(read(&f, "/a/link").unwrap(), b"data");
+        assert!(matches!(absence(&f, "/a/orig"), Absence::WhitedOut { .. }));
+        let g = image(&[&[
+            E::Hardlink("a/link", "a/later"),
+            E::File("a/later", b"x", 0o644),
+        ]]);
+        assert!(read(&g, "/a/link").is_err());
+    }
+
+    #[test]
+    fn directory_listing_merges_layers() {
+        let f = image(&[
+            &[
+                E::File("usr/bin/machine-config-daemon", b"1", 0o755),
+                E::File("usr/bin/machine-config-daemon.rhel8", b"2", 0o755),
+                E::File("usr/bin/other", b"3", 0o755),
+            ],
+            &[
+                E::File("usr/bin/.wh.machine-config-daemon.rhel8", b"", 0o644),
+                E::File("usr/bin/machine-config-daemon.rhel9", b"4", 0o755),
+            ],
+        ]);
+        let mut fs = MergedFs::new(&f.image, f.dir.path(), |_| false);
+        let names = fs
+            .list_dir("/usr/bin", |n| n.starts_with("machine-config-daemon"))
+            .unwrap();
+        assert_eq!(
+            names,
+            ["machine-config-daemon", "machine-config-daemon.rhel9"]
+        );
+    }
+
+    #[test]
+    fn a_changed_byte_is_refused() {
+        let f = image(&[&[E::File("x", b"content", 0o644)]]);
+        let blob = f
+            .dir
+            .path()
+            .join("img")
+            .join(f.image.info.layers[0].location.clone());
+        let mut bytes = std::fs::read(&blob).unwrap();
+        let n = bytes.len();
+        bytes[n - 5] ^= 1;
+        std::fs::write(&blob, bytes).unwrap();
+        let e = read(&f, "/x").unwrap_err();
+        assert!(
+            format!("{e:#}").contains(&f.image.info.layers[0].digest.to_string()),
+            "{e:#}"
+        );
+    }
+}

@@ -187,9 +187,12 @@ pub fn scan_layer(
 ) -> Result<LayerScan> {
     let what = format!("layer {}", layer.digest);
     let raw = source.open_layer(layer)?;
-    let (raw, raw_state) = HashingReader::new(raw);
-    let (plain, plain_state) =
-        HashingReader::new(decompressor(raw, layer.compression).with_context(|| what.clone())?);
+    let by_diff_id = matches!(layer.verification, Verification::DiffId(_));
+    let (raw, raw_state) = HashingReader::maybe(raw, !by_diff_id);
+    let (plain, plain_state) = HashingReader::maybe(
+        decompressor(raw, layer.compression).with_context(|| what.clone())?,
+        by_diff_id,
+    );
     let real = Rc::new(Cell::new(0));
     let padded = TarPad {
         inner: plain,
@@ -274,8 +277,8 @@ pub fn scan_layer(
             real.get()
         );
     }
-    match &layer.verification {
-        Verification::Blob { digest, size } => {
+    match (&layer.verification, raw_state, plain_state) {
+        (Verification::Blob { digest, size }, Some(raw_state), _) => {
             if raw_state.len() != *size {
                 bail!(
                     "{what} is corrupt: {} bytes read, the manifest says {size}",
@@ -287,12 +290,13 @@ pub fn scan_layer(
                 bail!("{what} is corrupt: its content hashes to {actual}");
             }
         }
-        Verification::DiffId(diff_id) => {
+        (Verification::DiffId(diff_id), _, Some(plain_state)) => {
             let actual = plain_state.digest();
             if &actual != diff_id {
                 bail!("{what} is corrupt: its uncompressed content hashes to {actual}, the config's diff_id is {diff_id}");
             }
         }
+        _ => unreachable!("the reader chain hashes what the verification needs"),
     }
     Ok(LayerScan { index, captures })
 }

@@ -116,7 +116,7 @@ pub fn open(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
             opts,
         ),
         ImageRef::DockerArchive { file, reference: r } => {
-            docker_archive::open(reference, file, r.as_deref())
+            docker_archive::open(reference, file, r.as_deref(), opts)
         }
         ImageRef::Docker(_) => bail!(
             "{reference}: the registry transport is not supported yet; \
@@ -153,3 +153,6 @@ pub fn compression_of(media_type: &str) -> Result<Compression> {
         bail!("unsupported layer media type {media_type:?}")
     }
 }
+
+#[cfg(test)]
+pub(crate) mod testutil;

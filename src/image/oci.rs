@@ -32,7 +32,9 @@ pub(crate) fn parse_document(bytes: &[u8], what: &str) -> Result<Document> {
     let peek: Peek =
         serde_json::from_slice(bytes).with_context(|| format!("{what}: malformed JSON"))?;
     let media_type = peek.media_type.as_deref().unwrap_or("");
-    if peek.schema_version == Some(1) || media_type.contains("manifest.v1+") {
+    if peek.schema_version == Some(1)
+        || media_type.starts_with("application/vnd.docker.distribution.manifest.v1+")
+    {
         bail!("{what}: Docker schema1 manifests are unsupported; convert the image to schema2 or OCI (skopeo copy --format v2s2)");
     }
     if peek.schema_version != Some(2) {
@@ -153,6 +155,19 @@ pub(crate) struct RootFs {
 }
 
 impl ConfigFacts {
+    /// The image's platform, refused when it is not the one asked for.
+    pub fn checked_platform(&self, want: &Platform, what: &str) -> Result<Platform> {
+        let have = self.platform();
+        let variant_ok = match (&want.variant, &have.variant) {
+            (Some(w), Some(h)) => w == h,
+            _ => true,
+        };
+        if have.os != want.os || have.architecture != want.architecture || !variant_ok {
+            bail!("{what}: the image is for {have}, not {want} (choose with --platform)");
+        }
+        Ok(have)
+    }
+
     pub fn platform(&self) -> Platform {
         let d = Platform::default();
         Platform {
@@ -290,7 +305,7 @@ pub(crate) fn open<T: FileTree + 'static>(
         reference: reference.to_string(),
         manifest_digest: Some(manifest_digest),
         config_digest,
-        platform: facts.platform(),
+        platform: facts.checked_platform(&opts.platform, &tree.describe())?,
         layers,
     };
     Ok(Image::new(info, Box::new(LayoutSource { tree })))

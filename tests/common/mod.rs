@@ -1,0 +1,492 @@
+//! Helpers shared by the integration tests: the generated fixtures (see
+//! `fixtures/README.md`), the external tools they are checked against, and running the
+//! built `mcd-inject` binary.
+//!
+//! Fixtures come from `MCD_INJECT_FIXTURES` or `target/fixtures` under the crate root.
+//! A missing or stale directory is regenerated once with `python3 fixtures/generate.py`,
+//! into a private temporary directory that is then renamed into place, so test binaries
+//! running in parallel never see a half-written tree.
+
+#![allow(dead_code)] // Each test binary uses its own subset of these helpers.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+
+/// Tools the generator and the comparison tests need; missing ones fail the tests.
+pub const REQUIRED_TOOLS: &[&str] = &["python3", "gcc", "zstd", "skopeo", "umoci"];
+
+/// How long one run of the binary may take before the test calls it hung.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Name of the file in a fixtures directory that records which generator wrote it.
+const STAMP_FILE: &str = ".generator-stamp";
+
+pub fn crate_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Panics, naming every missing tool, unless all of `tools` can be run.
+pub fn require_tools(tools: &[&str]) {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|tool| {
+            Command::new(tool)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_err()
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "these tests need {} installed (missing: {}); on Debian: \
+         apt-get install python3 gcc zstd skopeo umoci",
+        tools.join(", "),
+        missing.join(", ")
+    );
+}
+
+/// The generated fixtures directory (absolute), generating it on first use.
+pub fn fixtures_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        require_tools(REQUIRED_TOOLS);
+        match std::env::var_os("MCD_INJECT_FIXTURES") {
+            Some(dir) if Path::new(&dir).join("fixtures.json").is_file() => {
+                fs::canonicalize(&dir).expect("canonicalize MCD_INJECT_FIXTURES")
+            }
+            Some(dir) => generate_into(&absolute(Path::new(&dir))),
+            None => generate_into(&crate_root().join("target").join("fixtures")),
+        }
+    })
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir().unwrap().join(path)
+    }
+}
+
+/// A digest of the generator and its C sources: fixtures made by another version are
+/// regenerated.
+fn generator_stamp() -> String {
+    let fixtures = crate_root().join("fixtures");
+    let mut inputs = vec![fixtures.join("generate.py")];
+    let mut sources: Vec<PathBuf> = fs::read_dir(fixtures.join("src"))
+        .expect("read fixtures/src")
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    sources.sort();
+    inputs.extend(sources);
+    let mut hasher = Sha256::new();
+    for input in inputs {
+        let name = input.file_name().unwrap().to_string_lossy().into_owned();
+        hasher.update(name.as_bytes());
+        hasher.update(fs::read(&input).unwrap_or_else(|e| panic!("read {input:?}: {e}")));
+    }
+    hex::encode(hasher.finalize())
+}
+
+fn is_current(dir: &Path, stamp: &str) -> bool {
+    fs::read_to_string(dir.join(STAMP_FILE)).is_ok_and(|s| s.trim() == stamp)
+}
+
+fn generate_into(dir: &Path) -> PathBuf {
+    let stamp = generator_stamp();
+    if is_current(dir, &stamp) {
+        return dir.to_owned();
+    }
+    let parent = dir.parent().expect("fixtures dir has a parent");
+    fs::create_dir_all(parent).unwrap();
+    let unique = format!(
+        "{}.{}-{}",
+        dir.file_name().unwrap().to_string_lossy(),
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let staging = parent.join(format!("{unique}.new"));
+    let output = Command::new("python3")
+        .arg(crate_root().join("fixtures").join("generate.py"))
+        .arg(&staging)
+        .output()
+        .expect("run python3 fixtures/generate.py");
+    assert!(
+        output.status.success(),
+        "python3 fixtures/generate.py {} failed ({}):\n{}{}",
+        staging.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    fs::write(staging.join(STAMP_FILE), &stamp).unwrap();
+    if dir.exists() && !is_current(dir, &stamp) {
+        // Stale: move it aside first; another test binary may be doing the same.
+        let old = parent.join(format!("{unique}.old"));
+        if fs::rename(dir, &old).is_ok() {
+            let _ = fs::remove_dir_all(&old);
+        }
+    }
+    if fs::rename(&staging, dir).is_err() {
+        // Another test binary put its (identical) copy in place first.
+        let _ = fs::remove_dir_all(&staging);
+        assert!(
+            is_current(dir, &stamp),
+            "could not put fixtures in place at {}",
+            dir.display()
+        );
+    }
+    dir.to_owned()
+}
+
+// ------------------------------------------------------------------------ fixtures.json
+
+#[derive(Debug, Deserialize)]
+pub struct FixtureList {
+    pub ref_name: String,
+    pub fixtures: Vec<Fixture>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Fixture {
+    pub name: String,
+    pub description: String,
+    pub compression: Vec<String>,
+    pub platforms: Vec<String>,
+    /// Transport name (`oci`, `oci-archive`, `docker-archive`) -> path relative to the
+    /// fixtures directory.
+    pub transports: BTreeMap<String, String>,
+    pub docker_archive_name: String,
+    /// Whether umoci can unpack this image (it cannot read zstd layers).
+    pub umoci: bool,
+    pub present: Vec<PresentPath>,
+    pub absent: Vec<NotedPath>,
+    pub refused: Vec<NotedPath>,
+    pub wrong_platforms: Vec<String>,
+    #[serde(default)]
+    pub umoci_note: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PresentPath {
+    pub path: String,
+    pub sha256: String,
+    pub size: u64,
+    pub mode: u32,
+    #[serde(default)]
+    pub platform: Option<String>,
+    /// Restricts the transports this path is checked on (a platform missing from one).
+    #[serde(default)]
+    pub transports: Option<Vec<String>>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NotedPath {
+    pub path: String,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+pub fn fixture_list() -> &'static FixtureList {
+    static LIST: OnceLock<FixtureList> = OnceLock::new();
+    LIST.get_or_init(|| {
+        let path = fixtures_dir().join("fixtures.json");
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path:?}: {e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {path:?}: {e}"))
+    })
+}
+
+pub fn fixture(name: &str) -> &'static Fixture {
+    fixture_list()
+        .fixtures
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no fixture named {name} in fixtures.json"))
+}
+
+impl Fixture {
+    /// Absolute path of the layout or archive of `transport`.
+    pub fn location(&self, transport: &str) -> PathBuf {
+        let relative = self
+            .transports
+            .get(transport)
+            .unwrap_or_else(|| panic!("fixture {} has no {transport} transport", self.name));
+        fixtures_dir().join(relative)
+    }
+
+    /// The image reference mcd-inject is given for `transport`.
+    pub fn reference(&self, transport: &str) -> String {
+        image_reference(
+            transport,
+            &self.location(transport),
+            &fixture_list().ref_name,
+        )
+    }
+
+    pub fn layout(&self) -> PathBuf {
+        self.location("oci")
+    }
+}
+
+/// `oci:DIR:TAG`, `oci-archive:FILE:TAG` or `docker-archive:FILE`.
+pub fn image_reference(transport: &str, location: &Path, tag: &str) -> String {
+    let location = location.display();
+    match transport {
+        "oci" | "oci-archive" => format!("{transport}:{location}:{tag}"),
+        "docker-archive" => format!("docker-archive:{location}"),
+        other => panic!("unknown transport {other}"),
+    }
+}
+
+impl PresentPath {
+    pub fn applies_to(&self, transport: &str) -> bool {
+        self.transports
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|t| t == transport))
+    }
+}
+
+// ------------------------------------------------------------------------ running
+
+/// What one run of the binary did.
+#[derive(Debug)]
+pub struct Run {
+    pub args: Vec<String>,
+    /// Exit code; `None` when killed by a signal or by the timeout.
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+impl Run {
+    /// A one-paragraph account of the run for failure messages.
+    pub fn describe(&self) -> String {
+        let mut out = format!(
+            "`mcd-inject {}` -> {}",
+            self.args.join(" "),
+            match (self.code, self.timed_out) {
+                (_, true) => format!("killed after {RUN_TIMEOUT:?}"),
+                (Some(code), _) => format!("exit {code}"),
+                (None, _) => "killed by a signal".to_owned(),
+            }
+        );
+        let stderr = self.stderr.trim_end();
+        if !stderr.is_empty() {
+            let _ = write!(out, "; stderr: {}", truncate(stderr, 600));
+        }
+        out
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..end], text.len())
+}
+
+/// Runs the built `mcd-inject` with `args`, capturing everything, killing it if it hangs.
+pub fn mcd_inject<I, S>(args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcd-inject");
+    let mut stdout_pipe = child.stdout.take().unwrap();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stdout_reader = thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let stderr_reader = thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stderr_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let started = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for mcd-inject") {
+            break status;
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().expect("wait for killed mcd-inject");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    Run {
+        args: args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        code: if timed_out { None } else { status.code() },
+        stdout: stdout_reader.join().unwrap(),
+        stderr: String::from_utf8_lossy(&stderr_reader.join().unwrap()).into_owned(),
+        timed_out,
+    }
+}
+
+/// Runs an external tool, panicking with its output if it fails.
+pub fn run_tool(program: &str, args: &[&OsStr]) -> std::process::Output {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {program}: {e}"));
+    assert!(
+        output.status.success(),
+        "{program} {:?} failed ({}):\n{}{}",
+        args,
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+// ------------------------------------------------------------------------ comparing
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+/// A short account of how `actual` differs from `expected`, or `None` if equal.
+pub fn byte_difference(expected: &[u8], actual: &[u8]) -> Option<String> {
+    if expected == actual {
+        return None;
+    }
+    let first = expected
+        .iter()
+        .zip(actual)
+        .position(|(a, b)| a != b)
+        .unwrap_or(expected.len().min(actual.len()));
+    let window = |data: &[u8]| {
+        let end = (first + 16).min(data.len());
+        hex::encode(&data[first.min(data.len())..end])
+    };
+    Some(format!(
+        "expected {} bytes (sha256 {}), got {} bytes (sha256 {}); first difference at \
+         offset {first}: expected {} got {}",
+        expected.len(),
+        &sha256_hex(expected)[..16],
+        actual.len(),
+        &sha256_hex(actual)[..16],
+        window(expected),
+        window(actual),
+    ))
+}
+
+/// Resolves absolute `path` inside the directory `root` as if `root` were `/`:
+/// symlinks are followed within `root` (absolute targets restart at `root`, `..` never
+/// climbs above it), at most 40 of them. Returns the host path of the final non-symlink,
+/// or why there is none.
+pub fn resolve_in_root(root: &Path, path: &str) -> Result<PathBuf, String> {
+    const MAX_SYMLINKS: usize = 40;
+    let mut pending: Vec<String> = components(path).into_iter().rev().collect();
+    let mut resolved: Vec<String> = Vec::new();
+    let mut followed = 0;
+    while let Some(component) = pending.pop() {
+        match component.as_str() {
+            "." => continue,
+            ".." => {
+                resolved.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let host = resolved
+            .iter()
+            .fold(root.to_owned(), |p, c| p.join(c))
+            .join(&component);
+        let meta = fs::symlink_metadata(&host).map_err(|e| format!("{}: {e}", host.display()))?;
+        if meta.file_type().is_symlink() {
+            followed += 1;
+            if followed > MAX_SYMLINKS {
+                return Err(format!("more than {MAX_SYMLINKS} symlinks (loop?)"));
+            }
+            let target = fs::read_link(&host).unwrap();
+            let target = target.to_string_lossy();
+            if target.starts_with('/') {
+                resolved.clear();
+            }
+            pending.extend(components(&target).into_iter().rev());
+            continue;
+        }
+        if !pending.is_empty() && !meta.is_dir() {
+            return Err(format!("{} is not a directory", host.display()));
+        }
+        resolved.push(component);
+    }
+    Ok(resolved.iter().fold(root.to_owned(), |p, c| p.join(c)))
+}
+
+fn components(path: &str) -> Vec<String> {
+    Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+            Component::ParentDir => Some("..".to_owned()),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => None,
+        })
+        .collect()
+}
+
+/// Names of the entries of `dir`, sorted.
+pub fn dir_entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Copies the directory tree `from` to `to` (regular files and directories only).
+pub fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
