@@ -187,8 +187,18 @@ pub fn verify(
             None
         }
     };
-    if let Some(gz) = payload {
-        let (tmp, sha) = gunzip(&gz, spool)?;
+    let unpacked = match payload {
+        Some(gz) => match gunzip(&gz, spool) {
+            Ok(u) => Some(u),
+            Err(e) => {
+                v.problems
+                    .push(format!("{PAYLOAD_PATH}: not a gzip payload: {e:#}"));
+                None
+            }
+        },
+        None => None,
+    };
+    if let Some((tmp, sha)) = unpacked {
         match &script_hash {
             Some(h) if *h == sha => v
                 .passed
