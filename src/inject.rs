@@ -407,3 +407,28 @@ pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
     }
     Ok(VerifyReport { passed, problems })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_warning_gives_the_cost_and_points_to_remote_mode() {
+        let w = v2_size_warning(40_000_000);
+        assert!(w.contains("40.0 MB"), "{w}");
+        assert!(w.contains("about 40 s"), "{w}");
+        assert!(w.contains("1.4 GB"), "{w}");
+        assert!(w.contains("--payload-url"), "{w}");
+    }
+
+    #[test]
+    fn gzip_is_deterministic() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b");
+        std::fs::write(&p, b"same bytes, same gzip").unwrap();
+        let a = gzip_file(&p).unwrap();
+        assert_eq!(a, gzip_file(&p).unwrap());
+        // No name, mtime 0.
+        assert_eq!(&a[3..8], &[0, 0, 0, 0, 0]);
+    }
+}
