@@ -12,6 +12,7 @@ use sha2::{Digest as _, Sha512};
 use crate::elf;
 use crate::ignition::units::{self, Delivery};
 use crate::ignition::{self, merge, schema, verify, Source, SpecVersion};
+use crate::image::layer::normalize_name;
 use crate::image::{self, ImageRef, OpenOptions};
 use crate::inspect::{self, Inspection};
 use crate::output::Output;
@@ -183,10 +184,19 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     let arch = cfg.open.platform.architecture.clone();
     let target = output_spec(&cfg.target, base.as_ref(), &arch)?;
 
+    let binary_path = match &cfg.binary_path {
+        Some(p) if p.starts_with('/') => Some(format!(
+            "/{}",
+            normalize_name(p.trim_start_matches('/'))
+                .with_context(|| format!("--binary-path {p:?}"))?
+        )),
+        Some(p) => bail!("--binary-path {p:?} must be absolute"),
+        None => None,
+    };
     let img = image::open(&cfg.image, &cfg.open)?;
     let spool = tempfile::tempdir().context("creating a spool directory")?;
-    let ins = inspect::inspect_with(&img, spool.path(), cfg.binary_path.as_deref())?;
-    let choice = choose(&ins, &target, cfg.binary_path.as_deref(), cfg.force)?;
+    let ins = inspect::inspect_with(&img, spool.path(), binary_path.as_deref())?;
+    let choice = choose(&ins, &target, binary_path.as_deref(), cfg.force)?;
     let bin = &ins.binaries[choice.index];
     let mut notes = Vec::new();
     if choice.forced {
@@ -202,9 +212,21 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     let gz = gzip_file(bin.content.file.path())?;
     let gz_sha512 = hex::encode(Sha512::digest(&gz));
     let sha256 = bin.sha256.hex().to_string();
+    // Remote mode stages the payload file now; inline mode moves the bytes into the
+    // config rather than copying them.
+    let mut staged = Vec::new();
     let payload = match &cfg.remote {
-        Some(r) => Source::Url(r.url.clone()),
-        None => Source::Inline(gz.clone()),
+        Some(r) => {
+            if r.out == Output::Stdout || r.out == cfg.ign {
+                bail!("--payload-out must be a file other than --ign");
+            }
+            let mut t = r.out.temp_file()?;
+            t.write_all(&gz)
+                .with_context(|| format!("writing {}", r.out))?;
+            staged.push((r.out.clone(), t));
+            Source::Url(r.url.clone())
+        }
+        None => Source::Inline(gz),
     };
     let delivery = Delivery {
         payload,
@@ -234,23 +256,13 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         notes.push(v2_size_warning(bytes.len()));
     }
 
-    // Everything is ready: write the payload (remote mode), then the config.
-    let mut staged = Vec::new();
-    if let Some(r) = &cfg.remote {
-        if r.out == Output::Stdout || r.out == cfg.ign {
-            bail!("--payload-out must be a file other than --ign");
-        }
-        let mut t = r.out.temp_file()?;
-        t.write_all(&gz)
-            .with_context(|| format!("writing {}", r.out))?;
-        staged.push((r.out.clone(), t, 0o644));
-    }
+    // Everything is ready: commit the payload (remote mode), then the config.
     let mut t = cfg.ign.temp_file()?;
     t.write_all(&bytes)
         .with_context(|| format!("writing {}", cfg.ign))?;
-    staged.push((cfg.ign.clone(), t, 0o644));
-    for (out, t, mode) in staged {
-        out.commit(t, mode)?;
+    staged.push((cfg.ign.clone(), t));
+    for (out, t) in staged {
+        out.commit(t, 0o644)?;
     }
     Ok(InjectReport {
         chosen: bin.path.clone(),

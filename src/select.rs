@@ -236,6 +236,8 @@ pub enum SelectError {
         target: String,
         rejected: Vec<(String, Verdict)>,
     },
+    #[error("{0} was not read from the image")]
+    NotACandidate(String),
     #[error("{path} does not fit {target}: {} (use --force to deliver it anyway)", .verdict.because())]
     Incompatible {
         path: String,
@@ -272,10 +274,9 @@ pub fn choose(
     force: bool,
 ) -> Result<Choice, SelectError> {
     if let Some(p) = forced_path {
-        let index = candidates
-            .iter()
-            .position(|c| c.path == p)
-            .expect("the caller adds the --binary-path candidate");
+        let Some(index) = candidates.iter().position(|c| c.path == p) else {
+            return Err(SelectError::NotACandidate(p.to_string()));
+        };
         let verdict = candidates[index].verdict(target);
         if !verdict.compatible && !force {
             return Err(SelectError::Incompatible {

@@ -163,6 +163,15 @@ fn binary_path_is_checked_and_force_warns() {
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert!(!run.stderr.contains("WARNING"), "{}", run.stderr);
 
+    // The path is normalised, and links are followed inside the image.
+    for alias in [
+        "/usr/bin/./machine-config-daemon.rhel8",
+        "/bin/machine-config-daemon.rhel8",
+    ] {
+        let run = inject(&reference, "4.2", &out, &["--binary-path", alias]);
+        assert_eq!(run.code, Some(0), "{alias}: {}", run.describe());
+    }
+
     let run = inject(&reference, "4.2", &out, &["--binary-path", "/usr/bin/nope"]);
     assert_eq!(run.code, Some(1), "{}", run.describe());
 }
