@@ -46,7 +46,7 @@ pub struct ExtractArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Absolute path of the file in the image.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
     pub path: String,
     /// Where to write it; `-` for stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -60,6 +60,14 @@ pub struct InspectArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+fn absolute_path(s: &str) -> Result<String, String> {
+    if s.starts_with('/') {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?} is not an absolute path in the image"))
+    }
 }
 
 #[cfg(test)]
@@ -83,6 +91,17 @@ mod tests {
             "oci:x",
             "--platform",
             "linux",
+        ]);
+        assert!(r.is_err());
+        let r = Cli::try_parse_from([
+            "mcd-inject",
+            "extract",
+            "--image",
+            "oci:x",
+            "--path",
+            "usr/bin/x",
+            "-o",
+            "f",
         ]);
         assert!(r.is_err());
     }
