@@ -56,7 +56,7 @@ pub struct ExtractArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Absolute path of the file in the image.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
     pub path: String,
     /// Where to write it; `-` for stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -109,7 +109,7 @@ pub struct InjectArgs {
     #[arg(long, value_name = "IN.ign")]
     pub base: Option<Input>,
     /// Deliver this binary of the image instead of the chosen one (still checked).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
     pub binary_path: Option<String>,
     /// Deliver an incompatible binary, and replace conflicting base entries.
     #[arg(long)]
@@ -188,6 +188,14 @@ impl VerifyArgs {
     }
 }
 
+fn absolute_path(s: &str) -> Result<String, String> {
+    if s.starts_with('/') {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?} is not an absolute path in the image"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +217,17 @@ mod tests {
             "oci:x",
             "--platform",
             "linux",
+        ]);
+        assert!(r.is_err());
+        let r = Cli::try_parse_from([
+            "mcd-inject",
+            "extract",
+            "--image",
+            "oci:x",
+            "--path",
+            "usr/bin/x",
+            "-o",
+            "f",
         ]);
         assert!(r.is_err());
     }
