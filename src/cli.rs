@@ -76,7 +76,7 @@ pub struct InspectArgs {
 #[derive(Debug, Args)]
 pub struct TargetOpts {
     /// OpenShift version of the bootimage the node boots from, X.Y (4.1 to 4.19).
-    #[arg(long, value_name = "X.Y")]
+    #[arg(long, value_name = "X.Y", value_parser = known_bootimage)]
     pub bootimage: OcpVersion,
     /// Ignition spec to write instead of the bootimage's default (2.2, 3.0 to 3.4).
     #[arg(long, value_name = "VERSION")]
@@ -149,7 +149,7 @@ pub struct VerifyArgs {
     #[arg(value_name = "IGN")]
     pub ign: Input,
     /// The bootimage it is for (default: the one its provenance names).
-    #[arg(long, value_name = "X.Y")]
+    #[arg(long, value_name = "X.Y", value_parser = known_bootimage)]
     pub bootimage: Option<OcpVersion>,
     /// RHEL major version of the bootimage, instead of the table's.
     #[arg(long, value_name = "N", requires = "bootimage")]
@@ -186,6 +186,13 @@ impl VerifyArgs {
             arch: self.platform.architecture.clone(),
         }
     }
+}
+
+/// A bootimage version that the table has a row for.
+fn known_bootimage(s: &str) -> Result<OcpVersion, String> {
+    let v: OcpVersion = s.parse().map_err(|e| format!("{e}"))?;
+    crate::target::bootimage(v).map_err(|e| e.to_string())?;
+    Ok(v)
 }
 
 fn absolute_path(s: &str) -> Result<String, String> {
@@ -249,6 +256,7 @@ mod tests {
         assert!(ok.is_ok(), "{ok:?}");
         for bad in [
             vec!["--bootimage", "4.x", "--ign", "-"],
+            vec!["--bootimage", "4.20", "--ign", "-"],
             vec!["--bootimage", "4.2", "--ign", "-", "--spec", "2.1"],
             vec![
                 "--bootimage",
