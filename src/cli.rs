@@ -7,8 +7,10 @@ use std::path::PathBuf;
 use crate::ignition::SpecVersion;
 use crate::image::{ImageRef, OpenOptions, Platform};
 use crate::inject::{InjectConfig, Input, Remote, TargetArgs, VerifyConfig};
+use crate::osrelease::OsRelease;
 use crate::output::Output;
-use crate::target::OcpVersion;
+use crate::target::{from_os_release, OcpVersion};
+use anyhow::{bail, Context};
 
 /// Deliver the machine-config-daemon that fits an old OpenShift bootimage through Ignition.
 #[derive(Debug, Parser)]
@@ -76,8 +78,17 @@ pub struct InspectArgs {
 #[derive(Debug, Args)]
 pub struct TargetOpts {
     /// OpenShift version of the bootimage the node boots from, X.Y (4.1 to 4.19).
-    #[arg(long, value_name = "X.Y", value_parser = known_bootimage)]
-    pub bootimage: OcpVersion,
+    #[arg(
+        long,
+        value_name = "X.Y",
+        value_parser = known_bootimage,
+        required_unless_present = "target_os_release"
+    )]
+    pub bootimage: Option<OcpVersion>,
+    /// The bootimage's os-release file: its OpenShift version (unless --bootimage says)
+    /// and RHEL major (unless --target-rhel says) are read from it, as MCO reads them.
+    #[arg(long, value_name = "FILE")]
+    pub target_os_release: Option<PathBuf>,
     /// Ignition spec to write instead of the bootimage's default (2.2, 3.0 to 3.4).
     #[arg(long, value_name = "VERSION")]
     pub spec: Option<SpecVersion>,
@@ -87,12 +98,32 @@ pub struct TargetOpts {
 }
 
 impl TargetOpts {
-    fn to_args(&self) -> TargetArgs {
-        TargetArgs {
-            bootimage: self.bootimage,
+    fn to_args(&self) -> anyhow::Result<TargetArgs> {
+        let (from_file, rhel_from_file) = match &self.target_os_release {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                from_os_release(&OsRelease::parse(&text))
+            }
+            None => (None, None),
+        };
+        let bootimage = match (self.bootimage, from_file, &self.target_os_release) {
+            (Some(b), _, _) => b,
+            (None, Some(b), _) => {
+                crate::target::bootimage(b)?;
+                b
+            }
+            (None, None, Some(path)) => bail!(
+                "{}: no OpenShift version in it (OPENSHIFT_VERSION or an RHCOS VERSION_ID); pass --bootimage",
+                path.display()
+            ),
+            (None, None, None) => bail!("--bootimage is required"),
+        };
+        Ok(TargetArgs {
+            bootimage,
             spec: self.spec,
-            rhel: self.target_rhel,
-        }
+            rhel: self.target_rhel.or(rhel_from_file),
+        })
     }
 }
 
@@ -123,11 +154,11 @@ pub struct InjectArgs {
 }
 
 impl InjectArgs {
-    pub fn config(&self) -> InjectConfig {
-        InjectConfig {
+    pub fn config(&self) -> anyhow::Result<InjectConfig> {
+        Ok(InjectConfig {
             image: self.image.image.clone(),
             open: self.image.open_options(),
-            target: self.target.to_args(),
+            target: self.target.to_args()?,
             binary_path: self.binary_path.clone(),
             force: self.force,
             ign: self.ign.clone(),
@@ -139,7 +170,7 @@ impl InjectArgs {
                 }),
                 _ => None,
             },
-        }
+        })
     }
 }
 

@@ -33,7 +33,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Inject(a) => {
-            let r = inject::inject(&a.config())?;
+            let r = inject::inject(&a.config()?)?;
             for n in &r.notes {
                 eprintln!("{n}");
             }

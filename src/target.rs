@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::elf::DottedVersion;
 use crate::ignition::SpecVersion;
+use crate::osrelease::OsRelease;
 
 /// An OpenShift minor version, `X.Y`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -198,6 +199,39 @@ pub fn bootimage(version: OcpVersion) -> Result<&'static Bootimage, VersionError
         .ok_or(VersionError::Unknown(version))
 }
 
+/// What a bootimage's os-release says of it, read the way MCO reads it: the OpenShift
+/// version (`OPENSHIFT_VERSION`, else an RHCOS `VERSION_ID` such as `4.18` or the old
+/// `42.80` form) and the RHEL major (`RHEL_VERSION`, else `VERSION_ID` when `ID=rhel`;
+/// RHCOS without `RHEL_VERSION`, as on 4.1/4.2, is RHEL 8).
+pub fn from_os_release(os: &OsRelease) -> (Option<OcpVersion>, Option<u32>) {
+    let major_of = |v: &str| v.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    let id = os.id.as_deref().unwrap_or("");
+    let rhel = match (&os.rhel_version, id) {
+        (Some(r), _) => major_of(r),
+        (None, "rhel") => os.version_id.as_deref().and_then(major_of),
+        (None, "rhcos") => Some(8),
+        _ => None,
+    };
+    let legacy_rhcos = |v: &str| {
+        // "42.80.20191010.0": OpenShift 4.2 on RHEL 8.0; "410.84...": 4.10.
+        let head = v.split('.').next()?;
+        let minor = head.strip_prefix('4')?;
+        format!("4.{minor}").parse::<OcpVersion>().ok()
+    };
+    let ocp = os
+        .fields
+        .get("OPENSHIFT_VERSION")
+        .and_then(|v| v.parse::<OcpVersion>().ok())
+        .or_else(|| {
+            let v = os.version_id.as_deref().filter(|_| id == "rhcos")?;
+            v.parse::<OcpVersion>()
+                .ok()
+                .filter(|o| o.major == 4)
+                .or_else(|| legacy_rhcos(v))
+        });
+    (ocp, rhel)
+}
+
 /// What a binary and a config must fit: a table row with the user's overrides applied.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Target {
@@ -324,6 +358,33 @@ mod tests {
             assert_eq!(b.ignition == IgnitionGeneration::V0, minor <= 5);
             assert!(!b.source.is_empty());
         }
+    }
+
+    #[test]
+    fn reads_bootimage_os_release() {
+        let read = |text: &str| from_os_release(&OsRelease::parse(text));
+        assert_eq!(
+            read(
+                "ID=\"rhcos\"\nVERSION_ID=\"4.18\"\nOPENSHIFT_VERSION=\"4.18\"\nRHEL_VERSION=9.4\n"
+            ),
+            (Some(v(4, 18)), Some(9))
+        );
+        assert_eq!(
+            read(
+                "ID=\"rhel\"\nVERSION_ID=\"9.6\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"4.19\"\n"
+            ),
+            (Some(v(4, 19)), Some(9))
+        );
+        assert_eq!(
+            read("ID=\"rhcos\"\nVERSION_ID=\"42.80\"\nVERSION=\"42.80.20191010.0\"\n"),
+            (Some(v(4, 2)), Some(8))
+        );
+        assert_eq!(
+            read("ID=rhcos\nVERSION_ID=410.84\n"),
+            (Some(v(4, 10)), Some(8))
+        );
+        assert_eq!(read("ID=rhel\nVERSION_ID=9.6\n"), (None, Some(9)));
+        assert_eq!(read("ID=fedora\nVERSION_ID=40\n"), (None, None));
     }
 
     #[test]

@@ -241,3 +241,65 @@ fn inspect_shows_elf_facts_and_verdicts() {
         "{text}"
     );
 }
+
+#[test]
+fn target_os_release_is_read_like_mco() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = fixture("mco-small").reference("oci");
+    // (os-release of the bootimage, expected build, expected bootimage, expected RHEL)
+    let cases = [
+        (
+            "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\nVERSION=\"42.80.20191010.0\"\nVERSION_ID=\"42.80\"\n",
+            RHEL8,
+            "4.2",
+            8,
+        ),
+        (
+            "ID=\"rhcos\"\nVERSION_ID=\"4.18\"\nOPENSHIFT_VERSION=\"4.18\"\nRHEL_VERSION=9.4\n",
+            MCD,
+            "4.18",
+            9,
+        ),
+        (
+            "ID=\"rhel\"\nVERSION_ID=\"9.6\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"4.19\"\n",
+            MCD,
+            "4.19",
+            9,
+        ),
+    ];
+    for (text, build, bootimage, rhel) in cases {
+        let os = dir.path().join("os-release");
+        fs::write(&os, text).unwrap();
+        let out = dir.path().join("out.ign");
+        let run = mcd_inject([
+            "inject",
+            "--image",
+            &reference,
+            "--target-os-release",
+            os.to_str().unwrap(),
+            "--ign",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, Some(0), "{text}: {}", run.describe());
+        let p = provenance(&fs::read(&out).unwrap());
+        assert_eq!(p["binary_path"], build, "{text}");
+        assert_eq!(p["target"]["bootimage"], bootimage, "{text}");
+        assert_eq!(p["target"]["rhel"], rhel, "{text}");
+    }
+    // Without an OpenShift version in it, --bootimage is needed, and nothing is written.
+    let os = dir.path().join("os-release");
+    fs::write(&os, "ID=\"rhel\"\nVERSION_ID=\"9.6\"\n").unwrap();
+    let out = dir.path().join("none.ign");
+    let run = mcd_inject([
+        "inject",
+        "--image",
+        &reference,
+        "--target-os-release",
+        os.to_str().unwrap(),
+        "--ign",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(run.stderr.contains("pass --bootimage"), "{}", run.describe());
+    assert!(!out.exists());
+}
