@@ -300,6 +300,10 @@ fn target_os_release_is_read_like_mco() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(run.code, Some(1), "{}", run.describe());
-    assert!(run.stderr.contains("pass --bootimage"), "{}", run.describe());
+    assert!(
+        run.stderr.contains("pass --bootimage"),
+        "{}",
+        run.describe()
+    );
     assert!(!out.exists());
 }

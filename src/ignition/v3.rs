@@ -6,6 +6,21 @@ use serde_json::{json, Map, Value};
 use super::{data_url, Config, Source, SpecVersion, Unit};
 
 pub(super) fn render(c: &Config, spec: SpecVersion) -> Value {
+    render_nodes(c, spec, None)
+}
+
+/// The storage and systemd sections. Spec 2.x differs from 3.x in this subset only by
+/// the `filesystem` that each of its nodes names.
+pub(super) fn render_nodes(c: &Config, spec: SpecVersion, filesystem: Option<&str>) -> Value {
+    let node = |path: &str| {
+        let mut m = Map::new();
+        if let Some(fs) = filesystem {
+            m.insert("filesystem".into(), json!(fs));
+        }
+        m.insert("path".into(), json!(path));
+        m.insert("overwrite".into(), json!(true));
+        m
+    };
     let files: Vec<Value> = c
         .files
         .iter()
@@ -14,21 +29,26 @@ pub(super) fn render(c: &Config, spec: SpecVersion) -> Value {
                 Source::Inline(b) => data_url(b),
                 Source::Url(u) => u.clone(),
             };
-            json!({
-                "path": f.path,
-                "overwrite": true,
-                "contents": {
+            let mut m = node(&f.path);
+            m.insert(
+                "contents".into(),
+                json!({
                     "source": source,
                     "verification": { "hash": format!("sha512-{}", f.sha512) },
-                },
-                "mode": f.mode,
-            })
+                }),
+            );
+            m.insert("mode".into(), json!(f.mode));
+            Value::Object(m)
         })
         .collect();
     let links: Vec<Value> = c
         .links
         .iter()
-        .map(|l| json!({ "path": l.path, "overwrite": true, "target": l.target }))
+        .map(|l| {
+            let mut m = node(&l.path);
+            m.insert("target".into(), json!(l.target));
+            Value::Object(m)
+        })
         .collect();
     let units: Vec<Value> = c.units.iter().map(unit).collect();
     let mut storage = Map::new();
