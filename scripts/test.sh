@@ -23,4 +23,9 @@ export MCD_INJECT_FIXTURES="$PWD/target/fixtures"
 rm -rf "$MCD_INJECT_FIXTURES"
 python3 fixtures/generate.py "$MCD_INJECT_FIXTURES"
 
-cargo test --all-targets
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --all-targets 2>&1 | tee "$log"
+# One closing line for the whole suite (cargo prints one per test binary).
+awk '/^test result:/ { p += $4; f += $6; i += $8 }
+     END { printf "total: %d passed, %d failed, %d skipped\n", p, f, i; exit (f > 0 || p == 0) }' "$log"

@@ -2,11 +2,16 @@
 
 use std::path::PathBuf;
 
+use anyhow::{bail, Context};
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+use crate::ignition::SpecVersion;
 use crate::image::{ImageRef, OpenOptions, Platform};
+use crate::inject::{InjectConfig, Input, Remote, TargetArgs, VerifyConfig};
+use crate::osrelease::OsRelease;
 use crate::output::Output;
 use crate::registry::{AuthFiles, ProgressMode, RegistryOptions, RetryPolicy};
+use crate::target::{from_os_release, OcpVersion};
 
 /// Deliver the machine-config-daemon that fits an old OpenShift bootimage through Ignition.
 #[derive(Debug, Parser)]
@@ -20,10 +25,15 @@ pub struct Cli {
 pub enum Command {
     /// Write one file of an image to a file or stdout, as the layered image defines it.
     Extract(ExtractArgs),
-    /// Show an image's layers, os-release and machine-config-daemon builds.
+    /// Show an image's layers, os-release and machine-config-daemon builds, with their
+    /// ELF facts and a verdict for each bootimage.
     Inspect(InspectArgs),
     /// Fetch a registry image into the local cache, for later --offline runs.
     Pull(PullArgs),
+    /// Write an Ignition config that delivers the MCD build fitting a bootimage.
+    Inject(InjectArgs),
+    /// Check an Ignition config written by inject.
+    Verify(VerifyArgs),
 }
 
 /// Which image to read.
@@ -80,7 +90,7 @@ pub struct ExtractArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Absolute path of the file in the image.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
     pub path: String,
     /// Where to write it; `-` for stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -100,6 +110,173 @@ pub struct InspectArgs {
 pub struct PullArgs {
     #[command(flatten)]
     pub image: ImageArgs,
+}
+
+/// The bootimage a config is for.
+#[derive(Debug, Args)]
+pub struct TargetOpts {
+    /// OpenShift version of the bootimage the node boots from, X.Y (4.1 to 4.19).
+    #[arg(
+        long,
+        value_name = "X.Y",
+        value_parser = known_bootimage,
+        required_unless_present = "target_os_release"
+    )]
+    pub bootimage: Option<OcpVersion>,
+    /// The bootimage's os-release file: its OpenShift version (unless --bootimage says)
+    /// and RHEL major (unless --target-rhel says) are read from it, as MCO reads them.
+    #[arg(long, value_name = "FILE")]
+    pub target_os_release: Option<PathBuf>,
+    /// Ignition spec to write instead of the bootimage's default (2.2, 3.0 to 3.4).
+    #[arg(long, value_name = "VERSION")]
+    pub spec: Option<SpecVersion>,
+    /// RHEL major version of the bootimage, instead of the table's.
+    #[arg(long, value_name = "N")]
+    pub target_rhel: Option<u32>,
+}
+
+impl TargetOpts {
+    fn to_args(&self) -> anyhow::Result<TargetArgs> {
+        let (from_file, rhel_from_file) = match &self.target_os_release {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                from_os_release(&OsRelease::parse(&text))
+            }
+            None => (None, None),
+        };
+        let bootimage = match (self.bootimage, from_file, &self.target_os_release) {
+            (Some(b), _, _) => b,
+            (None, Some(b), _) => {
+                crate::target::bootimage(b)?;
+                b
+            }
+            (None, None, Some(path)) => bail!(
+                "{}: no OpenShift version in it (OPENSHIFT_VERSION or an RHCOS VERSION_ID); pass --bootimage",
+                path.display()
+            ),
+            (None, None, None) => bail!("--bootimage is required"),
+        };
+        Ok(TargetArgs {
+            bootimage,
+            spec: self.spec,
+            rhel: self.target_rhel.or(rhel_from_file),
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct InjectArgs {
+    #[command(flatten)]
+    pub image: ImageArgs,
+    #[command(flatten)]
+    pub target: TargetOpts,
+    /// Where to write the Ignition config; `-` for stdout.
+    #[arg(long, value_name = "OUT")]
+    pub ign: Output,
+    /// A config to merge with (`-` for stdin); all of it is kept.
+    #[arg(long, value_name = "IN.ign")]
+    pub base: Option<Input>,
+    /// Deliver this binary of the image instead of the chosen one (still checked).
+    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
+    pub binary_path: Option<String>,
+    /// Deliver an incompatible binary, and replace conflicting base entries.
+    #[arg(long)]
+    pub force: bool,
+    /// Remote mode: the URL the payload will be served from.
+    #[arg(long, value_name = "URL", requires = "payload_out")]
+    pub payload_url: Option<String>,
+    /// Remote mode: where to write the payload to serve.
+    #[arg(long, value_name = "FILE", requires = "payload_url")]
+    pub payload_out: Option<Output>,
+}
+
+impl InjectArgs {
+    pub fn config(&self) -> anyhow::Result<InjectConfig> {
+        Ok(InjectConfig {
+            image: self.image.image.clone(),
+            open: self.image.open_options(),
+            target: self.target.to_args()?,
+            binary_path: self.binary_path.clone(),
+            force: self.force,
+            ign: self.ign.clone(),
+            base: self.base.clone(),
+            remote: match (&self.payload_url, &self.payload_out) {
+                (Some(url), Some(out)) => Some(Remote {
+                    url: url.clone(),
+                    out: out.clone(),
+                }),
+                _ => None,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The config to check; `-` for stdin.
+    #[arg(value_name = "IGN")]
+    pub ign: Input,
+    /// The bootimage it is for (default: the one its provenance names).
+    #[arg(long, value_name = "X.Y", value_parser = known_bootimage)]
+    pub bootimage: Option<OcpVersion>,
+    /// RHEL major version of the bootimage, instead of the table's.
+    #[arg(long, value_name = "N", requires = "bootimage")]
+    pub target_rhel: Option<u32>,
+    /// Also check that the payload is the binary inject chooses from this image.
+    #[arg(long, value_name = "REF")]
+    pub image: Option<ImageRef>,
+    /// Platform of the node and of the image, os/arch[/variant].
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
+    pub platform: Platform,
+    /// The served payload, for a config in remote mode.
+    #[arg(long, value_name = "FILE")]
+    pub payload: Option<PathBuf>,
+}
+
+impl VerifyArgs {
+    pub fn config(&self) -> VerifyConfig {
+        VerifyConfig {
+            ign: self.ign.clone(),
+            target: self.bootimage.map(|b| TargetArgs {
+                bootimage: b,
+                spec: None,
+                rhel: self.target_rhel,
+            }),
+            image: self.image.clone().map(|r| {
+                (
+                    r,
+                    OpenOptions {
+                        platform: self.platform.clone(),
+                        // verify has no registry flags yet: the defaults (credentials
+                        // from the environment's auth files, TLS verified, default cache).
+                        registry: RegistryOptions {
+                            auth_files: AuthFiles::from_env(None),
+                            progress: ProgressMode::detect(false),
+                            ..RegistryOptions::default()
+                        },
+                    },
+                )
+            }),
+            payload: self.payload.clone(),
+            arch: self.platform.architecture.clone(),
+        }
+    }
+}
+
+/// A bootimage version that the table has a row for.
+fn known_bootimage(s: &str) -> Result<OcpVersion, String> {
+    let v: OcpVersion = s.parse().map_err(|e| format!("{e}"))?;
+    crate::target::bootimage(v).map_err(|e| e.to_string())?;
+    Ok(v)
+}
+
+fn absolute_path(s: &str) -> Result<String, String> {
+    if s.starts_with('/') {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?} is not an absolute path in the image"))
+    }
 }
 
 #[cfg(test)]
@@ -125,6 +302,52 @@ mod tests {
             "linux",
         ]);
         assert!(r.is_err());
+        let r = Cli::try_parse_from([
+            "mcd-inject",
+            "extract",
+            "--image",
+            "oci:x",
+            "--path",
+            "usr/bin/x",
+            "-o",
+            "f",
+        ]);
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn inject_flags_parse_and_are_checked() {
+        let ok = Cli::try_parse_from([
+            "mcd-inject",
+            "inject",
+            "--image",
+            "oci:x",
+            "--bootimage",
+            "4.2",
+            "--ign",
+            "-",
+            "--spec",
+            "2.2",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        for bad in [
+            vec!["--bootimage", "4.x", "--ign", "-"],
+            vec!["--bootimage", "4.20", "--ign", "-"],
+            vec!["--bootimage", "4.2", "--ign", "-", "--spec", "2.1"],
+            vec![
+                "--bootimage",
+                "4.2",
+                "--ign",
+                "-",
+                "--payload-url",
+                "http://x/p",
+            ],
+            vec!["--ign", "-"],
+        ] {
+            let mut args = vec!["mcd-inject", "inject", "--image", "oci:x"];
+            args.extend(bad.iter().copied());
+            assert!(Cli::try_parse_from(&args).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

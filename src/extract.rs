@@ -1,6 +1,6 @@
 //! One file out of an image, written atomically (like `oc image extract`).
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::image::fs::MergedFs;
@@ -24,9 +24,6 @@ const MODE_MASK: u32 = 0o777;
 
 /// Writes the file at `path` in `image` to `out`.
 pub fn extract(image: &Image, path: &str, out: &Output) -> Result<ExtractReport> {
-    if !path.starts_with('/') {
-        bail!("--path {path:?} must be absolute");
-    }
     let wanted = normalize_name(path.trim_start_matches('/')).unwrap_or_default();
     let mut fs = MergedFs::new(image, &out.spool_dir()?, move |n| n == wanted);
     let content = fs.read_file(path)?;

@@ -8,12 +8,21 @@
 //! - [`inspect`]: what an image holds that matters here.
 //! - [`registry`]: images from registries; the only module that touches the network.
 //! - [`cache`]: the local OCI-layout cache that registry images go through.
+//! - [`elf`], [`target`], [`select`]: ELF facts of candidate binaries, the bootimage
+//!   table, and verdicts with reasons.
+//! - [`ignition`]: the neutral config model, its renderers, merging and checking.
+//! - [`inject`]: the main job, and `verify`.
 
 pub mod cache;
 pub mod cli;
+pub mod elf;
 pub mod extract;
+pub mod ignition;
 pub mod image;
+pub mod inject;
 pub mod inspect;
 pub mod osrelease;
 pub mod output;
 pub mod registry;
+pub mod select;
+pub mod target;

@@ -5,10 +5,10 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Parser;
 use mcd_inject::cli::{Cli, Command};
-use mcd_inject::{extract, image, inspect, output::Output, registry};
+use mcd_inject::{extract, image, inject, inspect, output::Output, registry};
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
@@ -47,6 +47,28 @@ fn run(cli: Cli) -> Result<()> {
                     report.cache.display(),
                     report.fetched
                 );
+            }
+        }
+        Command::Inject(a) => {
+            let r = inject::inject(&a.config()?)?;
+            for n in &r.notes {
+                eprintln!("{n}");
+            }
+            eprintln!(
+                "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {})",
+                r.chosen, r.binary_sha256, r.target.bootimage, a.ign, r.config_bytes, r.target.spec
+            );
+        }
+        Command::Verify(a) => {
+            let r = inject::verify(&a.config())?;
+            for p in &r.passed {
+                println!("ok: {p}");
+            }
+            for p in &r.problems {
+                println!("FAIL: {p}");
+            }
+            if !r.problems.is_empty() {
+                bail!("{}: {} problem(s)", a.ign, r.problems.len());
             }
         }
     }

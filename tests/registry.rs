@@ -1,4 +1,4 @@
-//! `extract`, `inspect` and `pull` against real registries (distribution 2.8) on
+//! `extract`, `inspect`, `inject` and `pull` against real registries (distribution 2.8) on
 //! loopback: anonymous, htpasswd Basic over TLS, and Bearer tokens over TLS; faults from
 //! a loopback proxy; the cache and `--offline`.
 //!
@@ -274,6 +274,60 @@ fn anonymous_extract_and_inspect_match_the_disk() {
     let online = inspect(&format!("{}/mco/small:v1", r.anon), &["--tls-verify=false"]);
     let disk = inspect(&layout("mco-small"), &[]);
     assert_eq!(online, disk);
+}
+
+/// An inject config without its provenance file, which names the image reference.
+fn inject_without_provenance(sb: &Sandbox, image: &str, extra: &[&str]) -> serde_json::Value {
+    let ign = sb.path("out.ign").display().to_string();
+    let mut args = vec![
+        "inject",
+        "--image",
+        image,
+        "--bootimage",
+        "4.2",
+        "--ign",
+        &ign,
+    ];
+    args.extend_from_slice(extra);
+    sb.ok(&args);
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&ign).unwrap()).unwrap();
+    let files = v["storage"]["files"].as_array_mut().unwrap();
+    let before = files.len();
+    files.retain(|f| f["path"] != "/var/lib/mcd-inject/provenance.json");
+    assert_eq!(files.len() + 1, before, "no provenance file in {ign}");
+    v
+}
+
+#[test]
+fn inject_through_every_auth_mode_matches_the_disk() {
+    let r = registries();
+    let want = inject_without_provenance(&Sandbox::new(), &layout("mco-4.16"), &[]);
+    let sb = Sandbox::new();
+    let anon = format!("{}/mco/mco-4.16:v1", r.anon);
+    assert_eq!(
+        inject_without_provenance(&sb, &anon, &["--tls-verify=false"]),
+        want,
+        "anonymous"
+    );
+    for (registry, user, password) in [
+        (&r.basic, &r.basic_user, &r.basic_password),
+        (&r.token, &r.token_user, &r.token_password),
+    ] {
+        let sb = Sandbox::new();
+        let f = sb.write_auth("auth.json", registry, user, password);
+        let image = format!("docker://{registry}/mco/mco-4.16:v1");
+        let got = inject_without_provenance(
+            &sb,
+            &image,
+            &[
+                "--authfile",
+                &f.display().to_string(),
+                "--cert-dir",
+                &r.ca_dir,
+            ],
+        );
+        assert_eq!(got, want, "{image}");
+    }
 }
 
 #[test]

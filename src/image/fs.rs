@@ -212,7 +212,8 @@ impl<'a> MergedFs<'a> {
                     }
                     pending.extend(target.split('/').rev().map(str::to_string));
                 }
-                _ if !last => {
+                // "file/" names a directory, as for the kernel.
+                _ if !last || path.ends_with('/') => {
                     return Err(self.not_found(path, Absence::NotADirectory { ancestor: name }))
                 }
                 _ => return Ok(Found { layer, name, meta }),

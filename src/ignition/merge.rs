@@ -1,0 +1,291 @@
+//! Merging our config into a base config (`--base`): everything in the base is kept
+//! exactly; the MCO units this tool owns are replaced or taken out, each reported; any
+//! other conflict is an error unless forced.
+
+use serde_json::{Map, Value};
+
+use super::schema;
+use super::units::{FIRSTBOOT_UNIT, INSTALL_UNIT, REMOVED_MCO_UNITS};
+use super::{version_of, SpecVersion};
+
+/// Why a base could not be merged.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MergeError {
+    #[error("the base config has no ignition.version")]
+    NoVersion,
+    #[error("the base config is spec {base}, which cannot be translated to spec {out}: {why}")]
+    Untranslatable {
+        base: String,
+        out: SpecVersion,
+        why: &'static str,
+    },
+    #[error("the base config is not valid spec {spec}: {}", .problems.join("; "))]
+    Invalid { spec: String, problems: Vec<String> },
+    #[error("the base config already has {what} with other content (use --force to replace it)")]
+    Conflict { what: String },
+}
+
+/// The spec a base's version string names, and whether it translates to `out`.
+fn base_spec(version: &str, out: SpecVersion) -> Result<SpecVersion, MergeError> {
+    let refuse = |why| MergeError::Untranslatable {
+        base: version.to_string(),
+        out,
+        why,
+    };
+    let family_v2 = version.starts_with("2.");
+    if version.starts_with("1.")
+        || version.starts_with("2.") && !["2.0.0", "2.1.0", "2.2.0"].contains(&version)
+    {
+        return Err(refuse("only specs 2.0.0-2.2.0 and 3.0.0-3.4.0 are read"));
+    }
+    if family_v2 != out.is_v2() {
+        return Err(refuse(
+            "spec 2.x and 3.x differ beyond the files and units this tool touches; translate it first (e.g. with butane or ign-converter)",
+        ));
+    }
+    if family_v2 {
+        // 2.0 and 2.1 are subsets of 2.2 for everything they can say.
+        return Ok(SpecVersion::V2_2);
+    }
+    let spec: SpecVersion = version
+        .parse()
+        .map_err(|_| refuse("unknown spec version"))?;
+    if spec > out {
+        return Err(refuse(
+            "it is newer than the output spec; pass --spec with the base's version if the bootimage reads it",
+        ));
+    }
+    Ok(spec)
+}
+
+/// The spec a base is written in, for choosing the output spec.
+pub fn declared_spec(base: &Value) -> Option<SpecVersion> {
+    let v = version_of(base)?;
+    if ["2.0.0", "2.1.0"].contains(&v) {
+        return Some(SpecVersion::V2_2);
+    }
+    v.parse().ok()
+}
+
+fn array_mut<'a>(v: &'a mut Value, section: &str, key: &str) -> &'a mut Vec<Value> {
+    let root = v.as_object_mut().expect("configs are objects");
+    let sec = root
+        .entry(section)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !sec.is_object() {
+        *sec = Value::Object(Map::new());
+    }
+    let arr = sec
+        .as_object_mut()
+        .expect("made an object above")
+        .entry(key)
+        .or_insert_with(|| Value::Array(vec![]));
+    if !arr.is_array() {
+        *arr = Value::Array(vec![]);
+    }
+    arr.as_array_mut().expect("made an array above")
+}
+
+fn key<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+/// Merges `ours` (rendered for `out`) into `base`. Returns the merged config and one
+/// line per replaced or removed base entry.
+pub fn merge(
+    base: &Value,
+    ours: &Value,
+    out: SpecVersion,
+    force: bool,
+) -> Result<(Value, Vec<String>), MergeError> {
+    let version = version_of(base).ok_or(MergeError::NoVersion)?;
+    let spec = base_spec(version, out)?;
+    let mut checked = base.clone();
+    if spec.is_v2() {
+        checked["ignition"]["version"] = Value::from(SpecVersion::V2_2.as_str());
+    }
+    let report = schema::validate(&checked, spec);
+    if !report.is_clean() {
+        let mut problems = report.errors;
+        problems.extend(
+            report
+                .unknown_keys
+                .into_iter()
+                .map(|k| format!("unknown key {k}")),
+        );
+        return Err(MergeError::Invalid {
+            spec: version.to_string(),
+            problems,
+        });
+    }
+
+    let mut merged = base.clone();
+    let mut notes = Vec::new();
+    if version != out.as_str() {
+        merged["ignition"]["version"] = Value::from(out.as_str());
+        notes.push(format!(
+            "translated the base from spec {version} to {out} (the files, links and units it holds mean the same)"
+        ));
+    }
+
+    // Units: ours replace the MCO units we own; the ones only a base brings go.
+    let our_units: Vec<&Value> = ours["systemd"]["units"]
+        .as_array()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let base_units = array_mut(&mut merged, "systemd", "units");
+    let mut kept = Vec::new();
+    for u in base_units.drain(..) {
+        let name = key(&u, "name").unwrap_or("").to_string();
+        let mine = our_units.iter().find(|o| key(o, "name") == Some(&name));
+        if REMOVED_MCO_UNITS.contains(&name.as_str()) {
+            notes.push(format!(
+                "removed {name} from the base: the config carries the binary it would fetch"
+            ));
+            continue;
+        }
+        if name == FIRSTBOOT_UNIT || name == INSTALL_UNIT {
+            notes.push(format!("replaced {name} from the base with this tool's"));
+            continue;
+        }
+        if let Some(o) = mine {
+            if **o == u {
+                continue;
+            }
+            if !force {
+                return Err(MergeError::Conflict {
+                    what: format!("unit {name}"),
+                });
+            }
+            notes.push(format!("replaced unit {name} from the base (--force)"));
+            continue;
+        }
+        kept.push(u);
+    }
+    kept.extend(our_units.into_iter().cloned());
+    *base_units = kept;
+
+    // Paths: the same path with other content is a conflict, wherever it is.
+    let ours_nodes: Vec<(&str, &Value)> = ["files", "links"]
+        .iter()
+        .flat_map(|k| {
+            ours["storage"][*k]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |v| (*k, v))
+        })
+        .collect();
+    for kind in ["files", "directories", "links"] {
+        let Some(arr) = merged
+            .get_mut("storage")
+            .and_then(|s| s.get_mut(kind))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        let mut kept = Vec::new();
+        for n in arr.drain(..) {
+            let path = key(&n, "path").unwrap_or("").to_string();
+            match ours_nodes
+                .iter()
+                .find(|(_, o)| key(o, "path") == Some(&path))
+            {
+                Some((k, o)) if *k == kind && **o == n => continue,
+                Some(_) if !force => {
+                    return Err(MergeError::Conflict {
+                        what: format!("path {path}"),
+                    })
+                }
+                Some(_) => notes.push(format!("replaced {path} from the base (--force)")),
+                None => kept.push(n),
+            }
+        }
+        *arr = kept;
+    }
+    for (kind, node) in ours_nodes {
+        array_mut(&mut merged, "storage", kind).push(node.clone());
+    }
+    Ok((merged, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ours(version: &str) -> Value {
+        json!({
+            "ignition": {"version": version},
+            "storage": {
+                "files": [{"path": "/var/lib/mcd-inject/x", "contents": {"source": "data:,a"}}],
+                "links": [{"path": "/usr/local/bin/machine-config-daemon", "target": "/run/bin/machine-config-daemon"}]
+            },
+            "systemd": {"units": [{"name": FIRSTBOOT_UNIT, "enabled": true, "contents": "new"}]}
+        })
+    }
+
+    #[test]
+    fn keeps_the_base_and_replaces_owned_units() {
+        let base = json!({
+            "ignition": {"version": "3.2.0", "config": {"merge": [{"source": "https://mcs:22623/config/worker"}]}},
+            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAA"]}]},
+            "storage": {"files": [{"path": "/etc/hostname", "contents": {"source": "data:,n"}}]},
+            "systemd": {"units": [
+                {"name": "machine-config-daemon-pull.service", "enabled": true, "contents": "x"},
+                {"name": FIRSTBOOT_UNIT, "enabled": true, "contents": "old"},
+                {"name": "kubelet.service", "enabled": true, "contents": "k"}
+            ]}
+        });
+        let (m, notes) = merge(&base, &ours("3.2.0"), SpecVersion::V3_2, false).unwrap();
+        assert_eq!(m["passwd"], base["passwd"]);
+        assert_eq!(m["ignition"]["config"], base["ignition"]["config"]);
+        let names: Vec<&str> = m["systemd"]["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["kubelet.service", FIRSTBOOT_UNIT]);
+        assert_eq!(m["systemd"]["units"][1]["contents"], "new");
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(m["storage"]["files"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn other_conflicts_need_force() {
+        let base = json!({
+            "ignition": {"version": "3.1.0"},
+            "storage": {"files": [{"path": "/var/lib/mcd-inject/x", "contents": {"source": "data:,b"}}]}
+        });
+        let e = merge(&base, &ours("3.2.0"), SpecVersion::V3_2, false).unwrap_err();
+        assert!(matches!(e, MergeError::Conflict { .. }));
+        let (m, notes) = merge(&base, &ours("3.2.0"), SpecVersion::V3_2, true).unwrap();
+        assert_eq!(m["ignition"]["version"], "3.2.0");
+        assert!(notes.iter().any(|n| n.contains("translated")));
+        assert!(notes.iter().any(|n| n.contains("--force")));
+    }
+
+    #[test]
+    fn refuses_other_families_and_invalid_bases() {
+        let b2 = json!({"ignition": {"version": "2.2.0"}});
+        assert!(matches!(
+            merge(&b2, &ours("3.2.0"), SpecVersion::V3_2, false),
+            Err(MergeError::Untranslatable { .. })
+        ));
+        let newer = json!({"ignition": {"version": "3.4.0"}});
+        assert!(matches!(
+            merge(&newer, &ours("3.2.0"), SpecVersion::V3_2, false),
+            Err(MergeError::Untranslatable { .. })
+        ));
+        let bad = json!({"ignition": {"version": "3.2.0"}, "storage": {"filez": []}});
+        assert!(matches!(
+            merge(&bad, &ours("3.2.0"), SpecVersion::V3_2, false),
+            Err(MergeError::Invalid { .. })
+        ));
+        assert_eq!(
+            merge(&json!({}), &ours("3.2.0"), SpecVersion::V3_2, false),
+            Err(MergeError::NoVersion)
+        );
+    }
+}

@@ -1,0 +1,340 @@
+//! Ignition configs: one neutral model of what to put on the node, rendered by one
+//! module per spec family (`v2` for 2.2.0, `v3` for 3.0.0-3.4.0). Only this module
+//! knows spec versions.
+
+pub mod merge;
+pub mod schema;
+pub mod units;
+mod v2;
+mod v3;
+pub mod verify;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// An Ignition config spec version that this tool reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SpecVersion {
+    V2_2,
+    V3_0,
+    V3_1,
+    V3_2,
+    V3_3,
+    V3_4,
+}
+
+/// All spec versions, oldest first.
+pub const SPECS: [SpecVersion; 6] = [
+    SpecVersion::V2_2,
+    SpecVersion::V3_0,
+    SpecVersion::V3_1,
+    SpecVersion::V3_2,
+    SpecVersion::V3_3,
+    SpecVersion::V3_4,
+];
+
+/// Why a spec version was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unsupported Ignition spec {0:?}: this tool writes 2.2.0 and 3.0.0 to 3.4.0")]
+pub struct SpecError(pub String);
+
+impl SpecVersion {
+    /// `major.minor.0`, as `ignition.version` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpecVersion::V2_2 => "2.2.0",
+            SpecVersion::V3_0 => "3.0.0",
+            SpecVersion::V3_1 => "3.1.0",
+            SpecVersion::V3_2 => "3.2.0",
+            SpecVersion::V3_3 => "3.3.0",
+            SpecVersion::V3_4 => "3.4.0",
+        }
+    }
+
+    /// Spec 2.x (Ignition v0.x) rather than 3.x.
+    pub fn is_v2(self) -> bool {
+        self == SpecVersion::V2_2
+    }
+
+    /// URL schemes a `source` may use in this spec.
+    pub fn url_schemes(self) -> &'static [&'static str] {
+        match self {
+            SpecVersion::V2_2 => &["http", "https", "tftp", "s3", "data", "oem"],
+            SpecVersion::V3_0 => &["http", "https", "tftp", "s3", "data"],
+            SpecVersion::V3_1 | SpecVersion::V3_2 | SpecVersion::V3_3 => {
+                &["http", "https", "tftp", "s3", "gs", "data"]
+            }
+            SpecVersion::V3_4 => &["http", "https", "tftp", "s3", "arn", "gs", "data"],
+        }
+    }
+}
+
+impl FromStr for SpecVersion {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let full = match s.matches('.').count() {
+            1 => format!("{s}.0"),
+            _ => s.to_string(),
+        };
+        SPECS
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == full)
+            .ok_or_else(|| SpecError(s.to_string()))
+    }
+}
+
+impl fmt::Display for SpecVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for SpecVersion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Where a file's bytes come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Inline, as a `data:;base64,` URL.
+    Inline(Vec<u8>),
+    /// A URL Ignition fetches.
+    Url(String),
+}
+
+/// A regular file to write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct File {
+    pub path: String,
+    pub mode: u32,
+    pub source: Source,
+    /// Hex sha512 of the bytes as stored (the only hash spec 2.x knows).
+    pub sha512: String,
+}
+
+/// A symbolic link to create.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub path: String,
+    pub target: String,
+}
+
+/// A systemd drop-in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropin {
+    pub name: String,
+    pub contents: String,
+}
+
+/// A systemd unit: written, enabled, masked, or only given drop-ins.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unit {
+    pub name: String,
+    pub contents: Option<String>,
+    pub enabled: bool,
+    pub mask: bool,
+    pub dropins: Vec<Dropin>,
+}
+
+/// What to put on the node, independent of any spec.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    pub files: Vec<File>,
+    pub links: Vec<Link>,
+    pub units: Vec<Unit>,
+}
+
+/// A model that a spec cannot express, or a broken model.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RenderError {
+    #[error("spec {spec} cannot express {what}")]
+    Unsupported { spec: SpecVersion, what: String },
+    #[error("the config would hold {what} twice")]
+    Duplicate { what: String },
+}
+
+impl Config {
+    /// Renders the config for a spec version, refusing what that spec cannot say.
+    pub fn render(&self, spec: SpecVersion) -> Result<Value, RenderError> {
+        self.check(spec)?;
+        Ok(if spec.is_v2() {
+            v2::render(self)
+        } else {
+            v3::render(self, spec)
+        })
+    }
+
+    fn check(&self, spec: SpecVersion) -> Result<(), RenderError> {
+        let mut paths = std::collections::BTreeSet::new();
+        for p in self
+            .files
+            .iter()
+            .map(|f| &f.path)
+            .chain(self.links.iter().map(|l| &l.path))
+        {
+            if !paths.insert(p) {
+                return Err(RenderError::Duplicate {
+                    what: format!("path {p}"),
+                });
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for u in &self.units {
+            if !names.insert(&u.name) {
+                return Err(RenderError::Duplicate {
+                    what: format!("unit {}", u.name),
+                });
+            }
+        }
+        for f in &self.files {
+            if let Source::Url(u) = &f.source {
+                let scheme = u.split_once(':').map(|(s, _)| s).unwrap_or("");
+                if !spec.url_schemes().contains(&scheme) {
+                    return Err(RenderError::Unsupported {
+                        spec,
+                        what: format!("a {scheme:?} URL ({u}) for {}", f.path),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `data:` URL of bytes, base64-encoded, with no media type.
+pub fn data_url(bytes: &[u8]) -> String {
+    use base64::Engine;
+    format!(
+        "data:;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+/// The bytes of a `data:` URL (base64 or percent-encoded).
+pub fn decode_data_url(url: &str) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context;
+    use base64::Engine;
+    let rest = url.strip_prefix("data:").context("not a data: URL")?;
+    let (meta, data) = rest.split_once(',').context("data: URL without a comma")?;
+    if meta.ends_with(";base64") {
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .context("bad base64 in data: URL")
+    } else {
+        percent_decode(data)
+    }
+}
+
+fn percent_decode(s: &str) -> anyhow::Result<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3).unwrap_or("");
+            out.push(
+                u8::from_str_radix(hex, 16)
+                    .map_err(|_| anyhow::anyhow!("bad percent escape in data: URL"))?,
+            );
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Serialises a config the one way this tool does: pretty, keys in insertion order,
+/// one trailing newline. Same value, same bytes.
+pub fn to_bytes(v: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(v).expect("JSON values always serialise");
+    out.push(b'\n');
+    out
+}
+
+/// A config that does not parse as JSON, with where.
+#[derive(Debug, thiserror::Error)]
+#[error("{name}: invalid JSON at line {line}, column {column}: {msg}")]
+pub struct ParseError {
+    pub name: String,
+    pub line: usize,
+    pub column: usize,
+    pub msg: String,
+}
+
+/// Parses a config's JSON, naming the line and column of any error.
+pub fn parse_json(name: &str, bytes: &[u8]) -> Result<Value, ParseError> {
+    serde_json::from_slice(bytes).map_err(|e| ParseError {
+        name: name.to_string(),
+        line: e.line(),
+        column: e.column(),
+        msg: {
+            let full = e.to_string();
+            match full.rfind(" at line ") {
+                Some(i) => full[..i].to_string(),
+                None => full,
+            }
+        },
+    })
+}
+
+/// The `ignition.version` of a config, as written.
+pub fn version_of(v: &Value) -> Option<&str> {
+    v.get("ignition")?.get("version")?.as_str()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_versions_parse_and_order() {
+        assert_eq!("3.2".parse::<SpecVersion>().unwrap(), SpecVersion::V3_2);
+        assert_eq!("2.2.0".parse::<SpecVersion>().unwrap(), SpecVersion::V2_2);
+        assert!("2.1.0".parse::<SpecVersion>().is_err());
+        assert!("3.5.0".parse::<SpecVersion>().is_err());
+        assert!(SpecVersion::V2_2 < SpecVersion::V3_0);
+    }
+
+    #[test]
+    fn data_urls_round_trip() {
+        let u = data_url(b"\x00\x01hello");
+        assert!(u.starts_with("data:;base64,"));
+        assert_eq!(decode_data_url(&u).unwrap(), b"\x00\x01hello");
+        assert_eq!(decode_data_url("data:,a%20b").unwrap(), b"a b");
+    }
+
+    #[test]
+    fn parse_errors_name_line_and_column() {
+        let e = parse_json("base.ign", b"{\n  \"a\": 1,\n  oops\n}").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 3));
+        assert!(e
+            .to_string()
+            .starts_with("base.ign: invalid JSON at line 3, column 3"));
+    }
+
+    #[test]
+    fn named_error_for_inexpressible_sources() {
+        let c = Config {
+            files: vec![File {
+                path: "/x".into(),
+                mode: 0o644,
+                source: Source::Url("gs://b/x".into()),
+                sha512: "0".repeat(128),
+            }],
+            ..Default::default()
+        };
+        assert!(matches!(
+            c.render(SpecVersion::V2_2),
+            Err(RenderError::Unsupported { .. })
+        ));
+        assert!(c.render(SpecVersion::V3_2).is_ok());
+    }
+}

@@ -1,0 +1,188 @@
+//! Validation against the published Ignition JSON schemas (`schemas/`), plus strict
+//! key checks: the schemas never forbid unknown keys, so a misspelt key or a key of
+//! the other spec family would pass them alone.
+//!
+//! The schemas use only `type`, `properties`, `items`, `required`, `allOf` and local
+//! `$ref`s (draft-04); anything else in a schema is a bug here, reported loudly.
+
+use serde_json::Value;
+
+use super::SpecVersion;
+
+fn schema_text(spec: SpecVersion) -> &'static str {
+    match spec {
+        SpecVersion::V2_2 => include_str!("schemas/ignition-2.2.json"),
+        SpecVersion::V3_0 => include_str!("schemas/ignition-3.0.json"),
+        SpecVersion::V3_1 => include_str!("schemas/ignition-3.1.json"),
+        SpecVersion::V3_2 => include_str!("schemas/ignition-3.2.json"),
+        SpecVersion::V3_3 => include_str!("schemas/ignition-3.3.json"),
+        SpecVersion::V3_4 => include_str!("schemas/ignition-3.4.json"),
+    }
+}
+
+/// What a config breaks, each with its JSON pointer.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Schema violations.
+    pub errors: Vec<String>,
+    /// Keys that the spec does not define.
+    pub unknown_keys: Vec<String>,
+}
+
+impl Report {
+    pub fn is_clean(&self) -> bool {
+        self.errors.is_empty() && self.unknown_keys.is_empty()
+    }
+}
+
+/// Validates a config against the schema of `spec`, with strict keys.
+pub fn validate(config: &Value, spec: SpecVersion) -> Report {
+    let root: Value = serde_json::from_str(schema_text(spec)).expect("bundled schemas parse");
+    let mut report = Report::default();
+    Validator { root: &root }.check(&root, config, "", &mut report);
+    report
+}
+
+struct Validator<'a> {
+    root: &'a Value,
+}
+
+fn type_ok(want: &str, v: &Value) -> bool {
+    match want {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        other => panic!("schema type {other:?} is not handled"),
+    }
+}
+
+impl<'a> Validator<'a> {
+    fn resolve(&self, mut s: &'a Value) -> &'a Value {
+        while let Some(r) = s.get("$ref").and_then(Value::as_str) {
+            let ptr = r.strip_prefix('#').expect("only local $refs");
+            s = self.root.pointer(ptr).expect("bundled $refs resolve");
+        }
+        s
+    }
+
+    /// Every property name a schema allows, through `$ref` and `allOf`.
+    fn allowed(&self, s: &'a Value, out: &mut Vec<&'a str>) {
+        let s = self.resolve(s);
+        if let Some(p) = s.get("properties").and_then(Value::as_object) {
+            out.extend(p.keys().map(String::as_str));
+        }
+        if let Some(all) = s.get("allOf").and_then(Value::as_array) {
+            for b in all {
+                self.allowed(b, out);
+            }
+        }
+    }
+
+    fn check(&self, schema: &'a Value, v: &Value, at: &str, r: &mut Report) {
+        self.check_inner(schema, v, at, r);
+        if let Value::Object(m) = v {
+            let mut allowed = Vec::new();
+            self.allowed(schema, &mut allowed);
+            for k in m.keys() {
+                if !allowed.contains(&k.as_str()) {
+                    r.unknown_keys.push(format!("{at}/{k}"));
+                }
+            }
+        }
+    }
+
+    /// Checks one schema node, without the strict key check (done once per value).
+    fn check_inner(&self, schema: &'a Value, v: &Value, at: &str, r: &mut Report) {
+        let s = self.resolve(schema);
+        for k in s.as_object().expect("schemas are objects").keys() {
+            assert!(
+                matches!(
+                    k.as_str(),
+                    "type"
+                        | "properties"
+                        | "items"
+                        | "required"
+                        | "allOf"
+                        | "$ref"
+                        | "$schema"
+                        | "title"
+                        | "definitions"
+                ),
+                "schema keyword {k:?} is not handled"
+            );
+        }
+        if let Some(t) = s.get("type") {
+            let ok = match t {
+                Value::String(t) => type_ok(t, v),
+                Value::Array(ts) => ts.iter().any(|t| type_ok(t.as_str().unwrap_or(""), v)),
+                _ => panic!("bad schema type"),
+            };
+            if !ok {
+                r.errors.push(format!("{at}: expected type {t}, found {v}"));
+                return;
+            }
+        }
+        if let Some(all) = s.get("allOf").and_then(Value::as_array) {
+            for b in all {
+                self.check_inner(b, v, at, r);
+            }
+        }
+        if let (Some(props), Value::Object(m)) = (s.get("properties"), v) {
+            for (k, ps) in props.as_object().expect("properties is an object") {
+                if let Some(child) = m.get(k) {
+                    self.check(ps, child, &format!("{at}/{k}"), r);
+                }
+            }
+        }
+        if let (Some(req), Value::Object(m)) = (s.get("required").and_then(Value::as_array), v) {
+            for k in req.iter().filter_map(Value::as_str) {
+                if !m.contains_key(k) {
+                    r.errors.push(format!("{at}: missing required key {k:?}"));
+                }
+            }
+        }
+        if let (Some(items), Value::Array(a)) = (s.get("items"), v) {
+            for (i, child) in a.iter().enumerate() {
+                self.check(items, child, &format!("{at}/{i}"), r);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_bundled_schema_loads_and_accepts_a_minimal_config() {
+        for spec in super::super::SPECS {
+            let r = validate(&json!({"ignition": {"version": spec.as_str()}}), spec);
+            assert!(r.is_clean(), "{spec}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn strict_keys_catch_the_other_family() {
+        let c = json!({
+            "ignition": {"version": "3.2.0"},
+            "storage": {"files": [{"filesystem": "root", "path": "/x"}]}
+        });
+        let r = validate(&c, SpecVersion::V3_2);
+        assert_eq!(r.unknown_keys, vec!["/storage/files/0/filesystem"]);
+        assert!(validate(&c, SpecVersion::V2_2).is_clean());
+    }
+
+    #[test]
+    fn type_errors_are_reported() {
+        let c = json!({"ignition": {"version": "2.2.0"}, "storage": {"files": [{"path": 1}]}});
+        let r = validate(&c, SpecVersion::V2_2);
+        assert_eq!(r.errors.len(), 1, "{r:?}");
+        let r = validate(&json!({}), SpecVersion::V2_2);
+        assert!(r.errors[0].contains("ignition"));
+    }
+}

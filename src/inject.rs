@@ -1,0 +1,446 @@
+//! The main job: choose the MCD build that fits the target bootimage and write an
+//! Ignition config that delivers it; and `verify`, which checks such a config.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use flate2::{Compression, GzBuilder};
+use serde_json::{json, Value};
+use sha2::{Digest as _, Sha512};
+
+use crate::elf;
+use crate::ignition::units::{self, Delivery};
+use crate::ignition::{self, merge, schema, verify, Source, SpecVersion};
+use crate::image::layer::normalize_name;
+use crate::image::{self, ImageRef, OpenOptions};
+use crate::inspect::{self, Inspection};
+use crate::output::Output;
+use crate::select::{self, Candidate, Choice};
+use crate::target::{OcpVersion, Target};
+
+/// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost.
+pub const V2_INLINE_WARN_BYTES: usize = 32 * 1024 * 1024;
+/// gzip level of the payload: fixed, so the same binary gives the same bytes.
+const GZIP_LEVEL: u32 = 6;
+
+/// A named input; `-` is stdin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    Stdin,
+    File(PathBuf),
+}
+
+impl std::str::FromStr for Input {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(if s == "-" {
+            Input::Stdin
+        } else {
+            Input::File(PathBuf::from(s))
+        })
+    }
+}
+
+impl std::fmt::Display for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Input::Stdin => f.write_str("<stdin>"),
+            Input::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl Input {
+    /// Reads it all.
+    pub fn read(&self) -> Result<Vec<u8>> {
+        match self {
+            Input::Stdin => {
+                let mut b = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut b)
+                    .context("reading stdin")?;
+                Ok(b)
+            }
+            Input::File(p) => std::fs::read(p).with_context(|| format!("reading {}", p.display())),
+        }
+    }
+}
+
+/// What the target is, as the user gave it.
+#[derive(Clone, Debug)]
+pub struct TargetArgs {
+    pub bootimage: OcpVersion,
+    pub spec: Option<SpecVersion>,
+    pub rhel: Option<u32>,
+}
+
+/// Remote mode: the config references a served copy of the payload.
+#[derive(Clone, Debug)]
+pub struct Remote {
+    pub url: String,
+    pub out: Output,
+}
+
+/// Everything `inject` needs, parsed.
+#[derive(Clone, Debug)]
+pub struct InjectConfig {
+    pub image: ImageRef,
+    pub open: OpenOptions,
+    pub target: TargetArgs,
+    pub binary_path: Option<String>,
+    pub force: bool,
+    pub ign: Output,
+    pub base: Option<Input>,
+    pub remote: Option<Remote>,
+}
+
+/// What `inject` did, for the caller to report.
+#[derive(Debug)]
+pub struct InjectReport {
+    pub chosen: String,
+    pub binary_sha256: String,
+    pub target: Target,
+    pub config_bytes: usize,
+    /// Lines for stderr: replacements, translations, warnings.
+    pub notes: Vec<String>,
+}
+
+/// The image's candidates, inspected.
+fn candidates(ins: &Inspection) -> Vec<Candidate> {
+    ins.binaries.iter().map(|b| b.candidate()).collect()
+}
+
+/// Chooses a binary for a target from an inspected image.
+pub fn choose(
+    ins: &Inspection,
+    target: &Target,
+    binary_path: Option<&str>,
+    force: bool,
+) -> Result<Choice> {
+    let c = candidates(ins);
+    Ok(select::choose(
+        &c,
+        ins.os_release.as_ref(),
+        target,
+        binary_path,
+        force,
+    )?)
+}
+
+/// The output spec: `--spec`, else the base's own spec when the bootimage reads it and
+/// it is newer than the default, else the table's default.
+fn output_spec(t: &TargetArgs, base: Option<&Value>, arch: &str) -> Result<Target> {
+    let default = Target::new(t.bootimage, t.spec, t.rhel, arch)?;
+    if t.spec.is_some() {
+        return Ok(default);
+    }
+    match base.and_then(merge::declared_spec) {
+        Some(b) if b > default.spec && default.reads(b) => {
+            Ok(Target::new(t.bootimage, Some(b), t.rhel, arch)?)
+        }
+        _ => Ok(default),
+    }
+}
+
+/// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level).
+fn gzip_file(path: &std::path::Path) -> Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut enc = GzBuilder::new()
+        .mtime(0)
+        .operating_system(255)
+        .write(Vec::new(), Compression::new(GZIP_LEVEL));
+    std::io::copy(&mut f, &mut enc).context("compressing the binary")?;
+    Ok(enc.finish()?)
+}
+
+fn provenance(ins: &Inspection, path: &str, sha256: &str, target: &Target) -> Vec<u8> {
+    let p = json!({
+        "image": ins.image.reference,
+        "manifest_digest": ins.image.manifest_digest.as_ref().map(|d| d.to_string()),
+        "config_digest": ins.image.config_digest.to_string(),
+        "platform": ins.image.platform.to_string(),
+        "binary_path": path,
+        "binary_sha256": sha256,
+        "target": {
+            "bootimage": target.bootimage.to_string(),
+            "rhel": target.rhel,
+            "spec": target.spec.as_str(),
+        },
+        "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
+    });
+    ignition::to_bytes(&p)
+}
+
+/// Runs `inject`. Nothing is written unless everything succeeded.
+pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
+    let base = match &cfg.base {
+        Some(input) => {
+            let bytes = input.read()?;
+            Some(ignition::parse_json(&input.to_string(), &bytes)?)
+        }
+        None => None,
+    };
+    let arch = cfg.open.platform.architecture.clone();
+    let target = output_spec(&cfg.target, base.as_ref(), &arch)?;
+
+    let binary_path = match &cfg.binary_path {
+        Some(p) if p.starts_with('/') => Some(format!(
+            "/{}",
+            normalize_name(p.trim_start_matches('/'))
+                .with_context(|| format!("--binary-path {p:?}"))?
+        )),
+        Some(p) => bail!("--binary-path {p:?} must be absolute"),
+        None => None,
+    };
+    let img = image::open(&cfg.image, &cfg.open)?;
+    let spool = tempfile::tempdir().context("creating a spool directory")?;
+    let ins = inspect::inspect_with(&img, spool.path(), binary_path.as_deref())?;
+    let choice = choose(&ins, &target, binary_path.as_deref(), cfg.force)?;
+    let bin = &ins.binaries[choice.index];
+    let mut notes = Vec::new();
+    if choice.forced {
+        notes.push(format!(
+            "WARNING: --force: delivering {} although it does NOT fit {}: {}. \
+             The node's first boot will likely fail.",
+            bin.path,
+            select::describe(&target),
+            choice.verdict.because()
+        ));
+    }
+
+    let gz = gzip_file(bin.content.file.path())?;
+    let gz_sha512 = hex::encode(Sha512::digest(&gz));
+    let sha256 = bin.sha256.hex().to_string();
+    // Remote mode stages the payload file now; inline mode moves the bytes into the
+    // config rather than copying them.
+    let mut staged = Vec::new();
+    let payload = match &cfg.remote {
+        Some(r) => {
+            if r.out == Output::Stdout || r.out == cfg.ign {
+                bail!("--payload-out must be a file other than --ign");
+            }
+            let mut t = r.out.temp_file()?;
+            t.write_all(&gz)
+                .with_context(|| format!("writing {}", r.out))?;
+            staged.push((r.out.clone(), t));
+            Source::Url(r.url.clone())
+        }
+        None => Source::Inline(gz),
+    };
+    let delivery = Delivery {
+        payload,
+        payload_sha512: gz_sha512,
+        binary_sha256: sha256.clone(),
+        provenance: provenance(&ins, &bin.path, &sha256, &target),
+        legacy_firstboot: target.has_legacy_firstboot(),
+    };
+    let ours = units::config(&delivery).render(target.spec)?;
+    let merged = match &base {
+        Some(b) => {
+            let (m, n) = merge::merge(b, &ours, target.spec, cfg.force)?;
+            notes.extend(n);
+            m
+        }
+        None => ours,
+    };
+    let report = schema::validate(&merged, target.spec);
+    if !report.is_clean() {
+        bail!(
+            "internal error: the config is not valid spec {}: {report:?}",
+            target.spec
+        );
+    }
+    let bytes = ignition::to_bytes(&merged);
+    if target.spec.is_v2() && cfg.remote.is_none() && bytes.len() > V2_INLINE_WARN_BYTES {
+        notes.push(v2_size_warning(bytes.len()));
+    }
+
+    // Everything is ready: commit the payload (remote mode), then the config.
+    let mut t = cfg.ign.temp_file()?;
+    t.write_all(&bytes)
+        .with_context(|| format!("writing {}", cfg.ign))?;
+    staged.push((cfg.ign.clone(), t));
+    for (out, t) in staged {
+        out.commit(t, 0o644)?;
+    }
+    Ok(InjectReport {
+        chosen: bin.path.clone(),
+        binary_sha256: sha256,
+        target,
+        config_bytes: bytes.len(),
+        notes,
+    })
+}
+
+/// The warning for big inline spec 2.x configs (DESIGN.md §7: about 1 s per MB and
+/// about 35 bytes of RAM per config byte on Ignition v0.x).
+pub fn v2_size_warning(len: usize) -> String {
+    let mb = len as f64 / 1e6;
+    format!(
+        "warning: the spec 2.2 config is {:.1} MB with the payload inline; Ignition v0.x \
+         (bootimages 4.1-4.5) parses it at about 1 s per MB and about 35 bytes of RAM per \
+         config byte: expect about {:.0} s and {:.1} GB at first boot. Remote mode \
+         (--payload-url URL --payload-out FILE) keeps the config small.",
+        mb,
+        mb,
+        len as f64 * 35.0 / 1e9
+    )
+}
+
+/// Everything `verify` needs, parsed.
+#[derive(Clone, Debug)]
+pub struct VerifyConfig {
+    pub ign: Input,
+    pub target: Option<TargetArgs>,
+    pub image: Option<(ImageRef, OpenOptions)>,
+    pub payload: Option<PathBuf>,
+    pub arch: String,
+}
+
+/// The outcome of `verify`.
+#[derive(Debug)]
+pub struct VerifyReport {
+    pub passed: Vec<String>,
+    pub problems: Vec<String>,
+}
+
+/// Runs `verify`.
+pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
+    let bytes = cfg.ign.read()?;
+    let spool = tempfile::tempdir().context("creating a spool directory")?;
+    let v = verify::verify(
+        &cfg.ign.to_string(),
+        &bytes,
+        cfg.payload.as_deref(),
+        spool.path(),
+    )?;
+    let mut passed = v.passed.clone();
+    let mut problems = v.problems.clone();
+
+    let from_provenance = v
+        .provenance
+        .as_ref()
+        .and_then(|p| p["target"]["bootimage"].as_str())
+        .and_then(|s| s.parse::<OcpVersion>().ok());
+    let target_args = match (&cfg.target, from_provenance) {
+        (Some(t), _) => Some(TargetArgs {
+            spec: Some(v.spec),
+            ..t.clone()
+        }),
+        (None, Some(b)) => Some(TargetArgs {
+            bootimage: b,
+            spec: Some(v.spec),
+            rhel: v.provenance.as_ref().and_then(|p| {
+                p["target"]["rhel"]
+                    .as_u64()
+                    .and_then(|r| u32::try_from(r).ok())
+            }),
+        }),
+        (None, None) => None,
+    };
+    let target = match &target_args {
+        Some(t) => match Target::new(t.bootimage, t.spec, t.rhel, &cfg.arch) {
+            Ok(target) => {
+                passed.push(format!(
+                    "bootimage {} reads spec {}",
+                    target.bootimage, target.spec
+                ));
+                Some(target)
+            }
+            Err(e) => {
+                problems.push(e.to_string());
+                None
+            }
+        },
+        None => {
+            problems.push("no target: pass --bootimage (the config has no provenance)".into());
+            None
+        }
+    };
+    if let Some(t) = &target {
+        if t.has_legacy_firstboot() != verify::masks_legacy(&v) {
+            problems.push(format!(
+                "bootimage {} {} pivot.service masked",
+                t.bootimage,
+                if t.has_legacy_firstboot() {
+                    "needs"
+                } else {
+                    "should not have"
+                }
+            ));
+        }
+        if let Some(bin) = &v.binary {
+            match elf::read_facts(bin.path()) {
+                Ok(f) => {
+                    let verdict = select::verdict(&f, t);
+                    let line = format!(
+                        "the binary ({}) {} {}: {}",
+                        f.summary(),
+                        if verdict.compatible {
+                            "fits"
+                        } else {
+                            "does NOT fit"
+                        },
+                        select::describe(t),
+                        verdict.because()
+                    );
+                    if verdict.compatible {
+                        passed.push(line);
+                    } else {
+                        problems.push(line);
+                    }
+                }
+                Err(e) => problems.push(format!("the payload is not an ELF binary: {e:#}")),
+            }
+        }
+    }
+    if let (Some((r, o)), Some(t)) = (&cfg.image, &target) {
+        let img = image::open(r, o)?;
+        let ins = inspect::inspect(&img, spool.path())?;
+        match choose(&ins, t, None, false) {
+            Ok(c) => {
+                let want = ins.binaries[c.index].sha256.hex().to_string();
+                if v.binary_sha256.as_deref() == Some(want.as_str()) {
+                    passed.push(format!(
+                        "the payload is {} of {r}, the binary inject chooses",
+                        ins.binaries[c.index].path
+                    ));
+                } else {
+                    problems.push(format!(
+                        "inject would choose {} (sha256 {want}), the payload is {}",
+                        ins.binaries[c.index].path,
+                        v.binary_sha256.as_deref().unwrap_or("unreadable")
+                    ));
+                }
+            }
+            Err(e) => problems.push(format!("{e:#}")),
+        }
+    }
+    Ok(VerifyReport { passed, problems })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_warning_gives_the_cost_and_points_to_remote_mode() {
+        let w = v2_size_warning(40_000_000);
+        assert!(w.contains("40.0 MB"), "{w}");
+        assert!(w.contains("about 40 s"), "{w}");
+        assert!(w.contains("1.4 GB"), "{w}");
+        assert!(w.contains("--payload-url"), "{w}");
+    }
+
+    #[test]
+    fn gzip_is_deterministic() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b");
+        std::fs::write(&p, b"same bytes, same gzip").unwrap();
+        let a = gzip_file(&p).unwrap();
+        assert_eq!(a, gzip_file(&p).unwrap());
+        // No name, mtime 0.
+        assert_eq!(&a[3..8], &[0, 0, 0, 0, 0]);
+    }
+}

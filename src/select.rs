@@ -1,0 +1,470 @@
+//! Which MCD build fits a target: verdicts with reasons, candidate order, the choice.
+//!
+//! The image's os-release only orders the candidates (MCO's own rule, DESIGN.md §5);
+//! the ELF facts alone decide whether a binary fits.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::elf::{ElfFacts, Linkage};
+use crate::inspect::MCD_NAME;
+use crate::osrelease::OsRelease;
+use crate::target::Target;
+
+/// Whether a binary fits a target, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub compatible: bool,
+    pub reasons: Vec<String>,
+}
+
+impl Verdict {
+    /// The reasons, joined for one line.
+    pub fn because(&self) -> String {
+        self.reasons.join("; ")
+    }
+}
+
+/// The program interpreter RHEL uses on an architecture.
+pub fn rhel_interpreter(arch: &str) -> Option<&'static str> {
+    match arch {
+        "amd64" => Some("/lib64/ld-linux-x86-64.so.2"),
+        "arm64" => Some("/lib/ld-linux-aarch64.so.1"),
+        "ppc64le" => Some("/lib64/ld64.so.2"),
+        "s390x" => Some("/lib/ld64.so.1"),
+        _ => None,
+    }
+}
+
+/// The OpenSSL family of a libcrypto/libssl soname or an `OPENSSL_*` version node.
+fn openssl_family(name: &str) -> Option<&'static str> {
+    let tail = name
+        .strip_prefix("OPENSSL_")
+        .or_else(|| name.strip_prefix("libcrypto.so."))
+        .or_else(|| name.strip_prefix("libssl.so."))?;
+    if tail.starts_with('3') {
+        Some("3")
+    } else if tail.starts_with("1_1") || tail.starts_with("1.1") {
+        Some("1.1")
+    } else if tail.starts_with("1_0") || tail.starts_with("1.0") || tail == "10" {
+        Some("1.0")
+    } else {
+        None
+    }
+}
+
+/// Judges ELF facts against a target.
+pub fn verdict(facts: &ElfFacts, target: &Target) -> Verdict {
+    let mut bad = Vec::new();
+    let mut good = Vec::new();
+    if facts.arch != target.arch {
+        bad.push(format!(
+            "machine is {}, the node is {}",
+            facts.arch, target.arch
+        ));
+    }
+    if facts.class != 64 {
+        bad.push(format!(
+            "{}-bit ELF; RHCOS runs 64-bit binaries",
+            facts.class
+        ));
+    }
+    if facts.linkage == Linkage::Static {
+        if bad.is_empty() {
+            good.push(format!(
+                "static {} binary: needs nothing from RHEL",
+                facts.arch
+            ));
+        }
+        return finish(bad, good);
+    }
+    let rhel = target.rhel;
+    match (&facts.interpreter, rhel_interpreter(&target.arch)) {
+        (Some(i), Some(want)) if i != want => {
+            bad.push(format!("interpreter {i} is not RHEL's {want}"))
+        }
+        (None, _) => good.push("no interpreter (static-pie)".into()),
+        _ => {}
+    }
+    match &facts.max_glibc {
+        Some(need) if *need > target.glibc_version() => bad.push(format!(
+            "needs GLIBC_{need}, RHEL {rhel} has glibc {}",
+            target.glibc
+        )),
+        Some(need) => good.push(format!(
+            "needs GLIBC_{need} <= {} (RHEL {rhel})",
+            target.glibc
+        )),
+        None => good.push("needs no GLIBC version".into()),
+    }
+    let mut links_openssl = false;
+    for (prefix, have) in [
+        ("libcrypto.so", &target.libcrypto),
+        ("libssl.so", &target.libssl),
+    ] {
+        for soname in facts.needed.iter().filter(|n| n.starts_with(prefix)) {
+            links_openssl = true;
+            if soname == have {
+                good.push(format!("{soname} is RHEL {rhel}'s"));
+            } else {
+                bad.push(format!("links {soname}, RHEL {rhel} has {have}"));
+            }
+        }
+    }
+    let want_family = openssl_family(&target.libcrypto);
+    let foreign: Vec<&str> = facts
+        .openssl_versions
+        .iter()
+        .map(String::as_str)
+        .filter(|n| openssl_family(n) != want_family)
+        .collect();
+    if !foreign.is_empty() {
+        bad.push(format!(
+            "needs OpenSSL version nodes {} that RHEL {rhel}'s {} lacks",
+            foreign.join(", "),
+            target.libcrypto
+        ));
+    } else if !facts.openssl_versions.is_empty() {
+        good.push(format!(
+            "OpenSSL nodes {} match",
+            facts.openssl_versions.join(", ")
+        ));
+    } else if !links_openssl {
+        good.push("links no OpenSSL".into());
+    }
+    finish(bad, good)
+}
+
+fn finish(bad: Vec<String>, good: Vec<String>) -> Verdict {
+    if bad.is_empty() {
+        Verdict {
+            compatible: true,
+            reasons: good,
+        }
+    } else {
+        Verdict {
+            compatible: false,
+            reasons: bad,
+        }
+    }
+}
+
+/// The RHEL major version of an image, read the way MCO reads it: `RHEL_VERSION`, else
+/// the major of `VERSION_ID` on RHEL-family systems.
+pub fn image_rhel(os: &OsRelease) -> Option<u32> {
+    let major = |v: &str| v.split('.').next().and_then(|m| m.parse().ok());
+    if let Some(r) = &os.rhel_version {
+        return major(r);
+    }
+    match os.id.as_deref() {
+        Some("rhel" | "centos" | "almalinux" | "rocky" | "ol") => {
+            os.version_id.as_deref().and_then(major)
+        }
+        // RHCOS 4.1/4.2 carry no RHEL_VERSION; MCO maps them to RHEL 8.
+        Some("rhcos") => Some(8),
+        _ => None,
+    }
+}
+
+/// The RHEL a build was made for, by its name: the plain name is built on the image's
+/// own base, `.rhelN` twins on RHEL N.
+pub fn nominal_rhel(path: &str, image_rhel: Option<u32>) -> Option<u32> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let suffix = name.strip_prefix(MCD_NAME)?;
+    if suffix.is_empty() {
+        return image_rhel;
+    }
+    suffix.strip_prefix(".rhel")?.parse().ok()
+}
+
+/// A binary that could be chosen.
+#[derive(Clone, Debug, Serialize)]
+pub struct Candidate {
+    pub path: String,
+    pub sha256: String,
+    /// The ELF facts, or why they could not be read.
+    pub facts: Result<ElfFacts, String>,
+}
+
+impl Candidate {
+    /// The verdict of this candidate for a target.
+    pub fn verdict(&self, target: &Target) -> Verdict {
+        match &self.facts {
+            Ok(f) => verdict(f, target),
+            Err(e) => Verdict {
+                compatible: false,
+                reasons: vec![format!("not a usable ELF binary: {e}")],
+            },
+        }
+    }
+}
+
+/// The candidate indexes in the order they are tried: built for the target's RHEL
+/// first, then the plain name, then by path.
+pub fn order(candidates: &[Candidate], os: Option<&OsRelease>, target: &Target) -> Vec<usize> {
+    let img = os.and_then(image_rhel);
+    let mut idx: Vec<usize> = (0..candidates.len()).collect();
+    idx.sort_by_key(|&i| {
+        let p = &candidates[i].path;
+        let nominal = nominal_rhel(p, img);
+        let plain = p.rsplit('/').next() == Some(MCD_NAME);
+        (
+            nominal != Some(target.rhel),
+            nominal.is_none(),
+            !plain,
+            p.clone(),
+        )
+    });
+    idx
+}
+
+/// The chosen binary.
+#[derive(Clone, Debug)]
+pub struct Choice {
+    pub index: usize,
+    pub verdict: Verdict,
+    /// Chosen although incompatible, because the user forced it.
+    pub forced: bool,
+}
+
+/// Why no binary was chosen.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error("no {MCD_NAME} build fits {target}:{}", list(.rejected))]
+    NothingFits {
+        target: String,
+        rejected: Vec<(String, Verdict)>,
+    },
+    #[error("{0} was not read from the image")]
+    NotACandidate(String),
+    #[error("{path} does not fit {target}: {} (use --force to deliver it anyway)", .verdict.because())]
+    Incompatible {
+        path: String,
+        target: String,
+        verdict: Verdict,
+    },
+}
+
+fn list(rejected: &[(String, Verdict)]) -> String {
+    if rejected.is_empty() {
+        return format!(" the image has no /usr/bin/{MCD_NAME}* file");
+    }
+    rejected
+        .iter()
+        .map(|(p, v)| format!("\n  {p}: {}", v.because()))
+        .collect()
+}
+
+/// A short name of a target for messages.
+pub fn describe(target: &Target) -> String {
+    format!(
+        "bootimage {} ({}, RHEL {}: glibc {}, {})",
+        target.bootimage, target.arch, target.rhel, target.glibc, target.libcrypto
+    )
+}
+
+/// Picks the first fitting candidate in [`order`], or the one at `forced_path`
+/// (`--binary-path`), which must fit unless `force`.
+pub fn choose(
+    candidates: &[Candidate],
+    os: Option<&OsRelease>,
+    target: &Target,
+    forced_path: Option<&str>,
+    force: bool,
+) -> Result<Choice, SelectError> {
+    if let Some(p) = forced_path {
+        let Some(index) = candidates.iter().position(|c| c.path == p) else {
+            return Err(SelectError::NotACandidate(p.to_string()));
+        };
+        let verdict = candidates[index].verdict(target);
+        if !verdict.compatible && !force {
+            return Err(SelectError::Incompatible {
+                path: p.to_string(),
+                target: describe(target),
+                verdict,
+            });
+        }
+        let forced = !verdict.compatible;
+        return Ok(Choice {
+            index,
+            verdict,
+            forced,
+        });
+    }
+    let mut rejected = Vec::new();
+    for i in order(candidates, os, target) {
+        let v = candidates[i].verdict(target);
+        if v.compatible {
+            return Ok(Choice {
+                index: i,
+                verdict: v,
+                forced: false,
+            });
+        }
+        rejected.push((candidates[i].path.clone(), v));
+    }
+    Err(SelectError::NothingFits {
+        target: describe(target),
+        rejected,
+    })
+}
+
+impl fmt::Display for Candidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.facts {
+            Ok(x) => write!(f, "{} ({})", self.path, x.summary()),
+            Err(e) => write!(f, "{} (unreadable: {e})", self.path),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::OcpVersion;
+
+    fn dynamic(glibc: &str, crypto: &str, node: &str) -> ElfFacts {
+        ElfFacts {
+            arch: "amd64".into(),
+            class: 64,
+            linkage: Linkage::Dynamic,
+            interpreter: Some("/lib64/ld-linux-x86-64.so.2".into()),
+            needed: vec![crypto.into(), "libc.so.6".into()],
+            max_glibc: Some(glibc.parse().unwrap()),
+            openssl_versions: vec![node.into()],
+        }
+    }
+
+    fn rhel8() -> ElfFacts {
+        dynamic("2.28", "libcrypto.so.1.1", "OPENSSL_1_1_0")
+    }
+
+    fn rhel9() -> ElfFacts {
+        dynamic("2.34", "libcrypto.so.3", "OPENSSL_3.0.0")
+    }
+
+    fn target(v: &str) -> Target {
+        Target::new(v.parse::<OcpVersion>().unwrap(), None, None, "amd64").unwrap()
+    }
+
+    fn cand(path: &str, f: ElfFacts) -> Candidate {
+        Candidate {
+            path: path.into(),
+            sha256: String::new(),
+            facts: Ok(f),
+        }
+    }
+
+    #[test]
+    fn rhel8_build_fits_rhel8_only() {
+        assert!(verdict(&rhel8(), &target("4.2")).compatible);
+        let v = verdict(&rhel8(), &target("4.14"));
+        assert!(!v.compatible);
+        assert!(v.because().contains("libcrypto.so.1.1"), "{v:?}");
+    }
+
+    #[test]
+    fn rhel9_build_is_refused_on_rhel8_with_reasons() {
+        let v = verdict(&rhel9(), &target("4.2"));
+        assert!(!v.compatible);
+        let r = v.because();
+        assert!(r.contains("GLIBC_2.34"), "{r}");
+        assert!(r.contains("libcrypto.so.3"), "{r}");
+        assert!(r.contains("OPENSSL_3.0.0"), "{r}");
+        assert!(verdict(&rhel9(), &target("4.16")).compatible);
+    }
+
+    #[test]
+    fn static_fits_all_of_its_machine() {
+        let mut s = ElfFacts {
+            arch: "amd64".into(),
+            class: 64,
+            linkage: Linkage::Static,
+            interpreter: None,
+            needed: vec![],
+            max_glibc: None,
+            openssl_versions: vec![],
+        };
+        assert!(verdict(&s, &target("4.1")).compatible);
+        assert!(verdict(&s, &target("4.19")).compatible);
+        s.arch = "arm64".into();
+        assert!(!verdict(&s, &target("4.1")).compatible);
+    }
+
+    #[test]
+    fn os_release_orders_but_elf_decides() {
+        let os = OsRelease::parse("ID=\"rhel\"\nVERSION_ID=\"9.4\"\n");
+        let c = vec![
+            cand("/usr/bin/machine-config-daemon", rhel9()),
+            cand("/usr/bin/machine-config-daemon.rhel8", rhel8()),
+        ];
+        let pick = |v| {
+            choose(&c, Some(&os), &target(v), None, false)
+                .unwrap()
+                .index
+        };
+        assert_eq!(pick("4.2"), 1);
+        assert_eq!(pick("4.16"), 0);
+        // A misnamed twin: the name says RHEL 8 but the ELF says RHEL 9.
+        let lying = vec![
+            cand("/usr/bin/machine-config-daemon.rhel8", rhel9()),
+            cand("/usr/bin/machine-config-daemon", rhel8()),
+        ];
+        let os8 = OsRelease::parse("ID=rhel\nVERSION_ID=9.4\n");
+        let ch = choose(&lying, Some(&os8), &target("4.2"), None, false).unwrap();
+        assert_eq!(ch.index, 1);
+    }
+
+    #[test]
+    fn nothing_fits_lists_every_candidate() {
+        let c = vec![
+            cand("/usr/bin/machine-config-daemon", rhel9()),
+            Candidate {
+                path: "/usr/bin/machine-config-daemon.sh".into(),
+                sha256: String::new(),
+                facts: Err("not an ELF file".into()),
+            },
+        ];
+        let e = choose(&c, None, &target("4.2"), None, false).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/usr/bin/machine-config-daemon:"), "{msg}");
+        assert!(
+            msg.contains("machine-config-daemon.sh: not a usable ELF"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn forced_path_is_checked() {
+        let c = vec![cand("/usr/bin/machine-config-daemon", rhel9())];
+        let p = Some("/usr/bin/machine-config-daemon");
+        assert!(matches!(
+            choose(&c, None, &target("4.2"), p, false),
+            Err(SelectError::Incompatible { .. })
+        ));
+        let ch = choose(&c, None, &target("4.2"), p, true).unwrap();
+        assert!(ch.forced);
+    }
+
+    #[test]
+    fn reads_rhel_like_mco() {
+        let r = |t: &str| image_rhel(&OsRelease::parse(t));
+        assert_eq!(r("ID=rhcos\nVERSION_ID=4.18\nRHEL_VERSION=9.4\n"), Some(9));
+        assert_eq!(r("ID=rhcos\nVERSION_ID=42.80\n"), Some(8));
+        assert_eq!(r("ID=\"rhel\"\nVERSION_ID=\"8.6\"\n"), Some(8));
+        assert_eq!(r("ID=debian\nVERSION_ID=12\n"), None);
+        assert_eq!(
+            nominal_rhel("/usr/bin/machine-config-daemon.rhel9", Some(8)),
+            Some(9)
+        );
+        assert_eq!(
+            nominal_rhel("/usr/bin/machine-config-daemon", Some(8)),
+            Some(8)
+        );
+        assert_eq!(
+            nominal_rhel("/usr/bin/machine-config-daemon.x", Some(8)),
+            None
+        );
+    }
+}

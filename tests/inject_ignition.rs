@@ -1,0 +1,369 @@
+//! The configs `inject` writes, checked by the real thing (DESIGN.md §8): Debian's
+//! `ignition` 2.14 validates every spec 3.0-3.3 output and applies it to a scratch
+//! root; systemd's `systemctl --root` and `systemd-analyze verify` judge the units; the
+//! install script runs against the root. Spec 2.2 outputs, which no Debian tool reads,
+//! are checked against the spec 2.2 JSON schema with strict keys and the rules Ignition
+//! v0.x enforces at run time, then translated to 3.0 and applied for their masks.
+//!
+//! Missing tools fail these tests: `apt-get install ignition systemd`.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{crate_root, fixture, mcd_inject, sha256_hex};
+use mcd_inject::ignition::{decode_data_url, schema, SpecVersion};
+use serde_json::Value;
+
+const IGNITION: &str = "/usr/lib/dracut/modules.d/30ignition/ignition";
+const UNITS: [&str; 2] = [
+    "mco-mcd-install.service",
+    "machine-config-daemon-firstboot.service",
+];
+
+fn require_real_tools() {
+    assert!(
+        Path::new(IGNITION).is_file(),
+        "{IGNITION} is missing: apt-get install ignition"
+    );
+    for tool in ["ignition-validate", "systemctl", "systemd-analyze", "gzip"] {
+        let ok = Command::new(tool).arg("--version").output().is_ok();
+        assert!(
+            ok,
+            "{tool} is missing: apt-get install ignition systemd gzip"
+        );
+    }
+}
+
+fn run(cmd: &mut Command) -> (bool, String) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// `inject` into `dir/NAME.ign`; returns the path.
+fn inject(reference: &str, boot: &str, spec: Option<&str>, dir: &Path) -> PathBuf {
+    let out = dir.join(format!("{boot}-{}.ign", spec.unwrap_or("default")));
+    let mut args = vec![
+        "inject",
+        "--image",
+        reference,
+        "--bootimage",
+        boot,
+        "--ign",
+        out.to_str().unwrap(),
+    ];
+    if let Some(s) = spec {
+        args.extend(["--spec", s]);
+    }
+    let r = mcd_inject(&args);
+    assert_eq!(r.code, Some(0), "{}", r.describe());
+    out
+}
+
+/// A root that stands in for the bootimage's OS: systemd's units and a shell.
+fn os_root(dir: &Path) -> PathBuf {
+    let root = dir.join("root");
+    fs::create_dir_all(root.join("usr/lib/systemd")).unwrap();
+    fs::create_dir_all(root.join("usr/bin")).unwrap();
+    let (ok, text) = run(Command::new("cp")
+        .arg("-a")
+        .arg("/usr/lib/systemd/system")
+        .arg(root.join("usr/lib/systemd/")));
+    assert!(ok, "copying systemd units: {text}");
+    fs::copy("/bin/bash", root.join("usr/bin/bash")).unwrap();
+    std::os::unix::fs::symlink("usr/bin", root.join("bin")).unwrap();
+    root
+}
+
+/// Applies a config with the real Ignition program, offline, to `root`.
+fn ignition_apply(cfg: &Path, root: &Path) {
+    let link = cfg.parent().unwrap().join("ignition-apply");
+    if !link.exists() {
+        std::os::unix::fs::symlink(IGNITION, &link).unwrap();
+    }
+    let (ok, text) = run(Command::new(&link)
+        .env("container", "1")
+        .arg("--offline")
+        .arg("--root")
+        .arg(root)
+        .arg(cfg));
+    assert!(ok, "ignition-apply {} failed:\n{text}", cfg.display());
+}
+
+fn mode(p: &Path) -> u32 {
+    fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+fn systemctl(root: &Path, args: &[&str]) -> (bool, String) {
+    let mut c = Command::new("systemctl");
+    c.arg(format!("--root={}", root.display())).args(args);
+    run(&mut c)
+}
+
+/// Everything a config must leave in an applied root, and the install script's work.
+fn check_applied_root(root: &Path, binary_sha256: &str, runs: bool) {
+    let lib = root.join("var/lib/mcd-inject");
+    let gz = fs::read(lib.join("machine-config-daemon.gz")).unwrap();
+    assert_eq!(mode(&lib.join("machine-config-daemon.gz")), 0o600);
+    assert_eq!(mode(&lib.join("mco-mcd-install.sh")), 0o755);
+    assert_eq!(mode(&lib.join("provenance.json")), 0o644);
+    let mut bin = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut bin).unwrap();
+    assert_eq!(sha256_hex(&bin), binary_sha256);
+    let prov: Value =
+        serde_json::from_slice(&fs::read(lib.join("provenance.json")).unwrap()).unwrap();
+    assert_eq!(prov["binary_sha256"], binary_sha256);
+    let link = root.join("usr/local/bin/machine-config-daemon");
+    assert_eq!(
+        fs::read_link(&link).unwrap(),
+        Path::new("/run/bin/machine-config-daemon")
+    );
+
+    let mut args = vec!["preset"];
+    args.extend(UNITS);
+    let (ok, text) = systemctl(root, &args);
+    assert!(ok, "systemctl preset: {text}");
+    for u in UNITS {
+        let (ok, text) = systemctl(root, &["is-enabled", u]);
+        assert!(ok && text.trim() == "enabled", "{u}: {text}");
+    }
+
+    let (ok, text) = run(Command::new("bash")
+        .arg(lib.join("mco-mcd-install.sh"))
+        .env("MCD_INJECT_ROOT", root));
+    assert!(ok, "install script: {text}");
+    let installed = root.join("run/bin/machine-config-daemon");
+    assert_eq!(mode(&installed), 0o755);
+    assert_eq!(sha256_hex(&fs::read(&installed).unwrap()), binary_sha256);
+    assert_eq!(
+        fs::read_dir(root.join("run/bin")).unwrap().count(),
+        1,
+        "the script left a temp file"
+    );
+    if runs {
+        let (ok, text) = run(&mut Command::new(&installed));
+        assert!(
+            ok && text.starts_with("machine-config-daemon fixture-static"),
+            "the delivered static MCD printed {text:?}"
+        );
+    }
+
+    let mut c = Command::new("systemd-analyze");
+    c.arg("verify").arg(format!("--root={}", root.display()));
+    for u in UNITS {
+        c.arg(root.join("etc/systemd/system").join(u));
+    }
+    let (ok, text) = run(&mut c);
+    assert!(
+        ok && text.trim().is_empty(),
+        "systemd-analyze verify:\n{text}"
+    );
+}
+
+fn payload_sha256(cfg: &Value) -> String {
+    let prov = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
+        .unwrap();
+    let p: Value = serde_json::from_slice(
+        &decode_data_url(prov["contents"]["source"].as_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+    p["binary_sha256"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn spec3_outputs_validate_and_apply() {
+    require_real_tools();
+    let cases: [(&str, Option<&str>); 6] = [
+        ("4.6", None),
+        ("4.8", None),
+        ("4.14", Some("3.0")),
+        ("4.14", Some("3.1")),
+        ("4.12", Some("3.3")),
+        ("4.16", None),
+    ];
+    let mut specs_seen = std::collections::BTreeSet::new();
+    for name in ["mco-4.6", "mco-4.16"] {
+        let reference = fixture(name).reference("oci");
+        for (boot, spec) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let cfg_path = inject(&reference, boot, spec, dir.path());
+            let cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+            specs_seen.insert(cfg["ignition"]["version"].as_str().unwrap().to_string());
+
+            let (ok, text) = run(Command::new("ignition-validate").arg(&cfg_path));
+            assert!(
+                ok && text.is_empty(),
+                "{name} {boot}: ignition-validate said: {text}"
+            );
+            let root = os_root(dir.path());
+            ignition_apply(&cfg_path, &root);
+            check_applied_root(&root, &payload_sha256(&cfg), name == "mco-4.6");
+
+            let r = mcd_inject(["verify", cfg_path.to_str().unwrap(), "--image", &reference]);
+            assert_eq!(
+                r.code,
+                Some(0),
+                "{}\n{}",
+                r.describe(),
+                String::from_utf8_lossy(&r.stdout)
+            );
+        }
+    }
+    let want: Vec<&str> = vec!["3.0.0", "3.1.0", "3.2.0", "3.3.0"];
+    assert_eq!(
+        specs_seen.iter().map(String::as_str).collect::<Vec<_>>(),
+        want
+    );
+}
+
+/// The checks of a spec 2.2 config that no Debian tool makes.
+fn check_spec22(cfg: &Value) {
+    assert_eq!(cfg["ignition"]["version"], "2.2.0");
+    let report = schema::validate(cfg, SpecVersion::V2_2);
+    assert!(report.is_clean(), "{report:?}");
+    for kind in ["files", "links"] {
+        for node in cfg["storage"][kind].as_array().unwrap() {
+            assert_eq!(node["filesystem"], "root", "{node}");
+        }
+    }
+    for f in cfg["storage"]["files"].as_array().unwrap() {
+        let c = f["contents"].as_object().unwrap();
+        assert!(!c.contains_key("compression"), "{}", f["path"]);
+        let src = c["source"].as_str().unwrap();
+        assert!(src.starts_with("data:;base64,"), "{}", f["path"]);
+        let hash = c["verification"]["hash"].as_str().unwrap();
+        assert!(
+            hash.starts_with("sha512-") && hash.len() == 7 + 128,
+            "{hash}"
+        );
+    }
+    let text = serde_json::to_string(cfg).unwrap();
+    assert!(!text.contains("sha256-"), "spec 2.2 knows only sha512");
+    assert!(!text.contains("\"compression\""));
+}
+
+/// A spec 2.2 config as spec 3.0, for the subset this tool writes.
+fn as_spec30(cfg: &Value) -> Value {
+    let mut c = cfg.clone();
+    c["ignition"]["version"] = "3.0.0".into();
+    for kind in ["files", "links"] {
+        for node in c["storage"][kind].as_array_mut().unwrap() {
+            node.as_object_mut().unwrap().remove("filesystem");
+        }
+    }
+    c
+}
+
+#[test]
+fn spec22_outputs_pass_schema_and_strict_checks_and_mask_legacy_units() {
+    require_real_tools();
+    // The bundled schema is the one shared with the other checks, when it is at hand.
+    let shared = crate_root().join("../shared/ignition-schemas/ignition-2.2.json");
+    if shared.is_file() {
+        assert_eq!(
+            fs::read(&shared).unwrap(),
+            fs::read(crate_root().join("src/ignition/schemas/ignition-2.2.json")).unwrap(),
+            "src/ignition/schemas/ignition-2.2.json differs from {}",
+            shared.display()
+        );
+    }
+    for name in ["mco-4.6", "mco-4.16", "mco-4.14"] {
+        let reference = fixture(name).reference("oci");
+        for boot in ["4.1", "4.2", "4.5"] {
+            let dir = tempfile::tempdir().unwrap();
+            let cfg_path = inject(&reference, boot, None, dir.path());
+            let cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+            check_spec22(&cfg);
+            let units = cfg["systemd"]["units"].as_array().unwrap();
+            assert!(units
+                .iter()
+                .any(|u| u["name"] == "pivot.service" && u["mask"] == true));
+
+            let r = mcd_inject(["verify", cfg_path.to_str().unwrap(), "--image", &reference]);
+            assert_eq!(r.code, Some(0), "{}", r.describe());
+
+            // Apply the same content with the real Ignition to check the masks.
+            let v3 = dir.path().join("as-3.0.ign");
+            fs::write(&v3, serde_json::to_vec(&as_spec30(&cfg)).unwrap()).unwrap();
+            let (ok, text) = run(Command::new("ignition-validate").arg(&v3));
+            assert!(ok && text.is_empty(), "{text}");
+            let root = os_root(dir.path());
+            ignition_apply(&v3, &root);
+            let (_, text) = systemctl(&root, &["is-enabled", "pivot.service"]);
+            assert_eq!(text.trim(), "masked");
+            let dropin = root
+                .join("etc/systemd/system/machine-config-daemon-pull.service.d/10-mcd-inject.conf");
+            let d = fs::read_to_string(&dropin).unwrap();
+            assert!(d.contains("ConditionPathExists=!/var/lib/mcd-inject/machine-config-daemon.gz"));
+            check_applied_root(&root, &payload_sha256(&cfg), name == "mco-4.6");
+        }
+    }
+}
+
+#[test]
+fn remote_mode_serves_the_same_hash() {
+    require_real_tools();
+    let dir = tempfile::tempdir().unwrap();
+    let reference = fixture("mco-4.16").reference("oci");
+    let cfg_path = dir.path().join("remote.ign");
+    let payload = dir.path().join("mcd.gz");
+    let r = mcd_inject([
+        "inject",
+        "--image",
+        &reference,
+        "--bootimage",
+        "4.2",
+        "--ign",
+        cfg_path.to_str().unwrap(),
+        "--payload-url",
+        "http://127.0.0.1:8080/mcd.gz",
+        "--payload-out",
+        payload.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.describe());
+    let cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+    check_spec22_remote(&cfg, &fs::read(&payload).unwrap());
+    let r = mcd_inject([
+        "verify",
+        cfg_path.to_str().unwrap(),
+        "--payload",
+        payload.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.describe());
+    let r = mcd_inject(["verify", cfg_path.to_str().unwrap()]);
+    assert_eq!(r.code, Some(1), "{}", r.describe());
+    assert!(String::from_utf8_lossy(&r.stdout).contains("pass --payload FILE"));
+
+    // The inline config of the same inputs carries the same hash.
+    let inline = inject(&reference, "4.2", None, dir.path());
+    let inline: Value = serde_json::from_slice(&fs::read(inline).unwrap()).unwrap();
+    let hash = |c: &Value| c["storage"]["files"][0]["contents"]["verification"]["hash"].clone();
+    assert_eq!(hash(&cfg), hash(&inline));
+}
+
+fn check_spec22_remote(cfg: &Value, payload: &[u8]) {
+    use sha2::Digest;
+    let f = &cfg["storage"]["files"][0];
+    assert_eq!(f["path"], "/var/lib/mcd-inject/machine-config-daemon.gz");
+    assert_eq!(f["contents"]["source"], "http://127.0.0.1:8080/mcd.gz");
+    assert_eq!(
+        f["contents"]["verification"]["hash"],
+        format!("sha512-{}", hex::encode(sha2::Sha512::digest(payload)))
+    );
+    assert_eq!(&payload[..2], b"\x1f\x8b");
+    assert!(schema::validate(cfg, SpecVersion::V2_2).is_clean());
+}

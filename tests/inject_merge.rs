@@ -1,0 +1,335 @@
+//! `inject --base`: the base is kept, owned MCO units are replaced and reported, other
+//! conflicts need `--force`, other specs are translated or refused, invalid bases are
+//! named by line and column; and golden configs, regenerated only with
+//! `MCD_INJECT_BLESS=1`.
+
+mod common;
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{crate_root, dir_entries, fixture};
+use serde_json::{json, Value};
+
+struct Out {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+/// Runs the binary in `cwd` with `stdin`.
+fn run(args: &[&str], stdin: &[u8], cwd: &Path) -> Out {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcd-inject");
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    Out {
+        code: out.status.code(),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn base_32() -> Value {
+    serde_json::from_slice(&fs::read(crate_root().join("tests/golden/base-3.2.ign")).unwrap())
+        .unwrap()
+}
+
+fn inject_with_base(boot: &str, base: &[u8], extra: &[&str]) -> Out {
+    let reference = fixture("mco-4.16").reference("oci");
+    let mut args = vec![
+        "inject",
+        "--image",
+        &reference,
+        "--bootimage",
+        boot,
+        "--ign",
+        "-",
+        "--base",
+        "-",
+    ];
+    args.extend(extra);
+    run(&args, base, &std::env::temp_dir())
+}
+
+fn unit_names(cfg: &Value) -> Vec<String> {
+    cfg["systemd"]["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn base_is_kept_and_owned_units_are_replaced() {
+    let base = base_32();
+    let out = inject_with_base("4.8", &serde_json::to_vec(&base).unwrap(), &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cfg["passwd"], base["passwd"]);
+    assert_eq!(cfg["ignition"], base["ignition"]);
+    assert_eq!(cfg["storage"]["files"][0], base["storage"]["files"][0]);
+    assert_eq!(
+        unit_names(&cfg),
+        [
+            "kubelet.service",
+            "mco-mcd-install.service",
+            "machine-config-daemon-firstboot.service"
+        ]
+    );
+    assert!(
+        out.stderr
+            .contains("removed machine-config-daemon-pull.service from the base"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("replaced machine-config-daemon-firstboot.service from the base"),
+        "{}",
+        out.stderr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.ign");
+    fs::write(&p, &out.stdout).unwrap();
+    let v = Command::new("ignition-validate")
+        .arg(&p)
+        .output()
+        .expect("ignition-validate is needed: apt-get install ignition");
+    assert!(
+        v.status.success() && v.stdout.is_empty() && v.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&v.stderr)
+    );
+}
+
+#[test]
+fn other_conflicts_need_force() {
+    let mut base = base_32();
+    base["storage"]["files"].as_array_mut().unwrap().push(
+        json!({"path": "/var/lib/mcd-inject/provenance.json", "contents": {"source": "data:,x"}}),
+    );
+    let bytes = serde_json::to_vec(&base).unwrap();
+    let out = inject_with_base("4.8", &bytes, &[]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(
+        out.stderr.contains("/var/lib/mcd-inject/provenance.json")
+            && out.stderr.contains("--force"),
+        "{}",
+        out.stderr
+    );
+    let out = inject_with_base("4.8", &bytes, &["--force"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out
+        .stderr
+        .contains("replaced /var/lib/mcd-inject/provenance.json"));
+}
+
+#[test]
+fn other_specs_are_translated_or_refused() {
+    let mut base = base_32();
+    base["ignition"]["version"] = "3.1.0".into();
+    let out = inject_with_base("4.8", &serde_json::to_vec(&base).unwrap(), &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cfg["ignition"]["version"], "3.2.0");
+    assert!(out
+        .stderr
+        .contains("translated the base from spec 3.1.0 to 3.2.0"));
+
+    // A newer base the bootimage reads raises the output spec.
+    base["ignition"]["version"] = "3.3.0".into();
+    let out = inject_with_base("4.12", &serde_json::to_vec(&base).unwrap(), &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cfg["ignition"]["version"], "3.3.0");
+
+    // ... and one it does not read is refused.
+    let out = inject_with_base("4.8", &serde_json::to_vec(&base).unwrap(), &[]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("base config is spec 3.3.0"),
+        "{}",
+        out.stderr
+    );
+
+    let v2 = json!({"ignition": {"version": "2.2.0"}, "storage": {"files": [
+        {"filesystem": "root", "path": "/etc/motd", "contents": {"source": "data:,hi"}, "mode": 420}
+    ]}});
+    let out = inject_with_base("4.8", &serde_json::to_vec(&v2).unwrap(), &[]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("cannot be translated to spec 3.2.0"),
+        "{}",
+        out.stderr
+    );
+    let out = inject_with_base("4.2", &serde_json::to_vec(&v2).unwrap(), &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cfg["storage"]["files"][0], v2["storage"]["files"][0]);
+    let report =
+        mcd_inject::ignition::schema::validate(&cfg, mcd_inject::ignition::SpecVersion::V2_2);
+    assert!(report.is_clean(), "{report:?}");
+}
+
+#[test]
+fn invalid_bases_are_named_by_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("bad.ign");
+    fs::write(
+        &base,
+        "{\n  \"ignition\": {\"version\": \"3.2.0\"},\n  \"storage\": [,]\n}\n",
+    )
+    .unwrap();
+    let out_path = dir.path().join("out.ign");
+    let reference = fixture("mco-4.16").reference("oci");
+    let out = run(
+        &[
+            "inject",
+            "--image",
+            &reference,
+            "--bootimage",
+            "4.8",
+            "--ign",
+            out_path.to_str().unwrap(),
+            "--base",
+            base.to_str().unwrap(),
+        ],
+        b"",
+        dir.path(),
+    );
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("invalid JSON at line 3, column 15"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(dir_entries(dir.path()), ["bad.ign"]);
+
+    // Valid JSON that is not a valid config is refused too.
+    fs::write(
+        &base,
+        r#"{"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": 7}]}}"#,
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "inject",
+            "--image",
+            &reference,
+            "--bootimage",
+            "4.8",
+            "--ign",
+            "-",
+            "--base",
+            base.to_str().unwrap(),
+        ],
+        b"",
+        dir.path(),
+    );
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("/storage/files/0/path"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn verify_catches_tampering_and_wrong_targets() {
+    let reference = fixture("mco-4.16").reference("oci");
+    let out = inject_with_base("4.2", br#"{"ignition": {"version": "2.2.0"}}"#, &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.ign");
+    fs::write(&good, &out.stdout).unwrap();
+    let verify = |p: &Path, extra: &[&str]| {
+        let mut a = vec!["verify", p.to_str().unwrap()];
+        a.extend(extra);
+        run(&a, b"", dir.path())
+    };
+    let ok = verify(&good, &["--image", &reference]);
+    assert_eq!(ok.code, Some(0), "{}", String::from_utf8_lossy(&ok.stdout));
+
+    // The RHEL 8 build does not fit a RHEL 9 bootimage, and 4.16 reads no spec 2.2.
+    let wrong = verify(&good, &["--bootimage", "4.16"]);
+    assert_eq!(wrong.code, Some(1));
+    let text = String::from_utf8_lossy(&wrong.stdout);
+    assert!(
+        text.contains("FAIL: spec 2.2.0 cannot be read by bootimage 4.16"),
+        "{text}"
+    );
+
+    // A payload swapped for another one fails its hashes.
+    let mut cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let other = mcd_inject::ignition::data_url(b"\x1f\x8b not the payload");
+    cfg["storage"]["files"][0]["contents"]["source"] = other.into();
+    let bad = dir.path().join("bad.ign");
+    fs::write(&bad, serde_json::to_vec(&cfg).unwrap()).unwrap();
+    let r = verify(&bad, &[]);
+    assert_eq!(r.code, Some(1));
+    assert!(String::from_utf8_lossy(&r.stdout).contains("sha512 is"));
+}
+
+// ------------------------------------------------------------------------ goldens
+
+/// The committed fixture, named relative to the crate root so goldens hold no host path.
+const SMALL: &str = "oci:fixtures/mco-small:latest";
+
+#[test]
+fn golden_configs() {
+    let bless = std::env::var_os("MCD_INJECT_BLESS").is_some_and(|v| v == "1");
+    let cases: [(&str, &str, Option<&str>); 4] = [
+        ("mco-small-4.2.ign", "4.2", None),
+        ("mco-small-4.8.ign", "4.8", None),
+        ("mco-small-4.16.ign", "4.16", None),
+        (
+            "mco-small-4.8-base.ign",
+            "4.8",
+            Some("tests/golden/base-3.2.ign"),
+        ),
+    ];
+    let root = crate_root();
+    let mut stale = Vec::new();
+    for (file, boot, base) in cases {
+        let mut args = vec![
+            "inject",
+            "--image",
+            SMALL,
+            "--bootimage",
+            boot,
+            "--ign",
+            "-",
+        ];
+        if let Some(b) = base {
+            args.extend(["--base", b]);
+        }
+        let out = run(&args, b"", &root);
+        assert_eq!(out.code, Some(0), "{file}: {}", out.stderr);
+        let golden = root.join("tests/golden").join(file);
+        if bless {
+            fs::write(&golden, &out.stdout).unwrap();
+        } else if fs::read(&golden).ok().as_deref() != Some(&out.stdout[..]) {
+            stale.push(file);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale goldens {stale:?}: review the change, then rerun with MCD_INJECT_BLESS=1"
+    );
+}

@@ -1,0 +1,309 @@
+//! The selection matrix: for every MCO fixture and the bootimages 4.1, 4.2, 4.5, 4.8,
+//! 4.12, 4.14 and 4.16, `inject` either delivers the expected build or refuses cleanly
+//! (exit 1, every candidate listed with its reasons, no output file). The same table is
+//! in docs/inject.md.
+
+mod common;
+
+use std::fs;
+
+use common::{dir_entries, fixture, mcd_inject, Run};
+use serde_json::Value;
+
+const BOOTIMAGES: [&str; 7] = ["4.1", "4.2", "4.5", "4.8", "4.12", "4.14", "4.16"];
+const MCD: &str = "/usr/bin/machine-config-daemon";
+const RHEL8: &str = "/usr/bin/machine-config-daemon.rhel8";
+const RHEL9: &str = "/usr/bin/machine-config-daemon.rhel9";
+
+/// The expected build per bootimage of [`BOOTIMAGES`]; `None` is a refusal.
+fn expected(fixture: &str) -> [Option<&'static str>; 7] {
+    let old = |p| [Some(p); 5];
+    let join = |a: [Option<&'static str>; 5], b: Option<&'static str>| {
+        [a[0], a[1], a[2], a[3], a[4], b, b]
+    };
+    match fixture {
+        "mco-4.6" | "mco-multiarch" => [Some(MCD); 7],
+        "mco-4.14" => join(old(MCD), Some(RHEL9)),
+        "mco-4.16" | "mco-small" => join(old(RHEL8), Some(MCD)),
+        "mco-4.18" => join([None; 5], Some(MCD)),
+        other => panic!("no expectation for {other}"),
+    }
+}
+
+const FIXTURES: [&str; 6] = [
+    "mco-4.6",
+    "mco-4.14",
+    "mco-4.16",
+    "mco-4.18",
+    "mco-multiarch",
+    "mco-small",
+];
+
+fn inject(reference: &str, bootimage: &str, out: &std::path::Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "inject".to_string(),
+        "--image".into(),
+        reference.into(),
+        "--bootimage".into(),
+        bootimage.into(),
+        "--ign".into(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    mcd_inject(args)
+}
+
+fn provenance(ign: &[u8]) -> Value {
+    let cfg: Value = serde_json::from_slice(ign).unwrap();
+    let f = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
+        .expect("provenance file");
+    let bytes =
+        mcd_inject::ignition::decode_data_url(f["contents"]["source"].as_str().unwrap()).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[test]
+fn selection_matrix() {
+    let mut failures = Vec::new();
+    let dir = tempfile::tempdir().unwrap();
+    for name in FIXTURES {
+        let fx = fixture(name);
+        let want = expected(name);
+        for transport in fx.transports.keys() {
+            let reference = fx.reference(transport);
+            for (i, boot) in BOOTIMAGES.iter().enumerate() {
+                let out = dir.path().join("out.ign");
+                let run = inject(&reference, boot, &out, &[]);
+                match want[i] {
+                    Some(path) => {
+                        if run.code != Some(0) {
+                            failures.push(format!("{name} {transport} {boot}: {}", run.describe()));
+                            continue;
+                        }
+                        let p = provenance(&fs::read(&out).unwrap());
+                        if p["binary_path"] != path {
+                            failures.push(format!(
+                                "{name} {transport} {boot}: chose {}, expected {path}",
+                                p["binary_path"]
+                            ));
+                        }
+                        fs::remove_file(&out).unwrap();
+                    }
+                    None => {
+                        let ok = run.code == Some(1)
+                            && run
+                                .stderr
+                                .starts_with("error: no machine-config-daemon build fits")
+                            && run.stderr.contains(&format!("{MCD}: needs GLIBC_2.34"))
+                            && dir_entries(dir.path()).is_empty();
+                        if !ok {
+                            failures.push(format!(
+                                "{name} {transport} {boot}: expected a clean refusal, got {}; left {:?}",
+                                run.describe(),
+                                dir_entries(dir.path())
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn refusal_lists_every_candidate() {
+    let dir = tempfile::tempdir().unwrap();
+    // Pretend a RHEL 7 node: no build of mco-4.16 fits it.
+    let run = inject(
+        &fixture("mco-4.16").reference("oci"),
+        "4.8",
+        &dir.path().join("x.ign"),
+        &["--target-rhel", "7"],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    for needle in [
+        "error: no machine-config-daemon build fits bootimage 4.8 (amd64, RHEL 7",
+        &format!("\n  {MCD}: needs GLIBC_2.34, RHEL 7 has glibc 2.17"),
+        &format!("\n  {RHEL8}: needs GLIBC_2.28, RHEL 7 has glibc 2.17"),
+        "libcrypto.so.10",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle:?} in {}", run.stderr);
+    }
+    assert!(dir_entries(dir.path()).is_empty());
+}
+
+#[test]
+fn binary_path_is_checked_and_force_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.ign");
+    let reference = fixture("mco-4.16").reference("oci");
+    let run = inject(&reference, "4.2", &out, &["--binary-path", MCD]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(
+        run.stderr.contains("does not fit bootimage 4.2"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--force"), "{}", run.stderr);
+    assert!(!out.exists());
+
+    let run = inject(&reference, "4.2", &out, &["--binary-path", MCD, "--force"]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(run.stderr.contains("WARNING: --force"), "{}", run.stderr);
+    assert!(run.stderr.contains("does NOT fit"), "{}", run.stderr);
+    assert_eq!(provenance(&fs::read(&out).unwrap())["binary_path"], MCD);
+
+    // A compatible override is delivered without a warning.
+    let run = inject(&reference, "4.2", &out, &["--binary-path", RHEL8]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(!run.stderr.contains("WARNING"), "{}", run.stderr);
+
+    // The path is normalised, and links are followed inside the image.
+    for alias in [
+        "/usr/bin/./machine-config-daemon.rhel8",
+        "/bin/machine-config-daemon.rhel8",
+    ] {
+        let run = inject(&reference, "4.2", &out, &["--binary-path", alias]);
+        assert_eq!(run.code, Some(0), "{alias}: {}", run.describe());
+    }
+
+    let run = inject(&reference, "4.2", &out, &["--binary-path", "/usr/bin/nope"]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+}
+
+#[test]
+fn architecture_follows_the_platform() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.ign");
+    let reference = fixture("mco-multiarch").reference("oci");
+    let run = inject(&reference, "4.2", &out, &["--platform", "linux/arm64/v8"]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let p = provenance(&fs::read(&out).unwrap());
+    assert_eq!(p["platform"], "linux/arm64/v8");
+    assert_eq!(p["binary_path"], MCD);
+}
+
+#[test]
+fn output_is_byte_identical_across_runs_and_transports() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["mco-4.16", "mco-4.6"] {
+        for boot in ["4.2", "4.16"] {
+            let fx = fixture(name);
+            let reference = fx.reference("oci");
+            let a = dir.path().join("a.ign");
+            let b = dir.path().join("b.ign");
+            let r1 = inject(&reference, boot, &a, &[]);
+            let r2 = inject(&reference, boot, &b, &[]);
+            assert_eq!(r1.code, Some(0), "{}", r1.describe());
+            assert_eq!(r2.code, Some(0), "{}", r2.describe());
+            let (a, b) = (fs::read(&a).unwrap(), fs::read(&b).unwrap());
+            assert!(a == b, "{name} {boot}: two runs differ");
+        }
+    }
+}
+
+#[test]
+fn inspect_shows_elf_facts_and_verdicts() {
+    let run = mcd_inject([
+        "inspect",
+        "--image",
+        &fixture("mco-4.14").reference("oci"),
+        "--json",
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let bins = v["binaries"].as_array().unwrap();
+    let rhel9 = bins.iter().find(|b| b["path"] == RHEL9).unwrap();
+    assert_eq!(rhel9["elf"]["max_glibc"], "2.34");
+    assert_eq!(rhel9["elf"]["needed"][0], "libc.so.6");
+    let verdict = |b: &Value, boot: &str| {
+        b["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["bootimage"] == boot)
+            .unwrap()["compatible"]
+            .as_bool()
+            .unwrap()
+    };
+    assert!(!verdict(rhel9, "4.2"));
+    assert!(verdict(rhel9, "4.16"));
+    let run = mcd_inject(["inspect", "--image", &fixture("mco-4.14").reference("oci")]);
+    let text = String::from_utf8(run.stdout).unwrap();
+    assert!(text.contains("4.1-4.12: fits"), "{text}");
+    assert!(
+        text.contains("4.13-4.19: does not fit: links libcrypto.so.1.1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn target_os_release_is_read_like_mco() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = fixture("mco-small").reference("oci");
+    // (os-release of the bootimage, expected build, expected bootimage, expected RHEL)
+    let cases = [
+        (
+            "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\nVERSION=\"42.80.20191010.0\"\nVERSION_ID=\"42.80\"\n",
+            RHEL8,
+            "4.2",
+            8,
+        ),
+        (
+            "ID=\"rhcos\"\nVERSION_ID=\"4.18\"\nOPENSHIFT_VERSION=\"4.18\"\nRHEL_VERSION=9.4\n",
+            MCD,
+            "4.18",
+            9,
+        ),
+        (
+            "ID=\"rhel\"\nVERSION_ID=\"9.6\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"4.19\"\n",
+            MCD,
+            "4.19",
+            9,
+        ),
+    ];
+    for (text, build, bootimage, rhel) in cases {
+        let os = dir.path().join("os-release");
+        fs::write(&os, text).unwrap();
+        let out = dir.path().join("out.ign");
+        let run = mcd_inject([
+            "inject",
+            "--image",
+            &reference,
+            "--target-os-release",
+            os.to_str().unwrap(),
+            "--ign",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, Some(0), "{text}: {}", run.describe());
+        let p = provenance(&fs::read(&out).unwrap());
+        assert_eq!(p["binary_path"], build, "{text}");
+        assert_eq!(p["target"]["bootimage"], bootimage, "{text}");
+        assert_eq!(p["target"]["rhel"], rhel, "{text}");
+    }
+    // Without an OpenShift version in it, --bootimage is needed, and nothing is written.
+    let os = dir.path().join("os-release");
+    fs::write(&os, "ID=\"rhel\"\nVERSION_ID=\"9.6\"\n").unwrap();
+    let out = dir.path().join("none.ign");
+    let run = mcd_inject([
+        "inject",
+        "--image",
+        &reference,
+        "--target-os-release",
+        os.to_str().unwrap(),
+        "--ign",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(
+        run.stderr.contains("pass --bootimage"),
+        "{}",
+        run.describe()
+    );
+    assert!(!out.exists());
+}
