@@ -183,10 +183,10 @@ mod tests {
     fn longest_path_prefix_wins() {
         let body = format!(
             r#"{{"auths": {{
-                "quay.io": {{"auth": "{}"}},
-                "quay.io/openshift": {{"auth": "{}"}},
-                "quay.io/openshift/mco": {{"auth": "{}"}},
-                "quay.io/openshift/mc": {{"auth": "{}"}}
+                "registry.example": {{"auth": "{}"}},
+                "registry.example/openshift": {{"auth": "{}"}},
+                "registry.example/openshift/mco": {{"auth": "{}"}},
+                "registry.example/openshift/mc": {{"auth": "{}"}}
             }}}}"#,
             b64("host:1"),
             b64("ns:2"),
@@ -195,7 +195,7 @@ mod tests {
         );
         let p = Path::new("x.json");
         let user = |repo: &str| {
-            find_in(body.as_bytes(), p, "quay.io", repo)
+            find_in(body.as_bytes(), p, "registry.example", repo)
                 .unwrap()
                 .map(|c| c.username)
         };
@@ -203,7 +203,7 @@ mod tests {
         assert_eq!(user("openshift/mcd").as_deref(), Some("ns"));
         assert_eq!(user("other/x").as_deref(), Some("host"));
         assert_eq!(
-            find_in(body.as_bytes(), p, "quay.io:443", "openshift/mco").unwrap(),
+            find_in(body.as_bytes(), p, "registry.example:443", "openshift/mco").unwrap(),
             None
         );
     }
@@ -211,11 +211,11 @@ mod tests {
     #[test]
     fn legacy_docker_keys_and_plain_fields() {
         let body = r#"{"auths": {
-            "https://index.docker.io/v1/": {"username": "u", "password": "p"},
+            "https://registry.example/v1/": {"username": "u", "password": "p"},
             "http://127.0.0.1:5000/v2/": {"auth": "YTpi"}
         }}"#;
         let p = Path::new("c.json");
-        let c = find_in(body.as_bytes(), p, "docker.io", "library/busybox")
+        let c = find_in(body.as_bytes(), p, "registry.example", "library/busybox")
             .unwrap()
             .unwrap();
         assert_eq!((c.username.as_str(), c.password.as_str()), ("u", "p"));
