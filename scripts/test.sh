@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test of mcd-inject on a fresh Debian machine: installs the real components
-# the tests use, generates the fixtures, runs lints and the whole suite.
+# the tests use, generates the fixtures, starts the loopback registries (127.0.0.1,
+# ports picked at run time), runs lints and the whole suite, and stops the registries.
 # Needs root for apt-get (and for the Ignition apply tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc python3 skopeo umoci zstd jq ignition systemd time)
+packages=(gcc python3 skopeo umoci zstd jq ignition systemd time docker-registry apache2-utils openssl curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -13,7 +14,15 @@ done
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
   apt-get update -qq
+  # Keep package scripts from starting the packaged registry, which listens on every
+  # interface; the tests start their own, on 127.0.0.1.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=false
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && own_policy=true
+  fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if $own_policy; then rm -f "$policy"; fi
 fi
 
 cargo fmt --all -- --check
@@ -23,8 +32,17 @@ export MCD_INJECT_FIXTURES="$PWD/target/fixtures"
 rm -rf "$MCD_INJECT_FIXTURES"
 python3 fixtures/generate.py "$MCD_INJECT_FIXTURES"
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+state=$(mktemp -d)
+log="$state/test.log"
+cleanup() {
+  bash scripts/registry-services.sh stop "$state"
+  rm -rf "$state"
+}
+trap cleanup EXIT
+bash scripts/registry-services.sh start "$state"
+# shellcheck disable=SC1091
+. "$state/env"
+
 cargo test --all-targets 2>&1 | tee "$log"
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { p += $4; f += $6; i += $8 }

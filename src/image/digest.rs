@@ -87,12 +87,20 @@ impl serde::Serialize for Digest {
 /// What a [`HashingReader`] has seen so far; shared so that it can be read after the
 /// reader has been moved into a decompressor or a tar parser.
 #[derive(Clone, Default)]
-pub struct HashState(Rc<RefCell<(Sha256, u64)>>);
+pub struct HashState(Rc<RefCell<Seen>>);
+
+#[derive(Clone, Default)]
+struct Seen {
+    /// `None` when the reader only counts.
+    hasher: Option<Sha256>,
+    len: u64,
+    at_end: bool,
+}
 
 impl HashState {
     /// Bytes seen so far.
     pub fn len(&self) -> u64 {
-        self.0.borrow().1
+        self.0.borrow().len
     }
 
     /// True when nothing has been read yet.
@@ -100,52 +108,58 @@ impl HashState {
         self.len() == 0
     }
 
-    /// The digest of everything read so far.
-    pub fn digest(&self) -> Digest {
-        Digest::from_hasher(self.0.borrow().0.clone())
+    /// True once the inner reader has reported its end.
+    pub fn at_end(&self) -> bool {
+        self.0.borrow().at_end
+    }
+
+    /// The digest of everything read so far, when the reader hashes.
+    pub fn digest(&self) -> Option<Digest> {
+        self.0.borrow().hasher.clone().map(Digest::from_hasher)
     }
 }
 
-/// A reader that hashes every byte that passes through it.
+/// A reader that counts, and optionally hashes, every byte that passes through it, and
+/// notes when its inner reader ends.
 pub struct HashingReader<R> {
     inner: R,
     state: HashState,
-    enabled: bool,
 }
 
 impl<R: Read> HashingReader<R> {
+    /// A reader that hashes.
     pub fn new(inner: R) -> (Self, HashState) {
-        let state = HashState::default();
+        Self::maybe(inner, true)
+    }
+
+    /// A reader that hashes only when `hash`, so that a chain can skip digests it
+    /// does not need; it always counts.
+    pub fn maybe(inner: R, hash: bool) -> (Self, HashState) {
+        let state = HashState(Rc::new(RefCell::new(Seen {
+            hasher: hash.then(Sha256::new),
+            ..Seen::default()
+        })));
         (
             HashingReader {
                 inner,
                 state: state.clone(),
-                enabled: true,
             },
             state,
         )
     }
 }
 
-impl<R: Read> HashingReader<R> {
-    /// A reader that hashes only when `enabled`, so that a chain can skip digests it
-    /// does not need.
-    pub fn maybe(inner: R, enabled: bool) -> (Self, Option<HashState>) {
-        let (r, st) = Self::new(inner);
-        let r = HashingReader { enabled, ..r };
-        (r, enabled.then_some(st))
-    }
-}
-
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        if !self.enabled {
-            return Ok(n);
+        let mut seen = self.state.0.borrow_mut();
+        if n == 0 && !buf.is_empty() {
+            seen.at_end = true;
         }
-        let mut st = self.state.0.borrow_mut();
-        st.0.update(&buf[..n]);
-        st.1 += n as u64;
+        if let Some(h) = seen.hasher.as_mut() {
+            h.update(&buf[..n]);
+        }
+        seen.len += n as u64;
         Ok(n)
     }
 }
@@ -199,7 +213,11 @@ mod tests {
         let data = b"hello layer";
         let (mut r, st) = HashingReader::new(&data[..]);
         io::copy(&mut r, &mut io::sink()).unwrap();
-        assert_eq!(st.digest(), Digest::of(data));
+        assert_eq!(st.digest(), Some(Digest::of(data)));
         assert_eq!(st.len(), data.len() as u64);
+        assert!(st.at_end());
+        let (mut r, st) = HashingReader::maybe(&data[..], false);
+        io::copy(&mut (&mut r).take(3), &mut io::sink()).unwrap();
+        assert_eq!((st.digest(), st.len(), st.at_end()), (None, 3, false));
     }
 }
