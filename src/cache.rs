@@ -3,9 +3,14 @@
 //! Blobs are content-addressed under `blobs/sha256/`. A blob enters the cache only
 //! once its digest has been checked: it is written to a temp file in the cache
 //! directory and renamed into place, so a reader never sees a partial blob and two runs
-//! that fetch the same blob at once both succeed. `index.json` lists each reference that
-//! was resolved, annotated with the full reference (`host/repo:tag` or
-//! `host/repo@sha256:...`); its updates are serialised by a lock file.
+//! that fetch the same blob at once both succeed.
+//!
+//! A reference resolved by a run that fetched only the layers it needed is recorded in
+//! `mcd-inject-refs.json`; `pull` fetches every layer and then lists the reference in
+//! `index.json` too. So `index.json` only names complete images, and the directory is
+//! always a valid layout for skopeo and umoci. Entries are annotated with the full
+//! reference (`host/repo:tag` or `host/repo@sha256:...`); updates of both files are
+//! serialised by a lock file.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -20,6 +25,9 @@ use crate::image::{Digest, MAX_METADATA_BYTES};
 /// The annotation that names an image in an OCI layout index.
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
 const LOCK_FILE: &str = ".mcd-inject.lock";
+const INDEX: &str = "index.json";
+/// References whose images may be incomplete here (same format as `index.json`).
+const PARTIAL_REFS: &str = "mcd-inject-refs.json";
 const TEMP_PREFIX: &str = ".partial-";
 
 /// A descriptor as the cache index records it.
@@ -143,35 +151,47 @@ impl Cache {
         Ok(())
     }
 
-    /// The descriptor a full reference (`host/repo:tag`) names in the cache index.
+    /// The descriptor a full reference (`host/repo:tag`) names in the cache.
     pub fn lookup(&self, reference: &str) -> Result<Option<CachedRef>> {
-        let index = self.read_index()?;
-        let found = index["manifests"].as_array().and_then(|ms| {
-            ms.iter()
-                .find(|m| m["annotations"][REF_NAME].as_str() == Some(reference))
-        });
-        let Some(m) = found else {
-            return Ok(None);
-        };
-        let digest = m["digest"]
-            .as_str()
-            .ok_or_else(|| anyhow!("cache index: entry {reference} has no digest"))?
-            .parse()
-            .with_context(|| format!("cache index: entry {reference}"))?;
-        Ok(Some(CachedRef {
-            media_type: m["mediaType"].as_str().unwrap_or_default().to_string(),
-            digest,
-            size: m["size"].as_u64().unwrap_or_default(),
-        }))
+        for file in [INDEX, PARTIAL_REFS] {
+            let index = self.read_index(file)?;
+            let found = index["manifests"].as_array().and_then(|ms| {
+                ms.iter()
+                    .find(|m| m["annotations"][REF_NAME].as_str() == Some(reference))
+            });
+            let Some(m) = found else {
+                continue;
+            };
+            let digest = m["digest"]
+                .as_str()
+                .ok_or_else(|| anyhow!("cache {file}: entry {reference} has no digest"))?
+                .parse()
+                .with_context(|| format!("cache {file}: entry {reference}"))?;
+            return Ok(Some(CachedRef {
+                media_type: m["mediaType"].as_str().unwrap_or_default().to_string(),
+                digest,
+                size: m["size"].as_u64().unwrap_or_default(),
+            }));
+        }
+        Ok(None)
     }
 
-    /// Records that `reference` names `desc`, replacing what it named before.
+    /// Records that `reference` names `desc`, whose layers may not all be here.
     pub fn tag(&self, reference: &str, desc: &CachedRef) -> Result<()> {
+        self.record(PARTIAL_REFS, reference, desc)
+    }
+
+    /// Lists `reference` in `index.json`: every blob of its image is in the cache.
+    pub fn publish(&self, reference: &str, desc: &CachedRef) -> Result<()> {
+        self.record(INDEX, reference, desc)
+    }
+
+    fn record(&self, file: &str, reference: &str, desc: &CachedRef) -> Result<()> {
         let _lock = self.lock()?;
-        let mut index = self.read_index()?;
+        let mut index = self.read_index(file)?;
         let manifests = index["manifests"]
             .as_array_mut()
-            .ok_or_else(|| anyhow!("cache index.json has no manifests list"))?;
+            .ok_or_else(|| anyhow!("cache {file} has no manifests list"))?;
         manifests.retain(|m| m["annotations"][REF_NAME].as_str() != Some(reference));
         manifests.push(json!({
             "mediaType": desc.media_type,
@@ -180,11 +200,11 @@ impl Cache {
             "annotations": { REF_NAME: reference },
         }));
         let bytes = serde_json::to_vec_pretty(&index)?;
-        self.write_atomic("index.json", &bytes)
+        self.write_atomic(file, &bytes)
     }
 
-    fn read_index(&self) -> Result<Value> {
-        let path = self.root.join("index.json");
+    fn read_index(&self, file: &str) -> Result<Value> {
+        let path = self.root.join(file);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => empty_index(),
@@ -263,8 +283,19 @@ mod tests {
         assert_eq!(cache.lookup("h:5000/a:1").unwrap(), Some(desc(b"z")));
         assert_eq!(cache.lookup("h:5000/b:1").unwrap(), Some(desc(b"y")));
         assert_eq!(cache.lookup("h:5000/c:1").unwrap(), None);
-        let index = cache.read_index().unwrap();
-        assert_eq!(index["manifests"].as_array().unwrap().len(), 2);
+        let partial = cache.read_index(PARTIAL_REFS).unwrap();
+        assert_eq!(partial["manifests"].as_array().unwrap().len(), 2);
         assert!(dir.path().join("oci-layout").is_file());
+        // Only complete images are listed where skopeo and umoci look.
+        assert_eq!(cache.read_index(INDEX).unwrap()["manifests"], json!([]));
+        cache.publish("h:5000/b:1", &desc(b"y")).unwrap();
+        assert_eq!(cache.lookup("h:5000/b:1").unwrap(), Some(desc(b"y")));
+        assert_eq!(
+            cache.read_index(INDEX).unwrap()["manifests"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
     }
 }

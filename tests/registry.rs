@@ -784,8 +784,14 @@ fn offline_uses_the_cache_with_the_registry_gone() {
     );
     assert_eq!(proxy.stats()["blob_gets"], 0);
 
-    // An extract caches only the top layer: offline, a lower layer is missing.
+    // An extract caches only the top layer: offline, a lower layer is missing, and
+    // index.json (what skopeo and umoci read) does not list the incomplete image.
     assert_eq!(sb.extract(&image, MCD, &["--tls-verify=false"]), want);
+    let listed = |file: &str, image: &str| {
+        let path = sb.cache().join(file);
+        fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(image))
+    };
+    assert!(listed("mcd-inject-refs.json", &image) && !listed("index.json", &image));
     proxy.stop();
     assert_eq!(sb.extract(&image, MCD, &["--offline"]), want);
     let err = sb.fails(&["inspect", "--image", &image, "--offline"]);
@@ -802,6 +808,7 @@ fn offline_uses_the_cache_with_the_registry_gone() {
     let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
     sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
     drop(proxy);
+    assert!(listed("index.json", &image));
     sb.ok(&["inspect", "--image", &image, "--offline"]);
     assert_eq!(sb.extract(&image, MCD, &["--offline"]), want);
     let cache = sb.cache().display().to_string();
@@ -888,8 +895,9 @@ fn two_runs_can_share_a_cache() {
             from_disk(fixture, MCD, &[])
         );
     }
-    let index: serde_json::Value =
-        serde_json::from_slice(&fs::read(cache.join("index.json")).unwrap()).unwrap();
-    assert_eq!(index["manifests"].as_array().unwrap().len(), 2, "{index}");
+    // Extracts fetch only the top layers: the references are recorded as partial.
+    let refs: serde_json::Value =
+        serde_json::from_slice(&fs::read(cache.join("mcd-inject-refs.json")).unwrap()).unwrap();
+    assert_eq!(refs["manifests"].as_array().unwrap().len(), 2, "{refs}");
     assert_no_partials(&cache);
 }

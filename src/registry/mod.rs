@@ -221,7 +221,7 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
         reference: reference.to_string(),
         manifest_digest: Some(manifest_digest),
         config_digest,
-        platform: facts.platform(),
+        platform: facts.checked_platform(&opts.platform, &what)?,
         layers,
     };
     Ok(Image::new(info, Box::new(RegistrySource { fetcher })))
@@ -315,6 +315,11 @@ pub fn pull(reference: &ImageRef, opts: &OpenOptions) -> Result<PullReport> {
             .with_context(|| format!("{docker}: fetching layer {}", layer.digest))?;
         fetched += 1;
     }
+    let name = cache_name(docker);
+    let entry = cache
+        .lookup(&name)?
+        .ok_or_else(|| anyhow::anyhow!("{docker}: the cache lost its entry while pulling"))?;
+    cache.publish(&name, &entry)?;
     Ok(PullReport {
         image: image.info.clone(),
         fetched,
