@@ -46,6 +46,13 @@ pub struct ImageArgs {
     /// Platform to pick from a multi-arch index, os/arch[/variant].
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
     pub platform: Platform,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// How to reach registries, and the cache.
+#[derive(Debug, Args)]
+pub struct RegistryArgs {
     /// Registry credentials file (containers-auth.json format; an OpenShift pull secret
     /// works). Default: $REGISTRY_AUTH_FILE, else $XDG_RUNTIME_DIR/containers/auth.json,
     /// else ~/.docker/config.json.
@@ -68,19 +75,25 @@ pub struct ImageArgs {
     pub quiet: bool,
 }
 
+impl RegistryArgs {
+    pub fn options(&self) -> RegistryOptions {
+        RegistryOptions {
+            auth_files: AuthFiles::from_env(self.authfile.clone()),
+            tls_verify: self.tls_verify,
+            cert_dir: self.cert_dir.clone(),
+            cache_dir: self.cache_dir.clone(),
+            offline: self.offline,
+            progress: ProgressMode::detect(self.quiet),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
 impl ImageArgs {
     pub fn open_options(&self) -> OpenOptions {
         OpenOptions {
             platform: self.platform.clone(),
-            registry: RegistryOptions {
-                auth_files: AuthFiles::from_env(self.authfile.clone()),
-                tls_verify: self.tls_verify,
-                cert_dir: self.cert_dir.clone(),
-                cache_dir: self.cache_dir.clone(),
-                offline: self.offline,
-                progress: ProgressMode::detect(self.quiet),
-                retry: RetryPolicy::default(),
-            },
+            registry: self.registry.options(),
         }
     }
 }
@@ -232,6 +245,8 @@ pub struct VerifyArgs {
     /// The served payload, for a config in remote mode.
     #[arg(long, value_name = "FILE")]
     pub payload: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 impl VerifyArgs {
@@ -248,13 +263,7 @@ impl VerifyArgs {
                     r,
                     OpenOptions {
                         platform: self.platform.clone(),
-                        // verify has no registry flags yet: the defaults (credentials
-                        // from the environment's auth files, TLS verified, default cache).
-                        registry: RegistryOptions {
-                            auth_files: AuthFiles::from_env(None),
-                            progress: ProgressMode::detect(false),
-                            ..RegistryOptions::default()
-                        },
+                        registry: self.registry.options(),
                     },
                 )
             }),
@@ -356,7 +365,7 @@ mod tests {
             let mut args = vec!["mcd-inject", "pull", "--image", "127.0.0.1:5000/a:b"];
             args.extend_from_slice(extra);
             match Cli::try_parse_from(args).map(|c| c.command) {
-                Ok(Command::Pull(p)) => Ok(p.image.tls_verify),
+                Ok(Command::Pull(p)) => Ok(p.image.registry.tls_verify),
                 Ok(other) => panic!("parsed as {other:?}"),
                 Err(e) => Err(e),
             }

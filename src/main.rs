@@ -15,7 +15,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Extract(a) => {
             let img = image::open(&a.image.image, &a.image.open_options())?;
             let report = extract::extract(&img, &a.path, &a.output)?;
-            if a.output != Output::Stdout && !a.image.quiet {
+            if a.output != Output::Stdout && !a.image.registry.quiet {
                 eprintln!(
                     "wrote {} ({} bytes, mode {:o}) from {}",
                     a.output, report.size, report.mode, report.resolved
@@ -34,7 +34,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Pull(a) => {
             let report = registry::pull(&a.image.image, &a.image.open_options())?;
-            if !a.image.quiet {
+            if !a.image.registry.quiet {
                 eprintln!(
                     "{}: manifest {} with {} layers in {} ({} fetched now)",
                     report.image.reference,

@@ -327,6 +327,20 @@ fn inject_through_every_auth_mode_matches_the_disk() {
             ],
         );
         assert_eq!(got, want, "{image}");
+        // verify reaches the registry with the same flags, and agrees on the binary.
+        let ign = sb.path("out.ign").display().to_string();
+        sb.ok(&[
+            "verify",
+            &ign,
+            "--image",
+            &image,
+            "--authfile",
+            &f.display().to_string(),
+            "--cert-dir",
+            &r.ca_dir,
+        ]);
+        let err = sb.fails(&["verify", &ign, "--image", &image, "--cert-dir", &r.ca_dir]);
+        assert!(err.contains("401") || err.contains("credentials"), "{err}");
     }
 }
 
