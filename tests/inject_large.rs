@@ -7,7 +7,7 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use common::{fixture, mcd_inject};
+use common::{fixture, inject, mcd_inject};
 use flate2::write::GzEncoder;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
@@ -96,22 +96,8 @@ fn big_inline_spec2_configs_warn_and_remote_mode_does_not() {
         ],
     );
     let reference = format!("oci:{}:latest", img.display());
-    let inject = |bootimage: &str, out: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "inject".to_string(),
-            "--image".into(),
-            reference.clone(),
-            "--bootimage".into(),
-            bootimage.into(),
-            "--ign".into(),
-            out.display().to_string(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        mcd_inject(args)
-    };
-
     let out = dir.path().join("inline.ign");
-    let run = inject("4.2", &out, &[]);
+    let run = inject(&reference, "4.2", &out, &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
     let size = fs::metadata(&out).unwrap().len();
     assert!(size > 32 * 1024 * 1024, "config is only {size} bytes");
@@ -126,6 +112,7 @@ fn big_inline_spec2_configs_warn_and_remote_mode_does_not() {
     let out = dir.path().join("remote.ign");
     let payload = dir.path().join("payload.gz");
     let run = inject(
+        &reference,
         "4.2",
         &out,
         &[
@@ -141,7 +128,7 @@ fn big_inline_spec2_configs_warn_and_remote_mode_does_not() {
     assert!(fs::metadata(&payload).unwrap().len() > PAYLOAD_TAIL as u64);
 
     let out = dir.path().join("spec3.ign");
-    let run = inject("4.8", &out, &[]);
+    let run = inject(&reference, "4.8", &out, &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert!(!run.stderr.contains("warning"), "{}", run.describe());
 }

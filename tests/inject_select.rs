@@ -7,7 +7,7 @@ mod common;
 
 use std::fs;
 
-use common::{dir_entries, fixture, mcd_inject, Run};
+use common::{dir_entries, fixture, inject, mcd_inject};
 use serde_json::Value;
 
 const BOOTIMAGES: [&str; 7] = ["4.1", "4.2", "4.5", "4.8", "4.12", "4.14", "4.16"];
@@ -38,20 +38,6 @@ const FIXTURES: [&str; 6] = [
     "mco-multiarch",
     "mco-small",
 ];
-
-fn inject(reference: &str, bootimage: &str, out: &std::path::Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "inject".to_string(),
-        "--image".into(),
-        reference.into(),
-        "--bootimage".into(),
-        bootimage.into(),
-        "--ign".into(),
-        out.display().to_string(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    mcd_inject(args)
-}
 
 fn provenance(ign: &[u8]) -> Value {
     let cfg: Value = serde_json::from_slice(ign).unwrap();
@@ -267,11 +253,8 @@ fn target_os_release_is_read_like_mco() {
             9,
         ),
     ];
-    for (text, build, bootimage, rhel) in cases {
-        let os = dir.path().join("os-release");
-        fs::write(&os, text).unwrap();
-        let out = dir.path().join("out.ign");
-        let run = mcd_inject([
+    let inject_for = |os: &std::path::Path, out: &std::path::Path| {
+        mcd_inject([
             "inject",
             "--image",
             &reference,
@@ -279,7 +262,13 @@ fn target_os_release_is_read_like_mco() {
             os.to_str().unwrap(),
             "--ign",
             out.to_str().unwrap(),
-        ]);
+        ])
+    };
+    for (text, build, bootimage, rhel) in cases {
+        let os = dir.path().join("os-release");
+        fs::write(&os, text).unwrap();
+        let out = dir.path().join("out.ign");
+        let run = inject_for(&os, &out);
         assert_eq!(run.code, Some(0), "{text}: {}", run.describe());
         let p = provenance(&fs::read(&out).unwrap());
         assert_eq!(p["binary_path"], build, "{text}");
@@ -290,15 +279,7 @@ fn target_os_release_is_read_like_mco() {
     let os = dir.path().join("os-release");
     fs::write(&os, "ID=\"rhel\"\nVERSION_ID=\"9.6\"\n").unwrap();
     let out = dir.path().join("none.ign");
-    let run = mcd_inject([
-        "inject",
-        "--image",
-        &reference,
-        "--target-os-release",
-        os.to_str().unwrap(),
-        "--ign",
-        out.to_str().unwrap(),
-    ]);
+    let run = inject_for(&os, &out);
     assert_eq!(run.code, Some(1), "{}", run.describe());
     assert!(
         run.stderr.contains("pass --bootimage"),

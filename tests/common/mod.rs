@@ -490,3 +490,18 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Runs `mcd-inject inject --image REFERENCE --bootimage BOOTIMAGE --ign OUT EXTRA...`.
+pub fn inject(reference: &str, bootimage: &str, out: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "inject".to_string(),
+        "--image".into(),
+        reference.into(),
+        "--bootimage".into(),
+        bootimage.into(),
+        "--ign".into(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    mcd_inject(args)
+}
