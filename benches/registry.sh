@@ -141,33 +141,9 @@ results=$work/results
 reset() {
   rm -rf "$work/out" "$work/cache" "$work/copy" "$work/rootfs" "$work/sum"
 }
-# measure NAME CHECK -- CMD...: RUNS runs of CMD after `reset`; CHECK must hold after
-# the first; records "NAME|median wall seconds|peak RSS kB".
-measure() {
-  local name=$1 check=$2
-  shift 3
-  local walls=() rss_max=0 i rss
-  for ((i = 0; i < RUNS; i++)); do
-    reset
-    /usr/bin/time -v -o "$work/time.log" "$@" >/dev/null 2>"$work/stderr.log" || {
-      echo "benches/registry.sh: $name failed:" >&2
-      cat "$work/stderr.log" "$work/time.log" >&2
-      exit 1
-    }
-    if ((i == 0)) && ! eval "$check"; then
-      echo "benches/registry.sh: $name produced the wrong result" >&2
-      exit 1
-    fi
-    walls+=("$(awk -F': ' '/Elapsed \(wall clock\)/ {
-      n = split($2, t, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + t[k]; print s }' "$work/time.log")")
-    rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.log")
-    ((rss > rss_max)) && rss_max=$rss
-  done
-  local median
-  median=$(printf '%s\n' "${walls[@]}" | sort -g |
-    awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}')
-  echo "$name|$median|$rss_max" >>"$results"
-}
+bench=benches/registry.sh
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 
 out_ok='[ "$(sha256sum <"$work/out" | cut -d" " -f1)" = "$mcd_sha256" ]'
 rootfs_ok='[ "$(sha256sum <"$work/rootfs$MCD_PATH" | cut -d" " -f1)" = "$mcd_sha256" ]'
@@ -185,8 +161,7 @@ measure "lower bound: curl of the top blob, sha256sum, tar -xzO" "$curl_ok" -- b
   curl -sf "http://$1/v2/bench/mco/blobs/$2" | tee >(sha256sum >"$3/sum") |
     tar -xzO "${4#/}" >"$3/out"' _ "$reg" "$top" "$work" "$MCD_PATH"
 
-mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }
-cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+cpu=$(cpu_name)
 echo
 echo "Content: $CONTENT. Image: 3 gzip layers, $(mib "$image_bytes") MiB of blobs in a loopback docker-registry" \
   "(distribution $(docker-registry --version | awk '{print $3}')); two base layers, a top" \
@@ -194,10 +169,4 @@ echo "Content: $CONTENT. Image: 3 gzip layers, $(mib "$image_bytes") MiB of blob
   "Host: $(nproc) CPUs, ${cpu:-unknown CPU}; median of $RUNS runs; ratios are each command's" \
   "median over \`mcd-inject extract, cold cache\`."
 echo
-echo "| command | median wall (s) | peak RSS (MiB) | time vs mcd-inject |"
-echo "| --- | ---: | ---: | ---: |"
-IFS='|' read -r _ ref_wall _ <"$results"
-while IFS='|' read -r name wall rss; do
-  awk -v n="$name" -v w="$wall" -v r="$rss" -v rw="$ref_wall" 'BEGIN {
-    printf "| %s | %.2f | %.1f | %.2fx |\n", n, w, r / 1024, (rw > 0 ? w / rw : 0) }'
-done <"$results"
+table

@@ -95,35 +95,11 @@ echo "copying to oci-archive and docker-archive ..." >&2
 skopeo --insecure-policy copy -q --preserve-digests oci:"$layout":latest oci-archive:"$work/image.oci.tar":latest
 skopeo --insecure-policy copy -q oci:"$layout":latest docker-archive:"$work/image.docker.tar":bench:latest
 
-# measure NAME CHECK-CMD -- CMD...: runs CMD RUNS times; records "NAME wall_seconds max_rss_kb".
-# Before each run, `reset` clears leftovers. After the first run, CHECK-CMD must succeed.
+bench=benches/rss.sh
 results=$work/results
 reset() { rm -rf "$work/out" "$work/rootfs"; }
-measure() {
-    local name=$1 check=$2
-    shift 3
-    local walls=() rss_max=0 i
-    for ((i = 0; i < RUNS; i++)); do
-        reset
-        /usr/bin/time -v -o "$work/time.log" "$@" >/dev/null 2>"$work/stderr.log" || {
-            echo "benches/rss.sh: $name failed:" >&2
-            cat "$work/stderr.log" "$work/time.log" >&2
-            exit 1
-        }
-        if ((i == 0)) && ! eval "$check"; then
-            echo "benches/rss.sh: $name produced the wrong result" >&2
-            exit 1
-        fi
-        walls+=("$(awk -F': ' '/Elapsed \(wall clock\)/ {
-            n = split($2, t, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + t[k]; print s }' "$work/time.log")")
-        local rss
-        rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.log")
-        ((rss > rss_max)) && rss_max=$rss
-    done
-    local median
-    median=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}')
-    echo "$name|$median|$rss_max" >>"$results"
-}
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 
 out_ok='[ "$(sha256sum <"$work/out" | cut -d" " -f1)" = "$mcd_sha256" ]'
 rootfs_ok='[ "$(sha256sum <"$work/rootfs$MCD_PATH" | cut -d" " -f1)" = "$mcd_sha256" ]'
@@ -141,19 +117,11 @@ measure "umoci raw unpack (whole image), oci: layout" "$rootfs_ok" -- \
 measure "tar -xzO of the top layer blob only" "$tar_ok" -- \
     tar -xzOf "$top_blob" "${MCD_PATH#/}"
 
-mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }
-cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+cpu=$(cpu_name)
 echo
 echo "Image: $(mib "$uncompressed_bytes") MiB uncompressed, $(mib "$image_bytes") MiB of gzip blobs," \
     "$((BASE_LAYERS + 1)) layers; \`$MCD_PATH\` ($(mib "$mcd_bytes") MiB) in the top layer." \
     "Host: $(nproc) CPUs, ${cpu:-unknown CPU}; page cache warm; median of $RUNS runs," \
     "peak RSS is the largest of the runs; ratios are against \`mcd-inject extract, oci: layout\`."
 echo
-echo "| command | median wall (s) | peak RSS (MiB) | wall ratio | RSS ratio |"
-echo "| --- | ---: | ---: | ---: | ---: |"
-IFS='|' read -r _ ref_wall ref_rss <"$results"
-while IFS='|' read -r name wall rss; do
-    awk -v n="$name" -v w="$wall" -v r="$rss" -v rw="$ref_wall" -v rr="$ref_rss" 'BEGIN {
-        printf "| %s | %.2f | %.1f | %.2fx | %.2fx |\n", n, w, r / 1024,
-            (rw > 0 ? w / rw : 0), (rr > 0 ? r / rr : 0) }'
-done <"$results"
+table
