@@ -20,7 +20,7 @@ use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
 
 /// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost.
-pub const V2_INLINE_WARN_BYTES: usize = 32 * 1024 * 1024;
+pub const V2_INLINE_WARN_BYTES: u64 = 32 * 1024 * 1024;
 /// gzip level of the payload: fixed, so the same binary gives the same bytes.
 const GZIP_LEVEL: u32 = 6;
 
@@ -101,7 +101,7 @@ pub struct InjectReport {
     pub chosen: String,
     pub binary_sha256: String,
     pub target: Target,
-    pub config_bytes: usize,
+    pub config_bytes: u64,
     /// Lines for stderr: replacements, translations, warnings.
     pub notes: Vec<String>,
 }
@@ -143,15 +143,54 @@ fn output_spec(t: &TargetArgs, base: Option<&Value>, arch: &str) -> Result<Targe
     }
 }
 
-/// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level).
-fn gzip_file(path: &std::path::Path) -> Result<Vec<u8>> {
+/// A compressed payload, spooled to a temp file.
+struct Payload {
+    file: tempfile::NamedTempFile,
+    len: u64,
+    sha512: String,
+}
+
+/// Writes through to `inner` and hashes what passes (sha512, the spec 2.x hash).
+struct Sha512Writer<W> {
+    inner: W,
+    hasher: Sha512,
+    len: u64,
+}
+
+impl<W: Write> Write for Sha512Writer<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level) into
+/// a temp file in `spool`, hashing the compressed bytes on the way.
+fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
+    let sink = Sha512Writer {
+        inner: std::io::BufWriter::new(file.reopen()?),
+        hasher: Sha512::new(),
+        len: 0,
+    };
     let mut enc = GzBuilder::new()
         .mtime(0)
         .operating_system(255)
-        .write(Vec::new(), Compression::new(GZIP_LEVEL));
+        .write(sink, Compression::new(GZIP_LEVEL));
     std::io::copy(&mut f, &mut enc).context("compressing the binary")?;
-    Ok(enc.finish()?)
+    let mut sink = enc.finish().context("compressing the binary")?;
+    sink.flush().context("writing the payload")?;
+    Ok(Payload {
+        file,
+        len: sink.len,
+        sha512: hex::encode(sink.hasher.finalize()),
+    })
 }
 
 fn provenance(ins: &Inspection, path: &str, sha256: &str, target: &Target) -> Vec<u8> {
@@ -209,11 +248,10 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         ));
     }
 
-    let gz = gzip_file(bin.content.file.path())?;
-    let gz_sha512 = hex::encode(Sha512::digest(&gz));
+    let gz = gzip_file(bin.content.file.path(), spool.path())?;
     let sha256 = bin.sha256.hex().to_string();
-    // Remote mode stages the payload file now; inline mode moves the bytes into the
-    // config rather than copying them.
+    // Remote mode stages the payload file now; inline mode streams it into the config
+    // when that is written.
     let mut staged = Vec::new();
     let payload = match &cfg.remote {
         Some(r) => {
@@ -221,16 +259,16 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
                 bail!("--payload-out must be a file other than --ign");
             }
             let mut t = r.out.temp_file()?;
-            t.write_all(&gz)
+            std::io::copy(&mut gz.file.reopen()?, t.as_file_mut())
                 .with_context(|| format!("writing {}", r.out))?;
             staged.push((r.out.clone(), t));
             Source::Url(r.url.clone())
         }
-        None => Source::Inline(gz),
+        None => Source::Streamed,
     };
     let delivery = Delivery {
         payload,
-        payload_sha512: gz_sha512,
+        payload_sha512: gz.sha512.clone(),
         binary_sha256: sha256.clone(),
         provenance: provenance(&ins, &bin.path, &sha256, &target),
         legacy_firstboot: target.has_legacy_firstboot(),
@@ -251,15 +289,24 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
             target.spec
         );
     }
-    let bytes = ignition::to_bytes(&merged);
-    if target.spec.is_v2() && cfg.remote.is_none() && bytes.len() > V2_INLINE_WARN_BYTES {
-        notes.push(v2_size_warning(bytes.len()));
+    let rendered = ignition::to_bytes(&merged);
+    let mut t = cfg.ign.temp_file()?;
+    let size = if cfg.remote.is_none() {
+        let mut w = std::io::BufWriter::new(t.as_file_mut());
+        let n = ignition::write_streamed(&rendered, gz.file.reopen()?, gz.len, &mut w)
+            .with_context(|| format!("writing {}", cfg.ign))?;
+        w.flush().with_context(|| format!("writing {}", cfg.ign))?;
+        n
+    } else {
+        t.write_all(&rendered)
+            .with_context(|| format!("writing {}", cfg.ign))?;
+        rendered.len() as u64
+    };
+    if target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
+        notes.push(v2_size_warning(size));
     }
 
     // Everything is ready: commit the payload (remote mode), then the config.
-    let mut t = cfg.ign.temp_file()?;
-    t.write_all(&bytes)
-        .with_context(|| format!("writing {}", cfg.ign))?;
     staged.push((cfg.ign.clone(), t));
     for (out, t) in staged {
         out.commit(t, 0o644)?;
@@ -268,14 +315,14 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         chosen: bin.path.clone(),
         binary_sha256: sha256,
         target,
-        config_bytes: bytes.len(),
+        config_bytes: size,
         notes,
     })
 }
 
 /// The warning for big inline spec 2.x configs (DESIGN.md §7: about 1 s per MB and
 /// about 35 bytes of RAM per config byte on Ignition v0.x).
-pub fn v2_size_warning(len: usize) -> String {
+pub fn v2_size_warning(len: u64) -> String {
     let mb = len as f64 / 1e6;
     format!(
         "warning: the spec 2.2 config is {:.1} MB with the payload inline; Ignition v0.x \
@@ -438,8 +485,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("b");
         std::fs::write(&p, b"same bytes, same gzip").unwrap();
-        let a = gzip_file(&p).unwrap();
-        assert_eq!(a, gzip_file(&p).unwrap());
+        let gz = gzip_file(&p, dir.path()).unwrap();
+        let a = std::fs::read(gz.file.path()).unwrap();
+        let b = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(gz.len, a.len() as u64);
+        assert_eq!(gz.sha512, hex::encode(Sha512::digest(&a)));
         // No name, mtime 0.
         assert_eq!(&a[3..8], &[0, 0, 0, 0, 0]);
     }

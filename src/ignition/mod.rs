@@ -104,8 +104,54 @@ impl Serialize for SpecVersion {
 pub enum Source {
     /// Inline, as a `data:;base64,` URL.
     Inline(Vec<u8>),
+    /// Inline too, but too big to hold in memory: the rendered config carries
+    /// [`STREAM_MARK`] in its place, and [`write_streamed`] writes the base64 of the
+    /// file there while writing the config out.
+    Streamed,
     /// A URL Ignition fetches.
     Url(String),
+}
+
+/// Stands for the base64 of a [`Source::Streamed`] payload in a rendered config. It is
+/// valid base64 itself (of "mcd-inject:payload-goes-here"), so the config validates.
+pub const STREAM_MARK: &str = "bWNkLWluamVjdDpwYXlsb2FkLWdvZXMtaGVyZQ==";
+
+/// The length of the base64 of `n` bytes.
+pub fn base64_len(n: u64) -> u64 {
+    n.div_ceil(3) * 4
+}
+
+/// Writes a serialised config, replacing the one data URL that holds [`STREAM_MARK`] with
+/// the base64 of `payload`, read as it is written. Returns the bytes written.
+pub fn write_streamed(
+    rendered: &[u8],
+    mut payload: impl std::io::Read,
+    payload_len: u64,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<u64> {
+    let mark = format!("data:;base64,{STREAM_MARK}");
+    let mut at = rendered
+        .windows(mark.len())
+        .enumerate()
+        .filter(|(_, w)| *w == mark.as_bytes())
+        .map(|(i, _)| i);
+    let (Some(start), None) = (at.next(), at.next()) else {
+        anyhow::bail!("the config must hold exactly one streamed payload");
+    };
+    let head = start + "data:;base64,".len();
+    out.write_all(&rendered[..head])?;
+    let mut enc =
+        base64::write::EncoderWriter::new(&mut *out, &base64::engine::general_purpose::STANDARD);
+    let copied = std::io::copy(&mut payload, &mut enc)?;
+    enc.finish()?;
+    drop(enc);
+    if copied != payload_len {
+        anyhow::bail!(
+            "the payload changed while it was written ({copied} bytes, expected {payload_len})"
+        );
+    }
+    out.write_all(&rendered[start + mark.len()..])?;
+    Ok(rendered.len() as u64 - STREAM_MARK.len() as u64 + base64_len(payload_len))
 }
 
 /// A regular file to write.
@@ -301,6 +347,25 @@ mod tests {
         assert!("2.1.0".parse::<SpecVersion>().is_err());
         assert!("3.5.0".parse::<SpecVersion>().is_err());
         assert!(SpecVersion::V2_2 < SpecVersion::V3_0);
+    }
+
+    #[test]
+    fn streamed_payloads_are_spliced_in() {
+        let payload = b"\x1f\x8b any payload bytes";
+        let rendered = format!(r#"{{"a":"data:;base64,{STREAM_MARK}","b":1}}"#);
+        let mut out = Vec::new();
+        let n = write_streamed(
+            rendered.as_bytes(),
+            &payload[..],
+            payload.len() as u64,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(n, out.len() as u64);
+        let want = format!(r#"{{"a":"{}","b":1}}"#, data_url(payload));
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+        let twice = format!("{rendered}{rendered}");
+        assert!(write_streamed(twice.as_bytes(), &payload[..], 3, &mut Vec::new()).is_err());
     }
 
     #[test]
