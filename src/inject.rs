@@ -169,22 +169,74 @@ impl<W: Write> Write for Sha512Writer<W> {
     }
 }
 
+/// The payload is compressed in pieces of this size, each a gzip member of its own, so
+/// that the pieces can be compressed in parallel. The output does not depend on the
+/// number of threads; `gzip -d` reads the members as one stream.
+const GZIP_CHUNK: usize = 4 * 1024 * 1024;
+
+fn gzip_member(data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut enc = GzBuilder::new().mtime(0).operating_system(255).write(
+        Vec::with_capacity(data.len() / 2),
+        Compression::new(GZIP_LEVEL),
+    );
+    enc.write_all(data)?;
+    enc.finish()
+}
+
+/// Reads up to `buf.len()` bytes, fewer only at the end of the input.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
 /// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level) into
-/// a temp file in `spool`, hashing the compressed bytes on the way.
+/// a temp file in `spool`, hashing the compressed bytes on the way. Pieces of
+/// [`GZIP_CHUNK`] bytes are compressed on all cores, a batch at a time.
 fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
-    let sink = Sha512Writer {
+    let mut sink = Sha512Writer {
         inner: std::io::BufWriter::new(file.reopen()?),
         hasher: Sha512::new(),
         len: 0,
     };
-    let mut enc = GzBuilder::new()
-        .mtime(0)
-        .operating_system(255)
-        .write(sink, Compression::new(GZIP_LEVEL));
-    std::io::copy(&mut f, &mut enc).context("compressing the binary")?;
-    let mut sink = enc.finish().context("compressing the binary")?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut written_any = false;
+    let mut at_end = false;
+    while !at_end {
+        let mut pieces = Vec::with_capacity(threads);
+        while pieces.len() < threads && !at_end {
+            let mut buf = vec![0; GZIP_CHUNK];
+            let n = read_full(&mut f, &mut buf)
+                .with_context(|| format!("reading {}", path.display()))?;
+            buf.truncate(n);
+            at_end = n < GZIP_CHUNK;
+            // An empty input still gets one (empty) member.
+            if n > 0 || !written_any && pieces.is_empty() {
+                pieces.push(buf);
+            }
+        }
+        let members = std::thread::scope(|scope| {
+            let jobs: Vec<_> = pieces
+                .iter()
+                .map(|piece| scope.spawn(|| gzip_member(piece)))
+                .collect();
+            jobs.into_iter()
+                .map(|j| j.join().expect("a compression thread panicked"))
+                .collect::<std::io::Result<Vec<_>>>()
+        })
+        .context("compressing the binary")?;
+        for m in members {
+            sink.write_all(&m).context("writing the payload")?;
+            written_any = true;
+        }
+    }
     sink.flush().context("writing the payload")?;
     Ok(Payload {
         file,
@@ -493,5 +545,19 @@ mod tests {
         assert_eq!(gz.sha512, hex::encode(Sha512::digest(&a)));
         // No name, mtime 0.
         assert_eq!(&a[3..8], &[0, 0, 0, 0, 0]);
+        // Pieces become members; they decompress to the whole input.
+        let big: Vec<u8> = (0..GZIP_CHUNK * 2 + 5)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        std::fs::write(&p, &big).unwrap();
+        let gz = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
+        let mut back = Vec::new();
+        flate2::read::MultiGzDecoder::new(&gz[..])
+            .read_to_end(&mut back)
+            .unwrap();
+        assert!(back == big);
+        std::fs::write(&p, b"").unwrap();
+        let gz = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
+        assert!(gz.starts_with(&[0x1f, 0x8b]));
     }
 }
