@@ -285,7 +285,13 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         None => None,
     };
     let img = image::open(&cfg.image, &cfg.open)?;
-    let spool = tempfile::tempdir().context("creating a spool directory")?;
+    // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
+    // compressed copy are as big as the MCD.
+    let spool_in = cfg.ign.spool_dir()?;
+    let spool = tempfile::Builder::new()
+        .prefix(".mcd-inject-")
+        .tempdir_in(&spool_in)
+        .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
     let ins = inspect::inspect_with(&img, spool.path(), binary_path.as_deref())?;
     let choice = choose(&ins, &target, binary_path.as_deref(), cfg.force)?;
     let bin = &ins.binaries[choice.index];
