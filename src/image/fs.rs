@@ -130,15 +130,16 @@ impl<'a> MergedFs<'a> {
         .into()
     }
 
-    /// Looks `name` up top-down, its ancestors being directories in the merged view.
-    fn lookup(&mut self, name: &str) -> Result<Lookup> {
+    /// Looks `name` up top-down in the layers below `top`, its ancestors being
+    /// directories in that merged view.
+    fn lookup(&mut self, name: &str, top: usize) -> Result<Lookup> {
         let mut ancestors = vec![String::new()];
         let mut a = parent_of(name);
         while !a.is_empty() {
             ancestors.push(a.to_string());
             a = parent_of(a);
         }
-        for i in (0..self.image.info.layers.len()).rev() {
+        for i in (0..top).rev() {
             let digest = self.image.info.layers[i].digest.to_string();
             let idx = &self.scan(i)?.index;
             if let Some(meta) = idx.entries.get(name) {
@@ -171,6 +172,11 @@ impl<'a> MergedFs<'a> {
     /// Resolves an absolute path to the node it names, following symlinks inside the
     /// image (the final one too when `follow_last`).
     pub fn resolve(&mut self, path: &str, follow_last: bool) -> Result<Found> {
+        self.resolve_in(path, follow_last, self.image.info.layers.len())
+    }
+
+    /// [`Self::resolve`] in the merged view of the layers below `top`.
+    fn resolve_in(&mut self, path: &str, follow_last: bool, top: usize) -> Result<Found> {
         if !path.starts_with('/') {
             bail!("{path:?} is not an absolute path");
         }
@@ -192,7 +198,7 @@ impl<'a> MergedFs<'a> {
                 format!("{}/{c}", dir.join("/"))
             };
             let last = pending.iter().all(|p| p.is_empty() || p == ".");
-            let (layer, meta) = match self.lookup(&name)? {
+            let (layer, meta) = match self.lookup(&name, top)? {
                 Lookup::Found(layer, meta) => (layer, meta),
                 Lookup::Absent(why) => return Err(self.not_found(path, why)),
             };
@@ -236,26 +242,30 @@ impl<'a> MergedFs<'a> {
     /// Reads the regular file at `path` (symlinks and hardlinks followed).
     pub fn read_file(&mut self, path: &str) -> Result<FileContent> {
         let mut found = self.resolve(path, true)?;
-        // A hardlink points at an earlier entry of its own layer.
+        // A hardlink points at what its target was when the layer was unpacked: an
+        // earlier entry of its own layer, else the file the layers below hold.
         for _ in 0..MAX_SYMLINK_HOPS {
             if found.meta.kind != EntryKind::Hardlink {
                 break;
             }
             let target = found.meta.link.clone().unwrap_or_default();
-            let digest = self.image.info.layers[found.layer].digest.to_string();
             let meta = self.scan(found.layer)?.index.entries.get(&target).cloned();
-            match meta {
-                Some(m) if m.ordinal < found.meta.ordinal && !m.implicit => {
-                    found = Found {
-                        layer: found.layer,
-                        name: target,
-                        meta: m,
-                    }
-                }
-                _ => bail!(
-                    "{path}: hardlink to /{target}, which layer {digest} does not hold before it"
-                ),
-            }
+            found = match meta {
+                Some(m) if m.ordinal < found.meta.ordinal && !m.implicit => Found {
+                    layer: found.layer,
+                    name: target,
+                    meta: m,
+                },
+                _ => match self.resolve_in(&format!("/{target}"), false, found.layer) {
+                    Ok(below) => below,
+                    Err(e) if e.is::<NotFound>() => bail!(
+                        "{path}: hardlink to /{target}, which neither layer {} holds before it \
+                         nor the layers below it do",
+                        self.image.info.layers[found.layer].digest
+                    ),
+                    Err(e) => return Err(e),
+                },
+            };
         }
         match found.meta.kind {
             EntryKind::File => {}
@@ -470,6 +480,17 @@ mod tests {
             E::File("a/later", b"x", 0o644),
         ]]);
         assert!(read(&g, "/a/link").is_err());
+        // A link to a file of a lower layer gets that file, even where a later entry of
+        // its own layer replaces the name.
+        let h = image(&[
+            &[E::File("a/orig", b"lower", 0o755)],
+            &[
+                E::Hardlink("a/link", "a/orig"),
+                E::File("a/orig", b"upper", 0o755),
+            ],
+        ]);
+        assert_eq!(read(&h, "/a/link").unwrap(), b"lower");
+        assert_eq!(read(&h, "/a/orig").unwrap(), b"upper");
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub fn fixtures_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         require_tools(REQUIRED_TOOLS);
-        match std::env::var_os("MCD_INJECT_FIXTURES") {
+        match std::env::var_os("MCD_INJECT_FIXTURES").filter(|d| !d.is_empty()) {
             Some(dir) if Path::new(&dir).join("fixtures.json").is_file() => {
                 fs::canonicalize(&dir).expect("canonicalize MCD_INJECT_FIXTURES")
             }
@@ -111,6 +111,15 @@ fn generate_into(dir: &Path) -> PathBuf {
     if is_current(dir, &stamp) {
         return dir.to_owned();
     }
+    // Only a directory this generator wrote (it has a stamp), or an empty one, is ever
+    // replaced: a mistyped MCD_INJECT_FIXTURES must not cost anyone their files.
+    assert!(
+        !dir.exists()
+            || dir.join(STAMP_FILE).is_file()
+            || fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none()),
+        "{} exists and is not a generated fixtures directory; refusing to replace it",
+        dir.display()
+    );
     let parent = dir.parent().expect("fixtures dir has a parent");
     fs::create_dir_all(parent).unwrap();
     let unique = format!(
