@@ -602,6 +602,32 @@ fn schema1_manifests_are_refused_clearly() {
 }
 
 #[test]
+fn access_denied_names_registry_repository_and_tag() {
+    let r = registries();
+    let proxy = Proxy::start(&r.anon, "403");
+    let sb = Sandbox::new();
+    let out = sb.path("out");
+    let err = sb.fails(&[
+        "extract",
+        "--image",
+        &format!("{}/mco/small:v1", proxy.addr),
+        "--path",
+        MCD,
+        "-o",
+        out.to_str().unwrap(),
+        "--tls-verify=false",
+    ]);
+    assert!(
+        err.contains("403")
+            && err.contains(&proxy.addr)
+            && err.contains("mco/small")
+            && err.contains("v1"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
 fn proxies_from_the_environment_are_honoured() {
     let r = registries();
     // The fault proxy also serves absolute-form requests, so it can act as HTTP_PROXY.

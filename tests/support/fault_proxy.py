@@ -15,6 +15,8 @@ Modes for manifests (paths containing /manifests/):
   manifest-space  every manifest body gets a trailing space (still valid JSON, another
                   digest): a digest reference or Docker-Content-Digest must catch it
   schema1         every manifest GET answers a Docker schema1 manifest
+  403             every manifest GET answers 403 DENIED (a registry that refuses a
+                  repository to these credentials)
 GET /__stats returns JSON: {"blob_gets": N, "blob_paths": [...], "ranges": [...]}.
 It binds 127.0.0.1 on a free port and writes that port to FILE once it listens.
 """
@@ -77,6 +79,9 @@ def make_handler(args):
                 self.reply(429, b"", [("Retry-After", "1")])
                 return
             is_manifest = "/manifests/" in self.path and not head
+            if is_manifest and args.mode == "403":
+                self.reply(403, b'{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}')
+                return
             if is_manifest and args.mode == "schema1":
                 body = json.dumps({
                     "schemaVersion": 1, "name": "x", "tag": "v1", "architecture": "amd64",
@@ -128,7 +133,7 @@ def main():
     p.add_argument(
         "--mode",
         required=True,
-        choices=["pass", "cut", "cut-all", "500", "429", "flip", "manifest-space", "schema1"],
+        choices=["pass", "cut", "cut-all", "500", "429", "flip", "manifest-space", "schema1", "403"],
     )
     p.add_argument("--port-file", required=True)
     args = p.parse_args()
