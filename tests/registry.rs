@@ -112,6 +112,13 @@ impl Sandbox {
         out
     }
 
+    /// The manifest digest `inspect` reports for an anonymous-registry image.
+    fn manifest_digest(&self, image: &str) -> String {
+        let out = self.ok(&["inspect", "--json", "--image", image, "--tls-verify=false"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["image"]["manifest_digest"].as_str().unwrap().to_string()
+    }
+
     fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -527,15 +534,7 @@ fn tls_is_verified_by_default_for_loopback_too() {
 fn a_digest_reference_must_match() {
     let r = registries();
     let sb = Sandbox::new();
-    let out = sb.ok(&[
-        "inspect",
-        "--json",
-        "--image",
-        &format!("{}/mco/small:v1", r.anon),
-        "--tls-verify=false",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let digest = v["image"]["manifest_digest"].as_str().unwrap().to_string();
+    let digest = sb.manifest_digest(&format!("{}/mco/small:v1", r.anon));
     let by_digest = format!("{}/mco/small@{digest}", r.anon);
     assert_eq!(
         sb.extract(&by_digest, MCD, &["--tls-verify=false"]),
@@ -555,15 +554,7 @@ fn a_digest_reference_must_match() {
 fn a_manifest_that_does_not_match_its_digest_is_refused() {
     let r = registries();
     let sb = Sandbox::new();
-    let out = sb.ok(&[
-        "inspect",
-        "--json",
-        "--image",
-        &format!("{}/mco/small:v1", r.anon),
-        "--tls-verify=false",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let digest = v["image"]["manifest_digest"].as_str().unwrap().to_string();
+    let digest = sb.manifest_digest(&format!("{}/mco/small:v1", r.anon));
     let proxy = Proxy::start(&r.anon, "manifest-space");
     let fresh = Sandbox::new();
     let err = fresh.fails(&[
