@@ -530,6 +530,33 @@ fn tls_is_verified_by_default_for_loopback_too() {
     assert!(err.contains("TLS failed"), "{err}");
 }
 
+/// Removes a directory when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn without_cert_dir_the_registry_certs_d_directory_is_used() {
+    // containers-certs.d(5), as skopeo: /etc/containers/certs.d/HOST:PORT/*.crt. The
+    // token registry is used because no other test reaches it without --cert-dir.
+    let r = registries();
+    let dir = Path::new("/etc/containers/certs.d").join(&r.token);
+    fs::create_dir_all(&dir).expect("this test writes /etc/containers/certs.d: run it as root");
+    let _cleanup = RemoveOnDrop(dir.clone());
+    fs::copy(Path::new(&r.ca_dir).join("ca.crt"), dir.join("ca.crt")).unwrap();
+    let sb = Sandbox::new();
+    let f = sb.write_auth("t.json", &r.token, &r.token_user, &r.token_password);
+    let image = format!("{}/mco/small:v1", r.token);
+    assert_eq!(
+        sb.extract(&image, MCD, &["--authfile", &f.display().to_string()]),
+        from_disk("mco-small", MCD, &[])
+    );
+}
+
 #[test]
 fn a_digest_reference_must_match() {
     let r = registries();

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::fs;
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 use std::time::Duration;
 
@@ -129,10 +129,26 @@ fn install_crypto_provider() {
 }
 
 /// CA certificates from a directory: every `*.crt` file, as skopeo's `--cert-dir`.
+/// Where the containers tools keep per-registry CAs (containers-certs.d(5)).
+const CERTS_D: [&str; 2] = ["/etc/containers/certs.d", "/etc/docker/certs.d"];
+
+/// The directories of extra CAs for `registry`: `--cert-dir`, else the registry's own
+/// directory under the system certs.d trees, as skopeo does.
+fn cert_dirs(cert_dir: Option<&Path>, registry: &str) -> Vec<PathBuf> {
+    match cert_dir {
+        Some(d) => vec![d.to_path_buf()],
+        None => CERTS_D
+            .iter()
+            .map(|base| Path::new(base).join(registry))
+            .filter(|d| d.is_dir())
+            .collect(),
+    }
+}
+
 fn load_cas(dir: &Path) -> Result<Vec<reqwest::Certificate>> {
     let mut certs = Vec::new();
     let entries =
-        fs::read_dir(dir).with_context(|| format!("reading --cert-dir {}", dir.display()))?;
+        fs::read_dir(dir).with_context(|| format!("reading CA directory {}", dir.display()))?;
     for entry in entries {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "crt") {
@@ -188,8 +204,8 @@ impl Client {
             .user_agent(concat!("mcd-inject/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(retry.connect_timeout)
             .timeout(retry.read_timeout);
-        if let Some(dir) = &opts.cert_dir {
-            for cert in load_cas(dir)? {
+        for dir in cert_dirs(opts.cert_dir.as_deref(), registry) {
+            for cert in load_cas(&dir)? {
                 builder = builder.add_root_certificate(cert);
             }
         }
