@@ -503,6 +503,81 @@ fn missing_repository_and_tag_are_named() {
     );
 }
 
+/// Puts `docker-credential-NAME` on the sandbox's PATH: it answers `get` for `server`
+/// with the given user and secret, and "not found" for any other server.
+fn install_helper(sb: &mut Sandbox, name: &str, server: &str, user: &str, secret: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = sb.path("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let script = bin.join(format!("docker-credential-{name}"));
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = get ] || exit 2\nread -r server\n\
+             if [ \"$server\" = '{server}' ]; then\n\
+             printf '{{\"ServerURL\":\"%s\",\"Username\":\"{user}\",\"Secret\":\"{secret}\"}}' \"$server\"\n\
+             else echo 'credentials not found in native keychain'; exit 1; fi\n"
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    sb.env.insert("PATH".into(), path);
+}
+
+#[test]
+fn credential_helpers_answer_for_their_registry() {
+    let r = registries();
+    let want = from_disk("mco-small", MCD, &[]);
+    let image = format!("{}/mco/small:v1", r.basic);
+    let tls = ["--cert-dir", r.ca_dir.as_str()];
+    let mut sb = Sandbox::new();
+    install_helper(&mut sb, "fake", &r.basic, &r.basic_user, &r.basic_password);
+    let write = |name: &str, body: serde_json::Value| {
+        let f = sb.path(name);
+        fs::write(&f, serde_json::to_vec(&body).unwrap()).unwrap();
+        f.display().to_string()
+    };
+    // credHelpers names the helper for this registry; it wins over auths.
+    let bad = base64::engine::general_purpose::STANDARD.encode("x:wrong");
+    let helpers = write(
+        "helpers.json",
+        serde_json::json!({"credHelpers": {r.basic.as_str(): "fake"},
+                           "auths": {r.basic.as_str(): {"auth": bad}}}),
+    );
+    let mut args = tls.to_vec();
+    args.extend(["--authfile", helpers.as_str()]);
+    assert_eq!(sb.extract(&image, MCD, &args), want, "credHelpers");
+    // credsStore answers for registries that auths does not name.
+    let store = write("store.json", serde_json::json!({"credsStore": "fake"}));
+    let mut args = tls.to_vec();
+    args.extend(["--authfile", store.as_str()]);
+    assert_eq!(sb.extract(&image, MCD, &args), want, "credsStore");
+    // A helper that is not installed is an error that names it.
+    let elsewhere = write(
+        "elsewhere.json",
+        serde_json::json!({"credHelpers": {r.basic.as_str(): "none"}}),
+    );
+    let err = sb.fails(&[
+        "inspect",
+        "--image",
+        &image,
+        "--cert-dir",
+        &r.ca_dir,
+        "--authfile",
+        &elsewhere,
+    ]);
+    assert!(err.contains("docker-credential-none"), "{err}");
+    assert!(
+        !err.contains(&r.basic_password),
+        "the password leaked: {err}"
+    );
+}
+
 #[test]
 fn tls_is_verified_by_default_for_loopback_too() {
     let r = registries();

@@ -5,7 +5,9 @@
 //! `$XDG_RUNTIME_DIR/containers/auth.json`, then `~/.docker/config.json`. All share the
 //! `{"auths": {KEY: {"auth": base64(user:password)}}}` format, as do OpenShift pull
 //! secrets. KEY is a host or a path prefix (`host/ns/repo`); the longest prefix that
-//! matches the repository wins, and the first file with a match is used.
+//! matches the repository wins, and the first file with a match is used. Within a file,
+//! a `credHelpers` entry for the registry comes first, then `auths`, then `credsStore`;
+//! a helper is the program `docker-credential-NAME` (its `get` protocol).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -97,6 +99,73 @@ impl AuthFiles {
 struct AuthFile {
     #[serde(default)]
     auths: std::collections::BTreeMap<String, AuthEntry>,
+    #[serde(default, rename = "credHelpers")]
+    cred_helpers: std::collections::BTreeMap<String, String>,
+    #[serde(default, rename = "credsStore")]
+    creds_store: Option<String>,
+}
+
+/// What `docker-credential-NAME get` prints.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct HelperReply {
+    username: String,
+    secret: String,
+}
+
+/// The server name a credential helper is asked about (Docker Hub's legacy URL).
+fn helper_server(registry: &str) -> &str {
+    if registry == "docker.io" {
+        "https://index.docker.io/v1/"
+    } else {
+        registry
+    }
+}
+
+/// Runs `docker-credential-NAME get` for `registry`. `None` when the helper has none.
+/// Neither its output nor its errors are echoed: they may hold the secret.
+fn run_helper(name: &str, registry: &str, file: &Path) -> Result<Option<Credentials>> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let program = format!("docker-credential-{name}");
+    let source = format!("{} (credential helper {program})", file.display());
+    let mut child = Command::new(&program)
+        .arg("get")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("{source}: cannot run {program}"))?;
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(helper_server(registry).as_bytes())
+        .with_context(|| format!("{source}: writing to {program}"))?;
+    let out = child
+        .wait_with_output()
+        .with_context(|| format!("{source}: running {program}"))?;
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stdout).to_lowercase()
+            + &String::from_utf8_lossy(&out.stderr).to_lowercase();
+        if said.contains("credentials not found") {
+            return Ok(None);
+        }
+        bail!(
+            "{source}: {program} get failed for {registry} ({})",
+            out.status
+        );
+    }
+    let reply: HelperReply = serde_json::from_slice(&out.stdout)
+        .map_err(|_| anyhow!("{source}: {program} printed no Username/Secret JSON"))?;
+    if reply.username == "<token>" {
+        bail!("{source}: identity tokens are not supported; log in with a user name and password");
+    }
+    Ok(Some(Credentials {
+        username: reply.username,
+        password: reply.secret,
+        source,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -131,6 +200,14 @@ fn find_in(
     // Never echo the file's content: serde's messages quote only positions and types.
     let file: AuthFile = serde_json::from_slice(bytes)
         .map_err(|e| anyhow!("auth file {} is malformed: {e}", path.display()))?;
+    if let Some(helper) = file
+        .cred_helpers
+        .iter()
+        .find(|(k, _)| normalise_key(k) == registry)
+        .map(|(_, h)| h)
+    {
+        return run_helper(helper, registry, path);
+    }
     let full = format!("{registry}/{repository}");
     let best = file
         .auths
@@ -139,7 +216,10 @@ fn find_in(
         .filter(|(k, _, _)| full == *k || full.starts_with(&format!("{k}/")))
         .max_by_key(|(k, _, _)| k.len());
     let Some((_, key, entry)) = best else {
-        return Ok(None);
+        return match &file.creds_store {
+            Some(store) => run_helper(store, registry, path),
+            None => Ok(None),
+        };
     };
     let source = format!("{} (key {key:?})", path.display());
     let (username, password) = match (&entry.auth, &entry.username, &entry.password) {
