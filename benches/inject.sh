@@ -33,22 +33,18 @@ layout=$work/layout
 echo "generating the benchmark image in $work ..." >&2
 python3 - "$layout" "$TAIL_MIB" "$work" >"$work/facts" <<'PY'
 import hashlib
-import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, "fixtures")
+sys.path.insert(0, "benches")
 import generate as g  # noqa: E402
+from bench_data import pseudo_binary  # noqa: E402
 
 layout, tail_mib, work = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 g.GZIP_LEVEL = 6
-rng = random.Random("inject-bench")
-text = b"runtime.gopanic crypto/tls machine-config-daemon " * 32
-tail = bytearray()
-while len(tail) < tail_mib << 20:
-    tail += rng.randbytes(3072) + text[:1024]
 (work / "bins").mkdir()
-mcd = g.Binaries(work / "bins").static_mcd("v4.16.0-bench") + bytes(tail[: tail_mib << 20])
+mcd = g.Binaries(work / "bins").static_mcd("v4.16.0-bench") + pseudo_binary("inject-bench", tail_mib << 20)
 layer = g.Layer([g.X("usr/bin/machine-config-daemon", mcd), g.F("usr/lib/os-release", g.os_release("8.6", "Red Hat Enterprise Linux 8.6"))])
 writer = g.LayoutWriter(layout)
 writer.finish(writer.image(g.Image([layer])))

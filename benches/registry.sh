@@ -50,27 +50,18 @@ echo "generating the benchmark image in $work ..." >&2
 python3 - "$layout" "$BIN_MIB" "$BASE_LAYER_MIB" "$CONTENT" >"$work/facts" <<'PY'
 import hashlib
 import os
-import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, "fixtures")
+sys.path.insert(0, "benches")
 import generate as g  # noqa: E402
+from bench_data import pseudo_binary  # noqa: E402
 
 layout, bin_mib, base_mib = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 content = sys.argv[4]
 g.GZIP_LEVEL = 6  # what image builders use
 MIB = 1 << 20
-
-
-def pseudo_binary(seed: str, size: int) -> bytes:
-    """Deterministic bytes that compress like a binary: 3/4 noise, 1/4 repeated text."""
-    rng = random.Random(seed)
-    text = (f"{seed} symbol table runtime.gopanic crypto/tls " * 64).encode()
-    out = bytearray()
-    while len(out) < size:
-        out += rng.randbytes(3072) + text[:1024]
-    return bytes(out[:size])
 
 
 def host_elf_stream(total: int) -> bytes:

@@ -38,25 +38,16 @@ layout=$work/layout
 echo "generating the benchmark image in $work ..." >&2
 python3 - "$layout" "$MCD_MIB" "$BASE_LAYERS" "$BASE_LAYER_MIB" >"$work/facts" <<'PY'
 import hashlib
-import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, "fixtures")
+sys.path.insert(0, "benches")
 import generate as g  # noqa: E402
+from bench_data import pseudo_binary  # noqa: E402
 
 layout, mcd_mib, base_layers, base_layer_mib = Path(sys.argv[1]), *map(int, sys.argv[2:])
 g.GZIP_LEVEL = 6  # what image builders use; level 9 only slows the generation
-
-
-def pseudo_binary(seed: str, size: int) -> bytes:
-    """Deterministic bytes that compress like a binary: 3/4 noise, 1/4 repeated text."""
-    rng = random.Random(seed)
-    text = (f"{seed} symbol table runtime.gopanic crypto/tls " * 64).encode()
-    out = bytearray()
-    while len(out) < size:
-        out += rng.randbytes(3072) + text[:1024]
-    return bytes(out[:size])
 
 
 MIB = 1 << 20
