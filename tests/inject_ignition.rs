@@ -306,7 +306,7 @@ fn spec22_outputs_pass_schema_and_strict_checks_and_mask_legacy_units() {
             let (_, text) = systemctl(&root, &["is-enabled", "pivot.service"]);
             assert_eq!(text.trim(), "masked");
             let dropin = root
-                .join("etc/systemd/system/machine-config-daemon-pull.service.d/10-mcd-inject.conf");
+                .join("etc/systemd/system/machine-config-daemon-pull.service.d/99-mcd-inject.conf");
             let d = fs::read_to_string(&dropin).unwrap();
             assert!(d.contains("ConditionPathExists=!/var/lib/mcd-inject/machine-config-daemon.gz"));
             check_applied_root(&root, &payload_sha256(&cfg), name == "mco-4.6");

@@ -65,6 +65,9 @@ fn inject_with_base(boot: &str, base: &[u8], extra: &[&str]) -> Out {
     run(&args, base, &std::env::temp_dir())
 }
 
+const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
+const PULL: &str = "machine-config-daemon-pull.service";
+
 fn unit_names(cfg: &Value) -> Vec<String> {
     cfg["systemd"]["units"]
         .as_array()
@@ -75,7 +78,7 @@ fn unit_names(cfg: &Value) -> Vec<String> {
 }
 
 #[test]
-fn base_is_kept_and_owned_units_are_replaced() {
+fn base_is_kept_and_mco_units_get_our_dropins() {
     let base = base_32();
     let out = inject_with_base("4.8", &serde_json::to_vec(&base).unwrap(), &[]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
@@ -88,21 +91,35 @@ fn base_is_kept_and_owned_units_are_replaced() {
         [
             "kubelet.service",
             "mco-mcd-install.service",
-            "machine-config-daemon-firstboot.service"
+            "machine-config-daemon-firstboot.service",
+            "machine-config-daemon-pull.service",
         ]
     );
-    assert!(
-        out.stderr
-            .contains("removed machine-config-daemon-pull.service from the base"),
-        "{}",
-        out.stderr
+    // The cluster's unit texts stay, as when Ignition merges them at boot; our
+    // drop-ins carry what the node must do.
+    for (i, name) in [(2, FIRSTBOOT), (3, PULL)] {
+        let base_unit = base["systemd"]["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["name"] == name)
+            .unwrap();
+        let unit = &cfg["systemd"]["units"][i];
+        assert_eq!(unit["contents"], base_unit["contents"], "{name}");
+        assert_eq!(unit["dropins"][0]["name"], "99-mcd-inject.conf", "{name}");
+        assert!(
+            out.stderr
+                .contains(&format!("kept {name} from the base and added drop-in")),
+            "{}",
+            out.stderr
+        );
+    }
+    let verified = run(
+        &["verify", "-", "--bootimage", "4.8"],
+        &out.stdout,
+        &std::env::temp_dir(),
     );
-    assert!(
-        out.stderr
-            .contains("replaced machine-config-daemon-firstboot.service from the base"),
-        "{}",
-        out.stderr
-    );
+    assert_eq!(verified.code, Some(0), "{}", verified.stderr);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.ign");
     fs::write(&p, &out.stdout).unwrap();
@@ -121,14 +138,14 @@ fn base_is_kept_and_owned_units_are_replaced() {
 fn other_conflicts_need_force() {
     let mut base = base_32();
     base["storage"]["files"].as_array_mut().unwrap().push(
-        json!({"path": "/var/lib/mcd-inject/provenance.json", "contents": {"source": "data:,x"}}),
+        json!({"path": "/usr/local/bin/machine-config-daemon", "contents": {"source": "data:,x"}}),
     );
     let bytes = serde_json::to_vec(&base).unwrap();
     let out = inject_with_base("4.8", &bytes, &[]);
     assert_eq!(out.code, Some(1));
     assert!(out.stdout.is_empty());
     assert!(
-        out.stderr.contains("/var/lib/mcd-inject/provenance.json")
+        out.stderr.contains("/usr/local/bin/machine-config-daemon")
             && out.stderr.contains("--force"),
         "{}",
         out.stderr
@@ -137,7 +154,76 @@ fn other_conflicts_need_force() {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out
         .stderr
-        .contains("replaced /var/lib/mcd-inject/provenance.json"));
+        .contains("replaced /usr/local/bin/machine-config-daemon from the base (--force)"));
+
+    // A base that masks the firstboot unit would never complete the first boot.
+    let mut base = base_32();
+    base["systemd"]["units"][1]["mask"] = true.into();
+    let out = inject_with_base("4.8", &serde_json::to_vec(&base).unwrap(), &[]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("unit {FIRSTBOOT} masked")),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn reinjecting_replaces_our_entries_and_keeps_the_rest() {
+    let base = serde_json::to_vec(&base_32()).unwrap();
+    let first = inject_with_base("4.8", &base, &[]);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    // Our own output as the base: the same inputs give the same bytes.
+    let again = inject_with_base("4.8", &first.stdout, &[]);
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert!(
+        again.stdout == first.stdout,
+        "re-injecting changed the config"
+    );
+    // Another image replaces the delivery and keeps everything else.
+    let reference = fixture("mco-4.6").reference("oci");
+    let other = run(
+        &[
+            "inject",
+            "--image",
+            &reference,
+            "--bootimage",
+            "4.8",
+            "--ign",
+            "-",
+            "--base",
+            "-",
+        ],
+        &first.stdout,
+        &std::env::temp_dir(),
+    );
+    assert_eq!(other.code, Some(0), "{}", other.stderr);
+    let direct = run(
+        &[
+            "inject",
+            "--image",
+            &reference,
+            "--bootimage",
+            "4.8",
+            "--ign",
+            "-",
+            "--base",
+            "-",
+        ],
+        &base,
+        &std::env::temp_dir(),
+    );
+    assert!(
+        other.stdout == direct.stdout,
+        "re-injecting another image is not idempotent"
+    );
+    assert!(
+        other
+            .stderr
+            .contains("replaced /var/lib/mcd-inject/machine-config-daemon.gz from an earlier run"),
+        "{}",
+        other.stderr
+    );
 }
 
 #[test]

@@ -1,11 +1,16 @@
 //! Merging our config into a base config (`--base`): everything in the base is kept
-//! exactly; the MCO units this tool owns are replaced or taken out, each reported; any
-//! other conflict is an error unless forced.
+//! exactly. MCO's firstboot and pull units in the base keep their text and get our
+//! drop-ins, as Ignition's own merge does when the cluster's config comes at boot; our
+//! install unit and files replace an earlier run's; pre-4.6 MCO units are taken out.
+//! Each of these is reported; any other conflict is an error unless forced.
 
 use serde_json::{Map, Value};
 
 use super::schema;
-use super::units::{FIRSTBOOT_UNIT, INSTALL_UNIT, REMOVED_MCO_UNITS};
+use super::units::{
+    DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PROVENANCE_PATH, PULL_UNIT,
+    REMOVED_MCO_UNITS, SCRIPT_PATH,
+};
 use super::{version_of, SpecVersion};
 
 /// Why a base could not be merged.
@@ -90,6 +95,59 @@ fn key<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.get(k).and_then(Value::as_str)
 }
 
+/// The paths only this tool writes: a base that holds them is an earlier run's output.
+fn is_ours(path: &str) -> bool {
+    [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH, LINK_PATH].contains(&path)
+}
+
+/// A base's MCO unit with our drop-ins: its text, enablement and other drop-ins stay
+/// (the cluster's unit for its MCO version), ours are added or replace a same-named
+/// one. The unit's own text is ours only when the base has none.
+fn with_our_dropins(
+    base: &Value,
+    ours: &Value,
+    force: bool,
+    notes: &mut Vec<String>,
+) -> Result<Value, MergeError> {
+    let name = key(base, "name").unwrap_or("");
+    let mut unit = base.clone();
+    let m = unit.as_object_mut().expect("units are objects");
+    if base["mask"] == true {
+        if !force {
+            return Err(MergeError::Conflict {
+                what: format!("unit {name} masked"),
+            });
+        }
+        m.remove("mask");
+        notes.push(format!("unmasked {name} from the base (--force)"));
+    }
+    if base.get("contents").is_none() {
+        if let Some(c) = ours.get("contents") {
+            m.insert("contents".into(), c.clone());
+        }
+    }
+    if base.get("enabled").is_none() {
+        if let Some(e) = ours.get("enabled") {
+            m.insert("enabled".into(), e.clone());
+        }
+    }
+    let mut dropins: Vec<Value> = base["dropins"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| key(d, "name") != Some(DROPIN))
+        .cloned()
+        .collect();
+    dropins.extend(ours["dropins"].as_array().into_iter().flatten().cloned());
+    m.insert("dropins".into(), Value::Array(dropins));
+    notes.push(if base.get("contents").is_some() {
+        format!("kept {name} from the base and added drop-in {DROPIN} to it")
+    } else {
+        format!("added drop-in {DROPIN} to {name} from the base")
+    });
+    Ok(unit)
+}
+
 /// Merges `ours` (rendered for `out`) into `base`. Returns the merged config and one
 /// line per replaced or removed base entry.
 pub fn merge(
@@ -128,41 +186,47 @@ pub fn merge(
         ));
     }
 
-    // Units: ours replace the MCO units we own; the ones only a base brings go.
-    let our_units: Vec<&Value> = ours["systemd"]["units"]
+    // Units: MCO's keep their text and get our drop-ins; the ones only a pre-4.6 base
+    // brings go; ours replace an earlier run's.
+    let mut our_units: Vec<Value> = ours["systemd"]["units"]
         .as_array()
-        .map(|a| a.iter().collect())
+        .cloned()
         .unwrap_or_default();
     let base_units = array_mut(&mut merged, "systemd", "units");
     let mut kept = Vec::new();
     for u in base_units.drain(..) {
         let name = key(&u, "name").unwrap_or("").to_string();
-        let mine = our_units.iter().find(|o| key(o, "name") == Some(&name));
         if REMOVED_MCO_UNITS.contains(&name.as_str()) {
             notes.push(format!(
-                "removed {name} from the base: the config carries the binary it would fetch"
+                "removed {name} from the base: it belongs to clusters before 4.6"
             ));
             continue;
         }
-        if name == FIRSTBOOT_UNIT || name == INSTALL_UNIT {
-            notes.push(format!("replaced {name} from the base with this tool's"));
+        let Some(mine) = our_units.iter_mut().find(|o| key(o, "name") == Some(&name)) else {
+            kept.push(u);
+            continue;
+        };
+        if *mine == u {
             continue;
         }
-        if let Some(o) = mine {
-            if **o == u {
-                continue;
-            }
-            if !force {
-                return Err(MergeError::Conflict {
-                    what: format!("unit {name}"),
-                });
-            }
-            notes.push(format!("replaced unit {name} from the base (--force)"));
+        if name == INSTALL_UNIT {
+            notes.push(format!(
+                "replaced {name} from an earlier run with this one's"
+            ));
             continue;
         }
-        kept.push(u);
+        if name == FIRSTBOOT_UNIT || name == PULL_UNIT {
+            *mine = with_our_dropins(&u, mine, force, &mut notes)?;
+            continue;
+        }
+        if !force {
+            return Err(MergeError::Conflict {
+                what: format!("unit {name}"),
+            });
+        }
+        notes.push(format!("replaced unit {name} from the base (--force)"));
     }
-    kept.extend(our_units.into_iter().cloned());
+    kept.extend(our_units);
     *base_units = kept;
 
     // Paths: the same path with other content is a conflict, wherever it is.
@@ -192,6 +256,9 @@ pub fn merge(
                 .find(|(_, o)| key(o, "path") == Some(&path))
             {
                 Some((k, o)) if *k == kind && **o == n => continue,
+                Some((k, _)) if *k == kind && is_ours(&path) => notes.push(format!(
+                    "replaced {path} from an earlier run with this one's"
+                )),
                 Some(_) if !force => {
                     return Err(MergeError::Conflict {
                         what: format!("path {path}"),
@@ -221,7 +288,11 @@ mod tests {
                 "files": [{"path": "/var/lib/mcd-inject/x", "contents": {"source": "data:,a"}}],
                 "links": [{"path": "/usr/local/bin/machine-config-daemon", "target": "/run/bin/machine-config-daemon"}]
             },
-            "systemd": {"units": [{"name": FIRSTBOOT_UNIT, "enabled": true, "contents": "new"}]}
+            "systemd": {"units": [
+                {"name": FIRSTBOOT_UNIT, "enabled": true, "contents": "new",
+                 "dropins": [{"name": DROPIN, "contents": "run ours"}]},
+                {"name": PULL_UNIT, "dropins": [{"name": DROPIN, "contents": "skip"}]}
+            ]}
         })
     }
 
@@ -246,8 +317,12 @@ mod tests {
             .iter()
             .map(|u| u["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["kubelet.service", FIRSTBOOT_UNIT]);
-        assert_eq!(m["systemd"]["units"][1]["contents"], "new");
+        assert_eq!(names, ["kubelet.service", FIRSTBOOT_UNIT, PULL_UNIT]);
+        // The cluster's texts stay; our drop-ins are added to them.
+        assert_eq!(m["systemd"]["units"][1]["contents"], "old");
+        assert_eq!(m["systemd"]["units"][1]["dropins"][0]["name"], DROPIN);
+        assert_eq!(m["systemd"]["units"][2]["contents"], "x");
+        assert_eq!(m["systemd"]["units"][2]["dropins"][0]["contents"], "skip");
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert_eq!(m["storage"]["files"].as_array().unwrap().len(), 2);
     }

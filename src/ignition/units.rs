@@ -16,16 +16,28 @@ pub const RUN_BINARY: &str = "/run/bin/machine-config-daemon";
 pub const LINK_PATH: &str = "/usr/local/bin/machine-config-daemon";
 
 pub const INSTALL_UNIT: &str = "mco-mcd-install.service";
+/// MCO's firstboot unit. The cluster's config brings its own text of it, which wins
+/// at boot; our behaviour is in [`DROPIN`], which survives that merge.
 pub const FIRSTBOOT_UNIT: &str = "machine-config-daemon-firstboot.service";
+/// MCO's pull unit (podman pull of the MCO image); skipped through [`DROPIN`].
 pub const PULL_UNIT: &str = "machine-config-daemon-pull.service";
 /// Baked into the 4.1 OS; raced with the MCD firstboot unit (BZ 1842906).
 pub const PIVOT_UNIT: &str = "pivot.service";
-/// The drop-in that keeps the pull unit from fetching what the config carries.
-pub const PULL_DROPIN: &str = "10-mcd-inject.conf";
+/// The name of our drop-ins on MCO's units. MCO never uses it, so Ignition keeps it
+/// when the cluster's config is merged at boot (spec 3 merges drop-ins by name; v0.x
+/// writes every entry); it sorts after MCO's own `10-` drop-ins, so it applies last.
+pub const DROPIN: &str = "99-mcd-inject.conf";
+/// What the firstboot runs.
+pub const FIRSTBOOT_ARGV: &str = "/run/bin/machine-config-daemon firstboot-complete-machineconfig";
+/// Makes `firstboot-complete-machineconfig` of MCO 4.13+ skip its re-exec into
+/// `/rootfs` (`ReexecuteForTargetRoot`), which fails on a host and retries for ever;
+/// MCDs of 4.6-4.12 ignore it. (`--root-mount=/` does the same, but 4.6-4.12 refuse
+/// the flag.)
+pub const REEXEC_ENV: &str = "_MCD_DID_REEXEC=1";
 
-/// The MCO units that only a base config brings; they are taken out of a merged base.
-pub const REMOVED_MCO_UNITS: [&str; 3] = [
-    PULL_UNIT,
+/// MCO units of clusters before 4.6 that only a base brings; they are taken out of a
+/// merged base.
+pub const REMOVED_MCO_UNITS: [&str; 2] = [
     "machine-config-daemon-host.service",
     "machine-config-daemon-firstboot-v42.service",
 ];
@@ -67,7 +79,11 @@ WantedBy=multi-user.target
     )
 }
 
-/// The firstboot unit, as MCO writes it since PR #1766, run from our install unit.
+/// The firstboot unit for a node whose config has none of the cluster's: ordered as
+/// MCO orders it since 4.12 (network first; before `kubelet-dependencies.target`;
+/// required by `firstboot-osupdate.target`) and as 4.6 did (before crio and kubelet,
+/// which require it). What it runs is in [`firstboot_dropin`], as for the cluster's
+/// own unit.
 pub fn firstboot_unit() -> String {
     format!(
         "[Unit]
@@ -76,20 +92,41 @@ Description=Machine Config Daemon Firstboot
 ConditionPathExists=/run/ostree-booted
 # Removal of this file signals firstboot completion
 ConditionPathExists=/etc/ignition-machine-config-encapsulated.json
-Requires={INSTALL_UNIT}
-After={INSTALL_UNIT}
-Before=crio.service crio-wipe.service
-Before=kubelet.service
+# The firstboot rebases the OS, from the network.
+Wants=network-online.target
+After=network-online.target {PULL_UNIT}
+Before=kubelet-dependencies.target crio.service kubelet.service
 
 [Service]
-EnvironmentFile=-/etc/mco/proxy.env
 Type=oneshot
 RemainAfterExit=yes
-ExecStart={RUN_BINARY} firstboot-complete-machineconfig
+# Disable existing repos (if any) so that OS extensions would use embedded RPMs only
+ExecStartPre=-/usr/bin/sh -c \"sed -i 's/enabled=1/enabled=0/' /etc/yum.repos.d/*.repo\"
+ExecStart={FIRSTBOOT_ARGV}
+EnvironmentFile=-/etc/mco/proxy.env
 
 [Install]
-RequiredBy=crio.service kubelet.service
+RequiredBy=firstboot-osupdate.target crio.service kubelet.service
 WantedBy=multi-user.target
+"
+    )
+}
+
+/// The drop-in on MCO's firstboot unit, whatever text of it the node ends with: run
+/// the delivered binary on the host (not MCO 4.13+'s `podman run` of the MCO image,
+/// nor its NIC-persisting pass), with the environment it needs there, after it is
+/// installed.
+pub fn firstboot_dropin() -> String {
+    format!(
+        "# mcd-inject: run the machine-config-daemon this config delivers, on the host.
+[Unit]
+Requires={INSTALL_UNIT}
+After={INSTALL_UNIT}
+
+[Service]
+Environment={REEXEC_ENV}
+ExecStart=
+ExecStart={FIRSTBOOT_ARGV}
 "
     )
 }
@@ -98,8 +135,8 @@ WantedBy=multi-user.target
 /// the units that require it (a mask would fail them).
 pub fn pull_dropin() -> String {
     format!(
-        "[Unit]
-# mcd-inject delivered the binary in {PAYLOAD_PATH}: never pull it.
+        "# mcd-inject: the config carries the machine-config-daemon; never pull it.
+[Unit]
 ConditionPathExists=!{PAYLOAD_PATH}
 "
     )
@@ -116,7 +153,7 @@ pub struct Delivery {
     pub binary_sha256: String,
     /// The provenance record, JSON.
     pub provenance: Vec<u8>,
-    /// Switch off the pre-4.6 first-boot paths (4.1-4.5 targets).
+    /// Mask the pre-4.6 `pivot.service` (4.1-4.5 targets).
     pub legacy_firstboot: bool,
 }
 
@@ -158,9 +195,23 @@ pub fn config(d: &Delivery) -> Config {
         mask: false,
         dropins: vec![],
     };
+    let dropin = |contents: String| Dropin {
+        name: DROPIN.into(),
+        contents,
+    };
     let mut units = vec![
         unit(INSTALL_UNIT, install_unit()),
-        unit(FIRSTBOOT_UNIT, firstboot_unit()),
+        Unit {
+            dropins: vec![dropin(firstboot_dropin())],
+            ..unit(FIRSTBOOT_UNIT, firstboot_unit())
+        },
+        Unit {
+            name: PULL_UNIT.into(),
+            contents: None,
+            enabled: false,
+            mask: false,
+            dropins: vec![dropin(pull_dropin())],
+        },
     ];
     if d.legacy_firstboot {
         units.push(Unit {
@@ -169,16 +220,6 @@ pub fn config(d: &Delivery) -> Config {
             enabled: false,
             mask: true,
             dropins: vec![],
-        });
-        units.push(Unit {
-            name: PULL_UNIT.into(),
-            contents: None,
-            enabled: false,
-            mask: false,
-            dropins: vec![Dropin {
-                name: PULL_DROPIN.into(),
-                contents: pull_dropin(),
-            }],
         });
     }
     Config {
@@ -202,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn legacy_targets_get_masks_and_the_pull_dropin() {
+    fn every_target_gets_the_dropins_and_legacy_ones_the_pivot_mask() {
         let mut d = Delivery {
             payload: Source::Inline(vec![1]),
             payload_sha512: "0".repeat(128),
@@ -210,13 +251,25 @@ mod tests {
             provenance: b"{}".to_vec(),
             legacy_firstboot: false,
         };
-        assert_eq!(config(&d).units.len(), 2);
+        let c = config(&d);
+        let names: Vec<&str> = c.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, [INSTALL_UNIT, FIRSTBOOT_UNIT, PULL_UNIT]);
+        let firstboot = &c.units[1];
+        assert_eq!(firstboot.dropins[0].name, DROPIN);
+        let pull = &c.units[2];
+        assert!(!pull.mask && pull.contents.is_none() && pull.dropins.len() == 1);
         d.legacy_firstboot = true;
         let c = config(&d);
         assert!(c.units.iter().any(|u| u.name == PIVOT_UNIT && u.mask));
-        assert!(c
-            .units
-            .iter()
-            .any(|u| u.name == PULL_UNIT && !u.mask && u.dropins.len() == 1));
+    }
+
+    #[test]
+    fn the_dropin_resets_execstart_and_sets_the_reexec_guard() {
+        let d = firstboot_dropin();
+        let lines: Vec<&str> = d.lines().collect();
+        let reset = lines.iter().position(|l| *l == "ExecStart=").unwrap();
+        assert_eq!(lines[reset + 1], format!("ExecStart={FIRSTBOOT_ARGV}"));
+        assert!(lines.contains(&format!("Environment={REEXEC_ENV}").as_str()));
+        assert!(!d.contains("--root-mount"), "4.6-4.12 MCDs refuse the flag");
     }
 }

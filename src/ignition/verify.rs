@@ -11,8 +11,9 @@ use sha2::{Digest, Sha256, Sha512};
 use tempfile::NamedTempFile;
 
 use super::units::{
-    script_sha256, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT,
-    PROVENANCE_PATH, PULL_UNIT, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
+    firstboot_dropin, install_unit, pull_dropin, script_sha256, DROPIN, FIRSTBOOT_ARGV,
+    FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT,
+    REEXEC_ENV, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
 };
 use super::{decode_data_url, parse_json, schema, version_of, SpecVersion};
 
@@ -232,6 +233,7 @@ pub fn verify(
     }
 
     check_units(&cfg, &mut v);
+    check_firstboot(&cfg, &mut v);
     let link = cfg["storage"]["links"]
         .as_array()
         .into_iter()
@@ -266,52 +268,171 @@ fn check_units(cfg: &Value, v: &mut Verified) {
             ));
         }
     }
-    let script_exec = format!("ExecStart=/bin/bash {SCRIPT_PATH}");
     match unit(cfg, INSTALL_UNIT) {
-        Some(u) if u["enabled"] == true => {
-            let c = u["contents"].as_str().unwrap_or("");
-            if has_line(c, &script_exec) && has_line(c, &format!("Before={FIRSTBOOT_UNIT}")) {
-                v.passed.push(format!(
-                    "{INSTALL_UNIT} runs the script before the firstboot unit"
-                ));
-            } else {
-                v.problems.push(format!(
-                    "{INSTALL_UNIT} must have {script_exec:?} and Before={FIRSTBOOT_UNIT}"
-                ));
+        Some(u) if u["mask"] == true => v.problems.push(format!(
+            "{INSTALL_UNIT} is masked: the binary would never be installed"
+        )),
+        Some(u) if u["enabled"] != true => {
+            v.problems.push(format!("{INSTALL_UNIT} is not enabled"))
+        }
+        Some(u) if u["contents"].as_str() != Some(&install_unit()) => v.problems.push(format!(
+            "{INSTALL_UNIT} differs from the unit this version writes"
+        )),
+        Some(u) if !dropins(u).is_empty() => v.problems.push(format!(
+            "{INSTALL_UNIT} has drop-ins ({}); they could change how the binary is installed",
+            dropins(u)
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Some(_) => v.passed.push(format!(
+            "{INSTALL_UNIT} is this version's, enabled, without drop-ins"
+        )),
+        None => v.problems.push(format!("no {INSTALL_UNIT}")),
+    }
+    match unit(cfg, PULL_UNIT) {
+        Some(u) if u["mask"] == true => v.problems.push(format!(
+            "{PULL_UNIT} is masked; the firstboot unit requires it and would fail"
+        )),
+        Some(u) if dropin(u, DROPIN) == Some(&pull_dropin()) => v.passed.push(format!(
+            "{PULL_UNIT} is skipped while the payload is on the node (drop-in {DROPIN})"
+        )),
+        _ => v.problems.push(format!(
+            "{PULL_UNIT} lacks this version's drop-in {DROPIN}: the cluster's pull unit would \
+             pull the MCO image over the network at first boot"
+        )),
+    }
+}
+
+/// The drop-ins of a unit entry, by name.
+fn dropins(u: &Value) -> Vec<(&str, &str)> {
+    u["dropins"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            (
+                d["name"].as_str().unwrap_or(""),
+                d["contents"].as_str().unwrap_or(""),
+            )
+        })
+        .collect()
+}
+
+fn dropin<'a>(u: &'a Value, name: &str) -> Option<&'a str> {
+    dropins(u)
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, c)| c)
+}
+
+/// The values a unit ends with for `section`/`key`, as systemd reads it: the unit's
+/// text, then its drop-ins in name order; an empty assignment clears what came before.
+fn effective(u: &Value, section: &str, key: &str) -> Vec<String> {
+    let mut texts: Vec<(&str, &str)> = dropins(u);
+    texts.sort_by(|a, b| a.0.cmp(b.0));
+    let head = u["contents"].as_str().unwrap_or("");
+    let mut values = Vec::new();
+    for text in std::iter::once(head).chain(texts.iter().map(|(_, c)| *c)) {
+        let mut current = "";
+        for line in text.lines().map(str::trim) {
+            if line.starts_with('[') {
+                current = line;
+                continue;
+            }
+            if current != section {
+                continue;
+            }
+            if let Some((k, val)) = line.split_once('=') {
+                if k.trim() == key {
+                    let val = val.trim();
+                    if val.is_empty() {
+                        values.clear();
+                    } else {
+                        values.push(val.to_string());
+                    }
+                }
             }
         }
-        _ => v
-            .problems
-            .push(format!("{INSTALL_UNIT} is missing or not enabled")),
     }
-    match unit(cfg, FIRSTBOOT_UNIT) {
-        Some(u) if u["enabled"] == true => {
-            let c = u["contents"].as_str().unwrap_or("");
-            let need = [
-                format!("ExecStart={RUN_BINARY} firstboot-complete-machineconfig"),
-                format!("After={INSTALL_UNIT}"),
-                format!("Requires={INSTALL_UNIT}"),
-            ];
-            let missing: Vec<&String> = need.iter().filter(|l| !has_line(c, l)).collect();
-            if missing.is_empty() {
-                v.passed.push(format!(
-                    "{FIRSTBOOT_UNIT} runs {RUN_BINARY} after {INSTALL_UNIT}"
-                ));
-            } else {
-                v.problems
-                    .push(format!("{FIRSTBOOT_UNIT} lacks {missing:?}"));
-            }
-        }
-        _ => v
-            .problems
-            .push(format!("{FIRSTBOOT_UNIT} is missing or not enabled")),
+    values
+}
+
+/// How the firstboot unit will run the MCD, whatever text of it the cluster's config
+/// brings at boot: only our drop-in survives that merge, so it must say it all.
+fn check_firstboot(cfg: &Value, v: &mut Verified) {
+    let Some(u) = unit(cfg, FIRSTBOOT_UNIT) else {
+        v.problems.push(format!("no {FIRSTBOOT_UNIT}"));
+        return;
+    };
+    if u["mask"] == true {
+        v.problems.push(format!(
+            "{FIRSTBOOT_UNIT} is masked: first boot never completes"
+        ));
     }
-    if let Some(u) = unit(cfg, PULL_UNIT) {
-        if u["mask"] == true {
-            v.problems.push(format!(
-                "{PULL_UNIT} is masked; units that require it would fail"
-            ));
-        }
+    if u["enabled"] != true {
+        v.problems.push(format!("{FIRSTBOOT_UNIT} is not enabled"));
+    }
+    match dropin(u, DROPIN) {
+        Some(d) if d == firstboot_dropin() => v.passed.push(format!(
+            "{FIRSTBOOT_UNIT} has drop-in {DROPIN}, which survives the cluster's config merged at boot"
+        )),
+        Some(_) => v.problems.push(format!(
+            "{FIRSTBOOT_UNIT}: drop-in {DROPIN} differs from the one this version writes"
+        )),
+        None => v.problems.push(format!(
+            "{FIRSTBOOT_UNIT} has no drop-in {DROPIN}: the cluster's config merged at boot \
+             replaces the unit, and the node pulls the MCO image and runs its MCD instead \
+             of the delivered one (MCO 4.13 and later run it through podman)"
+        )),
+    }
+    let exec = effective(u, "[Service]", "ExecStart");
+    let env: Vec<String> = effective(u, "[Service]", "Environment")
+        .iter()
+        .flat_map(|e| {
+            e.split_whitespace()
+                .map(|w| w.trim_matches('"').to_string())
+        })
+        .collect();
+    if exec.iter().any(|e| e.contains("podman")) {
+        v.problems.push(format!(
+            "{FIRSTBOOT_UNIT} runs the MCD through podman ({exec:?}): it would pull the MCO image over the network"
+        ));
+    }
+    let runs_ours = exec.len() == 1 && exec[0] == FIRSTBOOT_ARGV;
+    if runs_ours {
+        v.passed
+            .push(format!("{FIRSTBOOT_UNIT} runs `{FIRSTBOOT_ARGV}`"));
+    } else {
+        v.problems.push(format!(
+            "{FIRSTBOOT_UNIT} runs {exec:?}, not exactly `{FIRSTBOOT_ARGV}`"
+        ));
+    }
+    if env.iter().any(|e| e == REEXEC_ENV) {
+        v.passed.push(format!(
+            "{FIRSTBOOT_UNIT} sets {REEXEC_ENV}: the MCD runs on the host without re-exec"
+        ));
+    } else {
+        v.problems.push(format!(
+            "{FIRSTBOOT_UNIT} runs the MCD without {REEXEC_ENV}: an MCD of MCO 4.13 or later \
+             tries to re-exec into /rootfs, fails (\"failed to get target OS\") and retries \
+             every minute for ever, so crio and kubelet never start"
+        ));
+    }
+    let unit_deps = |key| effective(u, "[Unit]", key).join(" ");
+    let requires = unit_deps("Requires");
+    let after = unit_deps("After");
+    if requires.split_whitespace().any(|n| n == INSTALL_UNIT)
+        && after.split_whitespace().any(|n| n == INSTALL_UNIT)
+    {
+        v.passed.push(format!(
+            "{FIRSTBOOT_UNIT} requires and follows {INSTALL_UNIT}"
+        ));
+    } else {
+        v.problems.push(format!(
+            "{FIRSTBOOT_UNIT} does not require and follow {INSTALL_UNIT}: it could run before the binary is in {RUN_BINARY}"
+        ));
     }
 }
 

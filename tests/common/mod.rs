@@ -9,6 +9,8 @@
 
 #![allow(dead_code)] // Each test binary uses its own subset of these helpers.
 
+pub mod node;
+
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fmt::Write as _;

@@ -1,0 +1,409 @@
+//! The node side of the tests: the real Ignition programs applying a config to a
+//! scratch root (Debian's for spec 3.0-3.3, `../shared/ignition-v2.26` for 3.4+,
+//! `../shared/ignition-v0.35` for spec 2.x), a loopback HTTPS server standing in for
+//! the Machine Config Server, and a real systemd boot of the applied root under
+//! `systemd-nspawn` (`tests/support/boot-root.sh`).
+//!
+//! The third-party programs come from `MCD_INJECT_SHARED` or `../shared` beside the
+//! crate; they are decompressed once into `target/shared-tools` and checked against
+//! their `SHA256SUMS`. A missing program fails the test that needs it.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use super::{crate_root, sha256_hex};
+
+/// Debian's Ignition (2.14): reads spec 3.0-3.3.
+pub const DEBIAN_IGNITION: &str = "/usr/lib/dracut/modules.d/30ignition/ignition";
+
+/// How long one Ignition stage may take: it retries a failed fetch for ever.
+const IGNITION_TIMEOUT: &str = "300";
+
+/// `program` under `timeout`, so that a stage that retries for ever fails the test.
+fn bounded(program: &Path) -> Command {
+    let mut c = Command::new("timeout");
+    c.args(["--kill-after=5", IGNITION_TIMEOUT]).arg(program);
+    c
+}
+
+/// Runs a command, returning whether it succeeded and its stdout and stderr.
+pub fn run(cmd: &mut Command) -> (bool, String) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The directory of the shared third-party programs.
+pub fn shared_dir() -> PathBuf {
+    let dir = std::env::var_os("MCD_INJECT_SHARED")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate_root().join("../shared"));
+    assert!(
+        dir.is_dir(),
+        "{} is missing: the tests need the real Ignition and MCD programs there \
+         (set MCD_INJECT_SHARED to their directory)",
+        dir.display()
+    );
+    dir
+}
+
+/// `COMPONENT/NAME.xz` of the shared directory, decompressed and checked against the
+/// component's `SHA256SUMS`; returns the path of the executable.
+pub fn shared_program(component: &str, name: &str) -> PathBuf {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let src_dir = shared_dir().join(component);
+    let sums = fs::read_to_string(src_dir.join("SHA256SUMS"))
+        .unwrap_or_else(|e| panic!("{}/SHA256SUMS: {e}", src_dir.display()));
+    let want = sums
+        .lines()
+        .find_map(|l| {
+            let (hash, file) = l.split_once(char::is_whitespace)?;
+            (file.trim().trim_start_matches('*') == name).then(|| hash.to_string())
+        })
+        .unwrap_or_else(|| panic!("{}/SHA256SUMS has no {name}", src_dir.display()));
+    let dest_dir = crate_root().join("target/shared-tools").join(component);
+    let dest = dest_dir.join(name);
+    if fs::read(&dest).is_ok_and(|b| sha256_hex(&b) == want) {
+        return dest;
+    }
+    fs::create_dir_all(&dest_dir).unwrap();
+    let xz = src_dir.join(format!("{name}.xz"));
+    let out = Command::new("xz")
+        .arg("-dc")
+        .arg(&xz)
+        .output()
+        .unwrap_or_else(|e| panic!("xz -dc {}: {e} (apt-get install xz-utils)", xz.display()));
+    assert!(out.status.success(), "xz -dc {} failed", xz.display());
+    assert_eq!(
+        sha256_hex(&out.stdout),
+        want,
+        "{} does not decompress to its SHA256SUMS entry",
+        xz.display()
+    );
+    let tmp = dest_dir.join(format!(".{name}.{}", std::process::id()));
+    fs::write(&tmp, &out.stdout).unwrap();
+    fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    fs::rename(&tmp, &dest).unwrap();
+    dest
+}
+
+/// The Ignition program that reads a spec 3 version: Debian's up to 3.3, v2.26 after.
+pub fn ignition_for_spec3(version: &str) -> PathBuf {
+    let minor: u32 = version
+        .strip_prefix("3.")
+        .and_then(|r| r.split('.').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("not a spec 3 version: {version}"));
+    if minor <= 3 {
+        assert!(
+            Path::new(DEBIAN_IGNITION).is_file(),
+            "{DEBIAN_IGNITION} is missing: apt-get install ignition"
+        );
+        PathBuf::from(DEBIAN_IGNITION)
+    } else {
+        shared_program("ignition-v2.26", "ignition")
+    }
+}
+
+/// The `ignition.version` of a config file.
+pub fn config_version(cfg: &Path) -> String {
+    let v: serde_json::Value = serde_json::from_slice(&fs::read(cfg).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", cfg.display()));
+    v["ignition"]["version"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{} has no ignition.version", cfg.display()))
+        .to_string()
+}
+
+/// Applies a spec 3 config to `root` as a node's initramfs does: the `fetch` stage
+/// (which fetches and merges `ignition.config.merge` sources for real), then the
+/// merged config applied. `work` holds the stages' files.
+pub fn apply_spec3(cfg: &Path, root: &Path, work: &Path) {
+    let version = config_version(cfg);
+    let program = ignition_for_spec3(&version);
+    let cache = work.join("fetched.json");
+    let (ok, text) = run(bounded(&program)
+        .env("IGNITION_CONFIG_FILE", cfg)
+        .args(["-platform", "file", "-stage", "fetch", "-log-to-stdout"])
+        .arg("-config-cache")
+        .arg(&cache)
+        .arg("-state-file")
+        .arg(work.join("state.json"))
+        .arg("-neednet")
+        .arg(work.join("neednet")));
+    assert!(ok, "ignition fetch stage on {}:\n{text}", cfg.display());
+    // The merged config still names its merge sources; the apply must not fetch again.
+    let mut merged: serde_json::Value = serde_json::from_slice(&fs::read(&cache).unwrap()).unwrap();
+    if let Some(ign) = merged["ignition"].as_object_mut() {
+        ign.remove("config");
+    }
+    let merged_path = work.join("merged.json");
+    fs::write(&merged_path, serde_json::to_vec(&merged).unwrap()).unwrap();
+    let link = work.join("ignition-apply");
+    if !link.exists() {
+        std::os::unix::fs::symlink(&program, &link).unwrap();
+    }
+    // Not --offline: a remote payload is fetched here, as the files stage would.
+    let (ok, text) = run(bounded(&link)
+        .env("container", "1")
+        .arg("--root")
+        .arg(root)
+        .arg(&merged_path));
+    assert!(ok, "ignition-apply of {}:\n{text}", cfg.display());
+}
+
+/// Applies a spec 2.x config to `root` with Ignition v0.35, the program of 4.1-4.5
+/// bootimages, stage by stage as in their initramfs: `fetch` (which fetches and
+/// appends `ignition.config.append` sources), `disks`, `files`.
+pub fn apply_spec2(cfg: &Path, root: &Path, work: &Path) {
+    let program = shared_program("ignition-v0.35", "ignition");
+    let empty = work.join("system-config");
+    fs::create_dir_all(&empty).unwrap();
+    for stage in ["fetch", "disks", "files"] {
+        let (ok, text) = run(bounded(&program)
+            .env("IGNITION_CONFIG_FILE", cfg)
+            .env("IGNITION_SYSTEM_CONFIG_DIR", &empty)
+            .args(["-oem", "file", "-stage", stage, "-log-to-stdout"])
+            .arg("-root")
+            .arg(root)
+            .arg("-config-cache")
+            .arg(work.join("v0-cache.json")));
+        assert!(
+            ok,
+            "ignition v0.35 {stage} stage on {}:\n{text}",
+            cfg.display()
+        );
+    }
+}
+
+/// A loopback server over a directory, by HTTPS with a certificate of its own and by
+/// plain HTTP; killed when dropped.
+pub struct HttpsServer {
+    child: Child,
+    pub port: u16,
+    pub http_port: u16,
+    /// The PEM of the certificate, which is also the CA a config must trust.
+    pub ca_pem: Vec<u8>,
+}
+
+impl HttpsServer {
+    pub fn serve(dir: &Path, work: &Path) -> HttpsServer {
+        let cert = work.join("server.pem");
+        let key = work.join("server.key");
+        let (ok, text) = run(Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+            ])
+            .args([
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=machine-config-server.test",
+            ])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+            .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert));
+        assert!(ok, "openssl req: {text}");
+        let mut child = Command::new("python3")
+            .arg(crate_root().join("tests/support/https_serve.py"))
+            .arg(&cert)
+            .arg(&key)
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 is needed for the loopback HTTPS server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ports: Vec<u16> = line
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        let [port, http_port] = ports[..] else {
+            panic!("https_serve.py printed {line:?}, not two ports");
+        };
+        HttpsServer {
+            child,
+            port,
+            http_port,
+            ca_pem: fs::read(&cert).unwrap(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}/{path}", self.port)
+    }
+
+    pub fn http_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/{path}", self.http_port)
+    }
+}
+
+impl Drop for HttpsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn boot_script() -> PathBuf {
+    crate_root().join("tests/support/boot-root.sh")
+}
+
+/// The debootstrapped base root of the boot tests, made once per machine (it is kept
+/// in `target/boot-base`, or `MCD_INJECT_BOOT_BASE`).
+pub fn boot_base() -> PathBuf {
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        for tool in ["systemd-nspawn", "debootstrap", "journalctl"] {
+            assert!(
+                Command::new("sh")
+                    .args(["-c", &format!("command -v {tool}")])
+                    .output()
+                    .is_ok_and(|o| o.status.success()),
+                "{tool} is missing: apt-get install systemd-container debootstrap"
+            );
+        }
+        let dir = std::env::var_os("MCD_INJECT_BOOT_BASE")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate_root().join("target/boot-base"));
+        let (ok, text) = run(Command::new("bash")
+            .arg(boot_script())
+            .arg("base")
+            .arg(&dir));
+        assert!(ok, "making the boot base root: {text}");
+        dir
+    })
+    .clone()
+}
+
+/// A fresh root at `root`, a copy of the base made to look like RHCOS at first boot.
+pub fn prepare_root(root: &Path) {
+    let (ok, text) = run(Command::new("bash")
+        .arg(boot_script())
+        .arg("prepare")
+        .arg(boot_base())
+        .arg(root));
+    assert!(ok, "preparing {}: {text}", root.display());
+}
+
+/// What a boot left behind.
+#[derive(Debug)]
+pub struct Boot {
+    /// `state=...`, `unit.NAME.PROPERTY=...`, `bin.sha256`, `bin.mode`.
+    pub report: BTreeMap<String, String>,
+    pub failed_units: Vec<String>,
+    /// Programs of the stand-ins that were called (podman, rpm-ostree, pivot.service).
+    pub called: String,
+    /// The journal of the firstboot unit, messages only.
+    pub firstboot_journal: String,
+    /// The whole journal, for failure messages.
+    pub journal: String,
+    /// What the probe MCD recorded, if it ran to the end.
+    pub mcd_run: Option<String>,
+}
+
+impl Boot {
+    pub fn get(&self, key: &str) -> &str {
+        self.report.get(key).map(String::as_str).unwrap_or("")
+    }
+
+    pub fn unit(&self, unit: &str, property: &str) -> &str {
+        self.get(&format!("unit.{unit}.{property}"))
+    }
+
+    /// A monotonic timestamp of a unit, in microseconds (0: never).
+    pub fn at(&self, unit: &str, property: &str) -> u64 {
+        self.unit(unit, property).parse().unwrap_or(0)
+    }
+
+    /// The report and the journal, for an assertion message.
+    pub fn describe(&self) -> String {
+        let report: Vec<String> = self
+            .report
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let tail: Vec<&str> = self.journal.lines().rev().take(80).collect();
+        format!(
+            "report:\n{}\nfailed: {:?}\ncalled:\n{}\nfirstboot journal:\n{}\njournal (last 80 lines):\n{}",
+            report.join("\n"),
+            self.failed_units,
+            self.called,
+            self.firstboot_journal,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        )
+    }
+}
+
+/// Boots `root` (prepared and applied) until its probe powers it off. `wait_for`, when
+/// set, is a line of the firstboot unit's journal after which the probe stops waiting
+/// for the boot to settle (a real MCD retries for ever on a test root).
+pub fn boot(root: &Path, wait_for: Option<&str>) -> Boot {
+    let probe = root.join("var/lib/boot-probe");
+    if let Some(w) = wait_for {
+        fs::write(probe.join("wait-for"), w).unwrap();
+    }
+    let (ok, text) = run(Command::new("bash")
+        .arg(boot_script())
+        .arg("boot")
+        .arg(root)
+        .arg("180"));
+    let journal_dir = root.join("var/log/journal");
+    let journal = |args: &[&str]| {
+        run(Command::new("journalctl")
+            .arg("-D")
+            .arg(&journal_dir)
+            .args(["--no-pager", "-o", "cat"])
+            .args(args))
+        .1
+    };
+    let full = journal(&[]);
+    let report_text = fs::read_to_string(probe.join("report")).unwrap_or_else(|_| {
+        panic!(
+            "the boot of {} left no probe report (nspawn ok={ok}):\n{text}\n{full}",
+            root.display()
+        )
+    });
+    let mut report = BTreeMap::new();
+    let mut failed_units = Vec::new();
+    for line in report_text.lines() {
+        if let Some(f) = line.strip_prefix("failed=") {
+            failed_units.push(f.to_string());
+        } else if let Some((k, v)) = line.split_once('=') {
+            report.insert(k.to_string(), v.to_string());
+        }
+    }
+    Boot {
+        report,
+        failed_units,
+        called: fs::read_to_string(probe.join("called")).unwrap_or_default(),
+        firstboot_journal: journal(&["-u", "machine-config-daemon-firstboot.service"]),
+        journal: full,
+        mcd_run: fs::read_to_string(probe.join("mcd-run")).ok(),
+    }
+}

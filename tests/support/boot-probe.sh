@@ -1,0 +1,41 @@
+#!/bin/sh
+# The probe of a test boot (tests/support/boot-root.sh): waits until the first boot
+# settles, or until the firstboot unit logs what /var/lib/boot-probe/wait-for names (a
+# real MCD retries for ever), or 90 s; records the units, the installed binary and the
+# failed units in /var/lib/boot-probe; powers off.
+out=/var/lib/boot-probe
+wait_for=$(cat "$out/wait-for" 2>/dev/null || true)
+units="mco-mcd-install.service machine-config-daemon-firstboot.service machine-config-daemon-pull.service pivot.service crio.service kubelet.service kubelet-dependencies.target firstboot-osupdate.target"
+uptime_s() { cut -d. -f1 /proc/uptime; }
+deadline=$(($(uptime_s) + 90))
+while :; do
+  state=$(systemctl is-system-running 2>/dev/null)
+  case $state in running | degraded) break ;; esac
+  if [ -n "$wait_for" ] && journalctl -b -o cat -u machine-config-daemon-firstboot.service |
+    grep -qF -- "$wait_for"; then
+    state="$state (stopped waiting: the firstboot unit logged the awaited line)"
+    break
+  fi
+  if [ "$(uptime_s)" -ge "$deadline" ]; then
+    state="$state (timed out)"
+    break
+  fi
+  sleep 0.2
+done
+{
+  echo "state=$state"
+  for u in $units; do
+    systemctl show "$u" -p Id,LoadState,ActiveState,SubState,Result,UnitFileState,ExecMainStatus \
+      -p InactiveExitTimestampMonotonic,ActiveEnterTimestampMonotonic \
+      -p ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,DropInPaths |
+      sed "s/^/unit.$u./"
+  done
+  if [ -e /run/bin/machine-config-daemon ]; then
+    echo "bin.sha256=$(sha256sum /run/bin/machine-config-daemon | cut -d' ' -f1)"
+    echo "bin.mode=$(stat -c %a /run/bin/machine-config-daemon)"
+  fi
+  systemctl list-units --failed --plain --no-legend --no-pager | sed 's/^/failed=/'
+} >"$out/report.tmp"
+mv "$out/report.tmp" "$out/report"
+sync
+systemctl poweroff --no-block
