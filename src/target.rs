@@ -215,7 +215,7 @@ pub const BOOTIMAGES: &[Bootimage] = &[
         "RHCOS 412.86 (RHEL 8.6), Ignition v2.14; the last RHEL 8 based RHCOS"),
     row(v(4, 13), 9, "9.2", V2, "v2.15.0", V3_4, V3_2,
         "RHCOS 413.92 (RHEL 9.2: glibc 2.34, OpenSSL 3; installer bootimage stream 4.13-9.2, \
-         e.g. 413.92.202306140611-0), the first RHEL 9 based RHCOS; Ignition 2.15.0 \
+         413.92.202401100947-0 in installer PR #7920), the first RHEL 9 based RHCOS; Ignition 2.15.0 \
          (ignition-2.15.0-1.el9 from RHEL 9.2 AppStream, openshift/os PR #1188), so spec 3.4 \
          (stable from v2.15.0); default 3.2.0 as the installer writes"),
     row(v(4, 14), 9, "9.2", V2, "v2.16", V3_4, V3_2,
