@@ -2,7 +2,9 @@
 //!
 //! A row says what the RHCOS bootimage of one OpenShift minor version offers to the
 //! binary (RHEL major, glibc, libcrypto) and to the config (Ignition generation, the
-//! newest spec it reads, the spec written by default).
+//! newest spec it reads, the spec written by default). A release newer than the table
+//! becomes a target only when the user gives both facts a row would: its RHEL major and
+//! the spec its Ignition reads.
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,6 +14,8 @@ use serde::Serialize;
 use crate::elf::DottedVersion;
 use crate::ignition::SpecVersion;
 use crate::osrelease::OsRelease;
+use IgnitionGeneration::{V0, V2};
+use SpecVersion::{V2_2, V3_1, V3_2, V3_3, V3_4, V3_5};
 
 /// An OpenShift minor version, `X.Y`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -157,9 +161,6 @@ pub struct Bootimage {
 const fn v(major: u32, minor: u32) -> OcpVersion {
     OcpVersion { major, minor }
 }
-
-use IgnitionGeneration::{V0, V2};
-use SpecVersion::{V2_2, V3_1, V3_2, V3_3, V3_4, V3_5};
 
 const RHEL8_V0: &str = "RHCOS 4.1-4.5 is RHEL 8 (glibc 2.28, OpenSSL 1.1) with Ignition v0.x, \
 which reads spec 2.x only; the MCS of these releases serves spec 2.2.0";
@@ -363,7 +364,8 @@ pub fn bootimage(version: OcpVersion) -> Result<&'static Bootimage, VersionError
 
 /// What a bootimage's os-release says of it, read the way MCO reads it: the OpenShift
 /// version (`OPENSHIFT_VERSION`, else an RHCOS `VERSION_ID` such as `4.18` or the old
-/// `42.80` form) and the RHEL major (`RHEL_VERSION`, else `VERSION_ID` when `ID=rhel`;
+/// `42.80` form) and the RHEL major (`RHEL_VERSION`, else `VERSION_ID` when `ID=rhel`,
+/// as on 4.19+ RHCOS: `ID="rhel"`, `VERSION_ID="9.6"` or `"10.2"`, `VARIANT_ID=coreos`;
 /// RHCOS without `RHEL_VERSION`, as on 4.1/4.2, is RHEL 8).
 pub fn from_os_release(os: &OsRelease) -> (Option<OcpVersion>, Option<u32>) {
     let major_of = |v: &str| v.split('.').next().and_then(|m| m.parse::<u32>().ok());
