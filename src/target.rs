@@ -222,14 +222,20 @@ pub const BOOTIMAGES: &[Bootimage] = &[
          (stable from v2.15.0); default 3.2.0 as the installer writes"),
     row(v(4, 14), 9, "9.2", V2, "v2.16", V3_4, V3_2,
         "RHCOS 414.92 (RHEL 9.2), Ignition v2.16 (spec 3.4 from v2.15); installer writes 3.2.0"),
-    row(v(4, 15), 9, "9.2", V2, "v2.16 or later", V3_4, V3_2,
-        "RHCOS 415.92 (RHEL 9.2), Ignition v2.16 or later"),
-    row(v(4, 16), 9, "9.4", V2, "v2.16 or later", V3_4, V3_2,
-        "RHCOS 416.94 (RHEL 9.4); MCO images carry a RHEL 9 MCD plus a .rhel8 build"),
-    row(v(4, 17), 9, "9.4", V2, "v2.16 or later", V3_4, V3_2,
-        "RHCOS 417.94 (RHEL 9.4)"),
-    row(v(4, 18), 9, "9.4", V2, "v2.16 or later", V3_4, V3_2,
-        "RHCOS 418.94: os-release ID=rhcos VERSION_ID=4.18 RHEL_VERSION=9.4"),
+    row(v(4, 15), 9, "9.2", V2, "v2.16.2", V3_4, V3_2,
+        "RHCOS 415.92 (RHEL 9.2), Ignition 2.16.2 (ocp-build-data openshift-4.15 releases.yml: \
+         the 4.15.26 assembly pins ignition-2.16.2-2.2.rhaos4.15.el9 as installed in RHCOS)"),
+    row(v(4, 16), 9, "9.4", V2, "v2.18.0", V3_4, V3_2,
+        "RHCOS 416.94 (RHEL 9.4), Ignition 2.18.0 (the ignition-2.18.0-6.rhaos4.16.el9 build, \
+         named in ocp-build-data openshift-4.18 releases.yml); MCO images carry a RHEL 9 MCD \
+         plus a .rhel8 build"),
+    row(v(4, 17), 9, "9.4", V2, "v2.18", V3_4, V3_2,
+        "RHCOS 417.94 (RHEL 9.4); Ignition 2.18: the 4.16 build of 2.18.0 still ships in \
+         4.18.0, so 4.17 sits between two 2.18.0 releases (spec 3.5 needs v2.20.0)"),
+    row(v(4, 18), 9, "9.4", V2, "v2.18.0", V3_4, V3_2,
+        "RHCOS 418.94: os-release ID=rhcos VERSION_ID=4.18 RHEL_VERSION=9.4; Ignition 2.18.0 \
+         (ocp-build-data openshift-4.18 releases.yml: the 4.18.0 assembly pins \
+         ignition-2.18.0-6.rhaos4.16.el9), so spec 3.4 is its newest"),
     row(v(4, 19), 9, "9.6", V2, "v2.20 or later", V3_5, V3_2,
         concat!(
             "RHCOS 9.6 (bootimage 9.6.20250513-0, installer PR #9721; os-release ID=rhel \
