@@ -190,6 +190,18 @@ fn payload_sha256(cfg: &Value) -> String {
     p["binary_sha256"].as_str().unwrap().to_string()
 }
 
+/// `verify CFG --image REF` passes.
+fn assert_verifies(cfg: &Path, reference: &str) {
+    let r = mcd_inject(["verify", cfg.to_str().unwrap(), "--image", reference]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "{}\n{}",
+        r.describe(),
+        String::from_utf8_lossy(&r.stdout)
+    );
+}
+
 #[test]
 fn spec3_outputs_validate_and_apply() {
     require_real_tools();
@@ -219,14 +231,7 @@ fn spec3_outputs_validate_and_apply() {
             ignition_apply(&cfg_path, &root);
             check_applied_root(&root, &payload_sha256(&cfg), name == "mco-4.6");
 
-            let r = mcd_inject(["verify", cfg_path.to_str().unwrap(), "--image", &reference]);
-            assert_eq!(
-                r.code,
-                Some(0),
-                "{}\n{}",
-                r.describe(),
-                String::from_utf8_lossy(&r.stdout)
-            );
+            assert_verifies(&cfg_path, &reference);
         }
     }
     let want: Vec<&str> = vec!["3.0.0", "3.1.0", "3.2.0", "3.3.0"];
@@ -549,14 +554,7 @@ fn spec34_to_36_outputs_validate_and_apply_with_ignition_v2_26() {
         tools.apply(&cfg_path, &root);
         check_applied_root(&root, &payload_sha256(&cfg), name == "mco-4.6");
 
-        let r = mcd_inject(["verify", cfg_path.to_str().unwrap(), "--image", &reference]);
-        assert_eq!(
-            r.code,
-            Some(0),
-            "{}\n{}",
-            r.describe(),
-            String::from_utf8_lossy(&r.stdout)
-        );
+        assert_verifies(&cfg_path, &reference);
     }
     // 3.6 for a row whose Ignition is not proven to read it is refused, writing nothing.
     let dir = tempfile::tempdir().unwrap();
