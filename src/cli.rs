@@ -133,6 +133,7 @@ pub struct TargetOpts {
     #[arg(
         long,
         value_name = "X.Y",
+        value_parser = bootimage_version,
         required_unless_present = "target_os_release"
     )]
     pub bootimage: Option<OcpVersion>,
@@ -228,7 +229,7 @@ pub struct VerifyArgs {
     #[arg(value_name = "IGN")]
     pub ign: Input,
     /// The bootimage it is for (default: the one its provenance names).
-    #[arg(long, value_name = "X.Y")]
+    #[arg(long, value_name = "X.Y", value_parser = bootimage_version)]
     pub bootimage: Option<OcpVersion>,
     /// RHEL major version of the bootimage, instead of the table's.
     #[arg(long, value_name = "N", requires = "bootimage")]
@@ -267,6 +268,16 @@ impl VerifyArgs {
             payload: self.payload.clone(),
             arch: self.platform.architecture.clone(),
         }
+    }
+}
+
+/// A bootimage version: a release of the table, or a newer one (which then needs its
+/// RHEL and spec given, checked with them); nothing older than the table.
+fn bootimage_version(s: &str) -> Result<OcpVersion, String> {
+    let v: OcpVersion = s.parse().map_err(|e| format!("{e}"))?;
+    match crate::target::bootimage(v) {
+        Err(e @ crate::target::VersionError::TooOld(_)) => Err(e.to_string()),
+        _ => Ok(v),
     }
 }
 
@@ -332,6 +343,7 @@ mod tests {
         for bad in [
             vec!["--bootimage", "4.x", "--ign", "-"],
             vec!["--bootimage", "4.2.1", "--ign", "-"],
+            vec!["--bootimage", "3.11", "--ign", "-"],
             vec!["--bootimage", "4.2", "--ign", "-", "--spec", "2.1"],
             vec![
                 "--bootimage",

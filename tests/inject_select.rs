@@ -420,14 +420,15 @@ fn releases_past_the_table() {
     let run = mcd_inject(["verify", out.to_str().unwrap(), "--image", &reference]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
 
-    // Nothing older than the table has a way through; a spec 2.x cannot be read after 4.5.
+    // Nothing older than the table has a way through (refused as the arguments are
+    // parsed); a spec 2.x cannot be read after 4.5.
     let run = inject(
         &reference,
         "4.0",
         &out,
         &["--target-rhel", "8", "--spec", "3.2"],
     );
-    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert_eq!(run.code, Some(2), "a usage error: {}", run.describe());
     assert!(
         run.stderr.contains("the table starts at 4.1"),
         "{}",
