@@ -30,8 +30,8 @@ pub enum VersionError {
     #[error("invalid bootimage version {0:?}: expected X.Y, e.g. 4.2")]
     Syntax(String),
     #[error(
-        "unknown bootimage {0}: the table knows {first} to {newest}, and {newest} is the newest \
-         release it knows; for a newer bootimage, give its RHEL with --target-os-release FILE \
+        "unknown bootimage {0}: {newest} is the newest release the table knows (it covers \
+         {first} to {newest}); for a newer bootimage, give its RHEL with --target-os-release FILE \
          (its os-release) or --target-rhel N, and the Ignition spec it reads with --spec VERSION \
          (verify takes the config's own spec)",
         first = first_known(), newest = newest_known()

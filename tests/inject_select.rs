@@ -361,7 +361,9 @@ fn releases_past_the_table() {
     let refused = |run: &common::Run| {
         run.code == Some(1)
             && run.stderr.contains("unknown bootimage 5.3")
-            && run.stderr.contains("5.2 is the newest release it knows")
+            && run
+                .stderr
+                .contains("5.2 is the newest release the table knows")
             && run.stderr.contains("--target-os-release")
             && run.stderr.contains("--target-rhel")
             && run.stderr.contains("--spec")
