@@ -15,7 +15,7 @@ use crate::elf::DottedVersion;
 use crate::ignition::SpecVersion;
 use crate::osrelease::OsRelease;
 use IgnitionGeneration::{V0, V2};
-use SpecVersion::{V2_2, V3_1, V3_2, V3_3, V3_4, V3_5};
+use SpecVersion::{V2_2, V3_1, V3_2, V3_3, V3_4};
 
 /// An OpenShift minor version, `X.Y`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -174,15 +174,18 @@ macro_rules! default_32 {
     };
 }
 
-/// Why the rows from 4.19 on read spec 3.5 and not 3.6: no public source pins the
-/// Ignition release of these bootimages, but Butane's `openshift` 4.19.0-4.22.0 specs,
-/// which also render raw Ignition configs for that release's RHCOS, target spec 3.5.0
-/// (Butane docs/specs.md); 3.5 is stable from Ignition v2.20.0, 3.6 from v2.26.0.
-macro_rules! spec_35 {
+/// Why the rows from 4.19 on keep spec 3.4 as their newest: no public source names the
+/// Ignition release of these bootimages. The floor is 3.4: 4.18.0 already shipped
+/// Ignition 2.18.0, and the RHCOS base images of RHEL 9.6, 9.8 and 10.2 boot a spec 3.4
+/// config in their own tests. 3.5 (Ignition v2.20.0) is not proven: Butane's `openshift`
+/// 4.19.0-4.22.0 specs target 3.5.0, but that is what the MCO of those releases
+/// accepts, and the MCS translates down to whatever older spec a bootimage asks for.
+macro_rules! spec_34 {
     () => {
-        "newest spec 3.5: Butane's openshift 4.19.0-4.22.0 render spec 3.5.0 for that \
-         release's RHCOS (3.5 is stable from Ignition v2.20.0); 3.6 (v2.26.0) is not proven \
-         for this bootimage, so --spec 3.6 is refused"
+        "newest spec 3.4: Ignition 2.18.0 is in 4.18.0 already (ocp-build-data openshift-4.18 \
+         releases.yml), and rhel-coreos-config's kola test fcoe (Butane fcos 1.5.0, spec 3.4.0) \
+         boots the RHEL 9.6, 9.8 and 10.2 CoreOS bases; no public source pins an Ignition of \
+         v2.20.0 or later (spec 3.5) in these bootimages, so --spec 3.5 and 3.6 are refused"
     };
 }
 
@@ -236,83 +239,81 @@ pub const BOOTIMAGES: &[Bootimage] = &[
         "RHCOS 418.94: os-release ID=rhcos VERSION_ID=4.18 RHEL_VERSION=9.4; Ignition 2.18.0 \
          (ocp-build-data openshift-4.18 releases.yml: the 4.18.0 assembly pins \
          ignition-2.18.0-6.rhaos4.16.el9), so spec 3.4 is its newest"),
-    row(v(4, 19), 9, "9.6", V2, "v2.20 or later", V3_5, V3_2,
+    row(v(4, 19), 9, "9.6", V2, "v2.18 or later", V3_4, V3_2,
         concat!(
             "RHCOS 9.6 (bootimage 9.6.20250513-0, installer PR #9721; os-release ID=rhel \
          VERSION_ID=9.6 VARIANT_ID=coreos OPENSHIFT_VERSION=4.19); MCO images: RHEL 9 MCD plus \
          .rhel8 build; ",
-            spec_35!(),
+            spec_34!(),
             "; ",
             default_32!()
         )),
-    row(v(4, 20), 9, "9.6", V2, "v2.20 or later", V3_5, V3_2,
+    row(v(4, 20), 9, "9.6", V2, "v2.18 or later", V3_4, V3_2,
         concat!(
             "RHCOS 9.6 (RHEL 9.6 EUS: openshift/os docs/faq.md; installer rhcos.json stream rhel-9.6, \
          bootimages 9.6.20250513-0 to 9.6.20260818-0, installer PRs #9720, #10799); MCO \
          release-4.20 Dockerfile: RHEL 9 base, RHEL 9 MCD plus .rhel8 build; ",
-            spec_35!(),
+            spec_34!(),
             "; ",
             default_32!()
         )),
-    row(v(4, 21), 9, "9.6", V2, "v2.20 or later", V3_5, V3_2,
+    row(v(4, 21), 9, "9.6", V2, "v2.18 or later", V3_4, V3_2,
         concat!(
             "RHCOS 9.6 (RHEL 9.6 EUS: openshift/os docs/faq.md; installer rhcos.json stream rhel-9.6, \
          bootimage 9.6.20260815-0, installer PR #10792); MCO release-4.21 Dockerfile: RHEL 9 MCD \
          plus .rhel8 build; ",
-            spec_35!(),
+            spec_34!(),
             "; ",
             default_32!()
         )),
-    row(v(4, 22), 9, "9.8", V2, "v2.20 or later", V3_5, V3_2,
+    row(v(4, 22), 9, "9.8", V2, "v2.18 or later", V3_4, V3_2,
         concat!(
             "RHCOS 9.8 (openshift/os docs/faq.md: 9.8 EUS and 10.2 EUS; installer coreos-rhel-9.json \
          9.8.20260520-0 and coreos-rhel-10.json 10.2.20260521-0, PR #10572); RHEL 9 is the \
          default: MCO release-4.22 GetBuiltinDefaultStreamName gives rhel-9 to every 4.x \
          release (install-config osImageStream: rhel-10 picks the RHEL 10 bootimage: use \
-         --target-rhel 10); MCO release-4.22 Dockerfile: RHEL 9 MCD plus .rhel8 build; Butane 0.29.0 rolled \
-         openshift 4.22.0 back from spec 3.6.0 to 3.5.0 for the MCO's sake; ",
-            spec_35!(),
+         --target-rhel 10); MCO release-4.22 Dockerfile: RHEL 9 MCD plus .rhel8 build; ",
+            spec_34!(),
             "; ",
             default_32!()
         )),
-    row(v(4, 23), 9, "9.8", V2, "v2.20 or later", V3_5, V3_2,
+    row(v(4, 23), 9, "9.8", V2, "v2.18 or later", V3_4, V3_2,
         concat!(
             "RHCOS 9.8 (openshift/os release-4.23: build-args-9.8-5.0.conf and build-args-10.2-5.0.conf); \
          RHEL 9 is the default (MCO release-4.23 GetBuiltinDefaultStreamName: rhel-9 for 4.x; \
          --target-rhel 10 for the RHEL 10 bootimage); MCO release-4.23 Dockerfile: one RHEL 9 \
-         build on a RHEL 9 base, no .rhel8; Butane has only openshift 4.23.0-experimental; ",
-            spec_35!(),
+         build on a RHEL 9 base, no .rhel8; ",
+            spec_34!(),
             "; ",
             default_32!()
         )),
-    row(v(5, 0), 10, "10.2", V2, "v2.20 or later", V3_5, V3_2,
+    row(v(5, 0), 10, "10.2", V2, "v2.18 or later", V3_4, V3_2,
         concat!(
             "RHCOS 10.2 (openshift/os build-args-10.2-5.0.conf, docs/faq.md: 5.0 is 9.8 EUS and 10.2 \
          EUS; os-release ID=rhel VERSION_ID=10.2 VARIANT_ID=coreos OPENSHIFT_VERSION=5.0); RHEL 10 \
          is the default: MCO release-5.0 GetBuiltinDefaultStreamName gives rhel-10 from 5.0 on \
          (osImageStream rhel-9 picks RHCOS 9.8: use --target-rhel 9); MCO release-5.0 \
-         Dockerfile: one RHEL 9 build on a RHEL 9 base, which RHEL 10 runs; the Ignition of \
-         RHEL 10.2 is not pinned publicly; ",
-            spec_35!(),
+         Dockerfile: one RHEL 9 build on a RHEL 9 base, which RHEL 10 runs; ",
+            spec_34!(),
             "; ",
             default_32!()
         )),
-    row(v(5, 1), 10, "10.2", V2, "v2.20 or later", V3_5, V3_2,
+    row(v(5, 1), 10, "10.2", V2, "v2.18 or later", V3_4, V3_2,
         concat!(
             "RHCOS 10.2 (openshift/os release-5.1 is the 5.0 tree: build-args-10.2-5.0.conf); RHEL 10 \
          default as for 5.0 (MCO release-5.1 GetBuiltinDefaultStreamName); MCO release-5.1 \
          Dockerfile: one RHEL 9 build on a RHEL 9 base; ",
-            spec_35!(),
+            spec_34!(),
             "; ",
             default_32!()
         )),
-    row(v(5, 2), 10, "10.x", V2, "v2.20 or later", V3_5, V3_2,
+    row(v(5, 2), 10, "10.x", V2, "v2.18 or later", V3_4, V3_2,
         concat!(
             "RHCOS on RHEL 10 (MCO release-5.2 GetBuiltinDefaultStreamName: rhel-10 from 5.0 on); \
          openshift/os has no release-5.2 branch yet, so the RHEL minor is not pinned: only the \
          major matters to a binary (glibc 2.39 is the RHEL 10 floor); MCO release-5.2 \
          Dockerfile: one RHEL 9 build on a RHEL 9 base; ",
-            spec_35!(),
+            spec_34!(),
             "; ",
             default_32!()
         )),
@@ -589,7 +590,7 @@ mod tests {
         assert_eq!(row(4, 13).max_spec, SpecVersion::V3_4);
         for (major, minor) in [(4, 19), (4, 20), (4, 21), (4, 22), (4, 23), (5, 0), (5, 2)] {
             let b = row(major, minor);
-            assert_eq!(b.max_spec, SpecVersion::V3_5, "{}", b.version);
+            assert_eq!(b.max_spec, SpecVersion::V3_4, "{}", b.version);
             assert_eq!(b.default_spec, SpecVersion::V3_2, "{}", b.version);
         }
         let t = Target::new(v(5, 0), None, None, "amd64").unwrap();
@@ -597,11 +598,13 @@ mod tests {
             (t.rhel, t.glibc.as_str(), t.libcrypto.as_str()),
             (10, "2.39", "libcrypto.so.3")
         );
-        assert!(t.reads(SpecVersion::V3_5) && !t.reads(SpecVersion::V3_6));
-        assert!(matches!(
-            Target::new(v(5, 0), Some(SpecVersion::V3_6), None, "amd64"),
-            Err(TargetError::SpecTooNew { .. })
-        ));
+        assert!(t.reads(SpecVersion::V3_4) && !t.reads(SpecVersion::V3_5));
+        for too_new in [SpecVersion::V3_5, SpecVersion::V3_6] {
+            assert!(matches!(
+                Target::new(v(5, 0), Some(too_new), None, "amd64"),
+                Err(TargetError::SpecTooNew { .. })
+            ));
+        }
         // A RHEL 10 bootimage of 4.22 (osImageStream rhel-10), a RHEL 9 one of 5.0.
         assert_eq!(
             Target::new(v(4, 22), None, Some(10), "amd64")

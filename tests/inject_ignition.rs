@@ -505,7 +505,7 @@ fn every_row_default_and_newest_spec_validate_with_the_real_ignition() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(
         seen.into_iter().collect::<Vec<_>>(),
-        ["2.2.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"]
+        ["2.2.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"]
     );
 }
 
@@ -515,12 +515,13 @@ fn every_row_default_and_newest_spec_validate_with_the_real_ignition() {
 fn spec34_to_36_outputs_validate_and_apply_with_ignition_v2_26() {
     require_real_tools();
     let tools = validators();
-    // (fixture, bootimage, --spec): 3.4 and 3.5 as the table allows them, 3.6 for a
+    // (fixture, bootimage, --spec): 3.4 as the table allows it; 3.5 and 3.6 for a
     // release past the table, where the user vouches for the spec.
-    let cases: [(&str, &str, &[&str]); 4] = [
+    let cases: [(&str, &str, &[&str]); 5] = [
         ("mco-4.6", "4.16", &["--spec", "3.4"]),
-        ("mco-4.16", "4.22", &["--spec", "3.5"]),
-        ("mco-4.6", "5.0", &["--spec", "3.5"]),
+        ("mco-4.16", "5.0", &["--spec", "3.4"]),
+        ("mco-4.6", "5.3", &["--spec", "3.5", "--target-rhel", "10"]),
+        ("mco-4.16", "5.3", &["--spec", "3.5", "--target-rhel", "9"]),
         ("mco-4.16", "5.3", &["--spec", "3.6", "--target-rhel", "10"]),
     ];
     for (name, boot, extra) in cases {
@@ -556,7 +557,8 @@ fn spec34_to_36_outputs_validate_and_apply_with_ignition_v2_26() {
 
         assert_verifies(&cfg_path, &reference);
     }
-    // 3.6 for a row whose Ignition is not proven to read it is refused, writing nothing.
+    // 3.5 or 3.6 for a row whose Ignition is not proven to read them is refused, writing
+    // nothing.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.ign");
     let r = mcd_inject([
@@ -566,13 +568,13 @@ fn spec34_to_36_outputs_validate_and_apply_with_ignition_v2_26() {
         "--bootimage",
         "5.0",
         "--spec",
-        "3.6",
+        "3.5",
         "--ign",
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, Some(1), "{}", r.describe());
     assert!(
-        r.stderr.contains("reads at most spec 3.5.0"),
+        r.stderr.contains("reads at most spec 3.4.0"),
         "{}",
         r.stderr
     );
