@@ -75,6 +75,18 @@ mod tests {
     }
 
     #[test]
+    fn reads_rhcos_on_rhel10() {
+        let o = OsRelease::parse(
+            "NAME=\"Red Hat Enterprise Linux CoreOS\"\nVERSION=\"10.2 (Coughlan)\"\nID=\"rhel\"\nID_LIKE=\"centos fedora\"\nVERSION_ID=\"10.2\"\nVARIANT=CoreOS\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"5.0\"\n",
+        );
+        assert_eq!(o.id.as_deref(), Some("rhel"));
+        assert_eq!(o.version_id.as_deref(), Some("10.2"));
+        assert_eq!(o.rhel_version, None);
+        assert_eq!(o.fields["VARIANT_ID"], "coreos");
+        assert_eq!(o.fields["OPENSHIFT_VERSION"], "5.0");
+    }
+
+    #[test]
     fn unquotes_escapes() {
         assert_eq!(unquote(r#""a \"b\"""#), "a \"b\"");
         assert_eq!(unquote("'x'"), "x");

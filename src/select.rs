@@ -417,6 +417,34 @@ mod tests {
     }
 
     #[test]
+    fn rhel10_bootimages_and_rhel10_containers() {
+        // 5.x bootimages are RHEL 10: MCO's RHEL 9 build runs there.
+        assert!(verdict(&rhel9(), &target("5.0")).compatible);
+        assert!(!verdict(&rhel8(), &target("5.0")).compatible);
+        // MCO's re-exec rule: a RHEL 10 container carries `.rhel9` twins for RHEL 9 hosts.
+        let rhel10 = dynamic("2.39", "libcrypto.so.3", "OPENSSL_3.2.0");
+        let os = OsRelease::parse("ID=\"rhel\"\nVERSION_ID=\"10.2\"\nVARIANT_ID=coreos\n");
+        assert_eq!(image_rhel(&os), Some(10));
+        let c = vec![
+            cand("/usr/bin/machine-config-daemon", rhel10),
+            cand("/usr/bin/machine-config-daemon.rhel9", rhel9()),
+        ];
+        let pick = |v| {
+            choose(&c, Some(&os), &target(v), None, false)
+                .unwrap()
+                .index
+        };
+        assert_eq!(pick("5.0"), 0);
+        assert_eq!(pick("4.22"), 1);
+        let v = verdict(&c[0].facts.clone().unwrap(), &target("4.22"));
+        assert!(
+            v.because()
+                .contains("needs GLIBC_2.39, RHEL 9 has glibc 2.34"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
     fn nothing_fits_lists_every_candidate() {
         let c = vec![
             cand("/usr/bin/machine-config-daemon", rhel9()),

@@ -2,7 +2,9 @@
 //!
 //! A row says what the RHCOS bootimage of one OpenShift minor version offers to the
 //! binary (RHEL major, glibc, libcrypto) and to the config (Ignition generation, the
-//! newest spec it reads, the spec written by default).
+//! newest spec it reads, the spec written by default). A release newer than the table
+//! becomes a target only when the user gives both facts a row would: its RHEL major and
+//! the spec its Ignition reads.
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,6 +14,8 @@ use serde::Serialize;
 use crate::elf::DottedVersion;
 use crate::ignition::SpecVersion;
 use crate::osrelease::OsRelease;
+use IgnitionGeneration::{V0, V2};
+use SpecVersion::{V2_2, V3_1, V3_2, V3_3, V3_4};
 
 /// An OpenShift minor version, `X.Y`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -25,8 +29,26 @@ pub struct OcpVersion {
 pub enum VersionError {
     #[error("invalid bootimage version {0:?}: expected X.Y, e.g. 4.2")]
     Syntax(String),
-    #[error("unknown bootimage {0}: the table covers {first} to {last}", first = BOOTIMAGES[0].version, last = BOOTIMAGES[BOOTIMAGES.len() - 1].version)]
+    #[error(
+        "unknown bootimage {0}: {newest} is the newest release the table knows (it covers \
+         {first} to {newest}); for a newer bootimage, give its RHEL with --target-os-release FILE \
+         (its os-release) or --target-rhel N, and the Ignition spec it reads with --spec VERSION \
+         (verify takes the config's own spec)",
+        first = first_known(), newest = newest_known()
+    )]
     Unknown(OcpVersion),
+    #[error("unknown bootimage {0}: the table starts at {first}, the first RHCOS bootimage", first = first_known())]
+    TooOld(OcpVersion),
+}
+
+/// The oldest release of the table.
+pub fn first_known() -> OcpVersion {
+    BOOTIMAGES[0].version
+}
+
+/// The newest release of the table.
+pub fn newest_known() -> OcpVersion {
+    BOOTIMAGES[BOOTIMAGES.len() - 1].version
 }
 
 impl FromStr for OcpVersion {
@@ -79,8 +101,9 @@ pub struct RhelBase {
     pub libssl: &'static str,
 }
 
-/// RHEL reference values (DESIGN.md §5).
-pub const RHEL: [RhelBase; 3] = [
+/// RHEL reference values (DESIGN.md §5). glibc keeps its upstream version for the whole
+/// life of a RHEL major, so a row's minor release never changes these.
+pub const RHEL: [RhelBase; 4] = [
     RhelBase {
         major: 7,
         glibc: "2.17",
@@ -99,6 +122,15 @@ pub const RHEL: [RhelBase; 3] = [
         libcrypto: "libcrypto.so.3",
         libssl: "libssl.so.3",
     },
+    // RHEL 10 is branched from Fedora 40 (glibc 2.39); OpenSSL 3.x keeps the `.so.3`
+    // sonames, so a RHEL 9 build runs on it and a RHEL 10 one needing GLIBC_2.35+ does
+    // not run on RHEL 9 (which is why MCO's re-exec picks `.rhel9` twins for RHEL 9 hosts).
+    RhelBase {
+        major: 10,
+        glibc: "2.39",
+        libcrypto: "libcrypto.so.3",
+        libssl: "libssl.so.3",
+    },
 ];
 
 /// The RHEL reference values of a major version.
@@ -111,13 +143,19 @@ pub fn rhel(major: u32) -> Option<RhelBase> {
 pub struct Bootimage {
     pub version: OcpVersion,
     pub rhel: u32,
+    /// The RHEL release of the bootimage, `major.minor` (`8.x` where the minor is not
+    /// pinned; only the major matters to a binary).
+    pub rhel_release: &'static str,
     pub glibc: &'static str,
     pub libcrypto: &'static str,
     pub ignition: IgnitionGeneration,
+    /// The Ignition release the bootimage ships, as far as public sources pin it.
+    pub ignition_release: &'static str,
     /// The newest spec the bootimage's Ignition reads.
     pub max_spec: SpecVersion,
     /// The spec written unless `--spec` says otherwise.
     pub default_spec: SpecVersion,
+    /// What the row rests on.
     pub source: &'static str,
 }
 
@@ -128,63 +166,192 @@ const fn v(major: u32, minor: u32) -> OcpVersion {
 const RHEL8_V0: &str = "RHCOS 4.1-4.5 is RHEL 8 (glibc 2.28, OpenSSL 1.1) with Ignition v0.x, \
 which reads spec 2.x only; the MCS of these releases serves spec 2.2.0";
 
+/// Why 3.2.0 is the default of the spec 3 rows from 4.7 on.
+macro_rules! default_32 {
+    () => {
+        "default 3.2.0: read by every Ignition from v2.7, the spec of the installer's pointer \
+         configs from 4.7 on; a newer --base raises it, up to the newest spec of the row"
+    };
+}
+
+/// Why the rows from 4.19 on keep spec 3.4 as their newest: no public source names the
+/// Ignition release of these bootimages. The floor is 3.4: 4.18.0 already shipped
+/// Ignition 2.18.0, and the RHCOS base images of RHEL 9.6, 9.8 and 10.2 boot a spec 3.4
+/// config in their own tests. 3.5 (Ignition v2.20.0) is not proven: Butane's `openshift`
+/// 4.19.0-4.22.0 specs target 3.5.0, but that is what the MCO of those releases
+/// accepts, and the MCS translates down to whatever older spec a bootimage asks for.
+macro_rules! spec_34 {
+    () => {
+        "newest spec 3.4: Ignition 2.18.0 is in 4.18.0 already (ocp-build-data openshift-4.18 \
+         releases.yml), and rhel-coreos-config's kola test fcoe (Butane fcos 1.5.0, spec 3.4.0) \
+         boots the RHEL 9.6, 9.8 and 10.2 CoreOS bases; no public source pins an Ignition of \
+         v2.20.0 or later (spec 3.5) in these bootimages, so --spec 3.5 and 3.6 are refused"
+    };
+}
+
 /// The table. Rows are in version order; `glibc` and `libcrypto` follow `rhel`.
 pub const BOOTIMAGES: &[Bootimage] = &[
-    row(v(4, 1), 8, IgnitionGeneration::V0, SpecVersion::V2_2, SpecVersion::V2_2,
+    row(v(4, 1), 8, "8.0", V0, "v0.x", V2_2, V2_2,
         "RHCOS 41.8x (RHEL 8.0) with Ignition v0.x; no RHEL_VERSION in os-release, MCO maps it to RHEL 8; ships pivot.service"),
-    row(v(4, 2), 8, IgnitionGeneration::V0, SpecVersion::V2_2, SpecVersion::V2_2,
+    row(v(4, 2), 8, "8.0", V0, "v0.x", V2_2, V2_2,
         "RHCOS 42.80 (RHEL 8.0) with Ignition v0.x; its baked-in MCD lacks firstboot-complete-machineconfig"),
-    row(v(4, 3), 8, IgnitionGeneration::V0, SpecVersion::V2_2, SpecVersion::V2_2, RHEL8_V0),
-    row(v(4, 4), 8, IgnitionGeneration::V0, SpecVersion::V2_2, SpecVersion::V2_2, RHEL8_V0),
-    row(v(4, 5), 8, IgnitionGeneration::V0, SpecVersion::V2_2, SpecVersion::V2_2, RHEL8_V0),
-    row(v(4, 6), 8, IgnitionGeneration::V2, SpecVersion::V3_1, SpecVersion::V3_1,
+    row(v(4, 3), 8, "8.x", V0, "v0.x", V2_2, V2_2, RHEL8_V0),
+    row(v(4, 4), 8, "8.x", V0, "v0.x", V2_2, V2_2, RHEL8_V0),
+    row(v(4, 5), 8, "8.x", V0, "v0.x", V2_2, V2_2, RHEL8_V0),
+    row(v(4, 6), 8, "8.2", V2, "v2.6", V3_1, V3_1,
         "RHCOS 46.82 (RHEL 8.2) moved to Ignition v2 (v2.6: spec 3.1 from v2.3); installer and MCS write spec 3.1.0"),
-    row(v(4, 7), 8, IgnitionGeneration::V2, SpecVersion::V3_2, SpecVersion::V3_2,
+    row(v(4, 7), 8, "8.3", V2, "v2.9", V3_2, V3_2,
         "RHCOS 47.83 (RHEL 8.3), Ignition v2.9 (spec 3.2 from v2.7); installer pointer configs are spec 3.2.0 from here on"),
-    row(v(4, 8), 8, IgnitionGeneration::V2, SpecVersion::V3_2, SpecVersion::V3_2,
+    row(v(4, 8), 8, "8.4", V2, "v2.9-v2.10", V3_2, V3_2,
         "RHCOS 48.84 (RHEL 8.4), Ignition v2.9-v2.10: spec 3.2 is the newest it reads"),
-    row(v(4, 9), 8, IgnitionGeneration::V2, SpecVersion::V3_2, SpecVersion::V3_2,
-        "RHCOS 49.84 (RHEL 8.4); spec 3.2 kept as the newest proven spec (Ignition release not pinned here)"),
-    row(v(4, 10), 8, IgnitionGeneration::V2, SpecVersion::V3_2, SpecVersion::V3_2,
-        "RHCOS 410.84 (RHEL 8.4); spec 3.2 kept as the newest proven spec (Ignition release not pinned here)"),
-    row(v(4, 11), 8, IgnitionGeneration::V2, SpecVersion::V3_3, SpecVersion::V3_2,
+    row(v(4, 9), 8, "8.4", V2, "v2.12.0", V3_3, V3_2,
+        "RHCOS 49.84 (RHEL 8.4 EUS: openshift/os docs/faq.md, RHEL table); Ignition 2.12.0 \
+         (ignition-2.12.0-1.rhaos4.9.el8: the rpm label of 4.9.0-rc.1's machine-os-content quoted \
+         in openshift/os docs/faq.md; the 4.9 bootimage is built from the same rhaos-4.9 \
+         packages, though no public source lists its own rpms), so spec 3.3 (stable from \
+         v2.11.0); default 3.2.0 as the installer writes"),
+    row(v(4, 10), 8, "8.4", V2, "not pinned (v2.x)", V3_2, V3_2,
+        "RHCOS 410.84 (RHEL 8.4 EUS: openshift/os docs/faq.md; bootimage 410.84.202201251203-0 in \
+         the installer's stream metadata); no public source names its Ignition release, so the \
+         newest spec stays 3.2, the one every 4.7+ bootimage reads"),
+    row(v(4, 11), 8, "8.6", V2, "v2.14", V3_3, V3_2,
         "RHCOS 411.86 (RHEL 8.6), Ignition v2.14 (spec 3.3 from v2.11); installer still writes 3.2.0"),
-    row(v(4, 12), 8, IgnitionGeneration::V2, SpecVersion::V3_3, SpecVersion::V3_2,
+    row(v(4, 12), 8, "8.6", V2, "v2.14", V3_3, V3_2,
         "RHCOS 412.86 (RHEL 8.6), Ignition v2.14; the last RHEL 8 based RHCOS"),
-    row(v(4, 13), 9, IgnitionGeneration::V2, SpecVersion::V3_3, SpecVersion::V3_2,
-        "RHCOS 413.92 (RHEL 9.2: glibc 2.34, OpenSSL 3); the first RHEL 9 based RHCOS"),
-    row(v(4, 14), 9, IgnitionGeneration::V2, SpecVersion::V3_4, SpecVersion::V3_2,
+    row(v(4, 13), 9, "9.2", V2, "v2.15.0", V3_4, V3_2,
+        "RHCOS 413.92 (RHEL 9.2: glibc 2.34, OpenSSL 3; installer bootimage stream 4.13-9.2, \
+         413.92.202401100947-0 in installer PR #7920), the first RHEL 9 based RHCOS; Ignition 2.15.0 \
+         (ignition-2.15.0-1.el9 from RHEL 9.2 AppStream, openshift/os PR #1188), so spec 3.4 \
+         (stable from v2.15.0); default 3.2.0 as the installer writes"),
+    row(v(4, 14), 9, "9.2", V2, "v2.16", V3_4, V3_2,
         "RHCOS 414.92 (RHEL 9.2), Ignition v2.16 (spec 3.4 from v2.15); installer writes 3.2.0"),
-    row(v(4, 15), 9, IgnitionGeneration::V2, SpecVersion::V3_4, SpecVersion::V3_2,
-        "RHCOS 415.92 (RHEL 9.2), Ignition v2.16 or later"),
-    row(v(4, 16), 9, IgnitionGeneration::V2, SpecVersion::V3_4, SpecVersion::V3_2,
-        "RHCOS 416.94 (RHEL 9.4); MCO images carry a RHEL 9 MCD plus a .rhel8 build"),
-    row(v(4, 17), 9, IgnitionGeneration::V2, SpecVersion::V3_4, SpecVersion::V3_2,
-        "RHCOS 417.94 (RHEL 9.4)"),
-    row(v(4, 18), 9, IgnitionGeneration::V2, SpecVersion::V3_4, SpecVersion::V3_2,
-        "RHCOS 418.94: os-release ID=rhcos VERSION_ID=4.18 RHEL_VERSION=9.4; spec 3.4 is the newest this tool writes"),
-    row(v(4, 19), 9, IgnitionGeneration::V2, SpecVersion::V3_4, SpecVersion::V3_2,
-        "RHCOS 4.19 is RHEL 9.6 with a CoreOS variant (ID=rhel VERSION_ID=9.6); newer rows are not proven yet"),
+    row(v(4, 15), 9, "9.2", V2, "v2.16.2", V3_4, V3_2,
+        "RHCOS 415.92 (RHEL 9.2), Ignition 2.16.2 (ocp-build-data openshift-4.15 releases.yml: \
+         the 4.15.26 assembly pins ignition-2.16.2-2.2.rhaos4.15.el9 as installed in RHCOS)"),
+    row(v(4, 16), 9, "9.4", V2, "v2.18.0", V3_4, V3_2,
+        "RHCOS 416.94 (RHEL 9.4), Ignition 2.18.0 (the ignition-2.18.0-6.rhaos4.16.el9 build, \
+         named in ocp-build-data openshift-4.18 releases.yml); MCO images carry a RHEL 9 MCD \
+         plus a .rhel8 build"),
+    row(v(4, 17), 9, "9.4", V2, "v2.18", V3_4, V3_2,
+        "RHCOS 417.94 (RHEL 9.4); Ignition 2.18: the 4.16 build of 2.18.0 still ships in \
+         4.18.0, so 4.17 sits between two 2.18.0 releases (spec 3.5 needs v2.20.0)"),
+    row(v(4, 18), 9, "9.4", V2, "v2.18.0", V3_4, V3_2,
+        "RHCOS 418.94: os-release ID=rhcos VERSION_ID=4.18 RHEL_VERSION=9.4; Ignition 2.18.0 \
+         (ocp-build-data openshift-4.18 releases.yml: the 4.18.0 assembly pins \
+         ignition-2.18.0-6.rhaos4.16.el9), so spec 3.4 is its newest"),
+    row(v(4, 19), 9, "9.6", V2, "v2.18 or later", V3_4, V3_2,
+        concat!(
+            "RHCOS 9.6 (bootimage 9.6.20250513-0, installer PR #9721; os-release ID=rhel \
+         VERSION_ID=9.6 VARIANT_ID=coreos OPENSHIFT_VERSION=4.19); MCO images: RHEL 9 MCD plus \
+         .rhel8 build; ",
+            spec_34!(),
+            "; ",
+            default_32!()
+        )),
+    row(v(4, 20), 9, "9.6", V2, "v2.18 or later", V3_4, V3_2,
+        concat!(
+            "RHCOS 9.6 (RHEL 9.6 EUS: openshift/os docs/faq.md; installer rhcos.json stream rhel-9.6, \
+         bootimages 9.6.20250513-0 to 9.6.20260818-0, installer PRs #9720, #10799); MCO \
+         release-4.20 Dockerfile: RHEL 9 base, RHEL 9 MCD plus .rhel8 build; ",
+            spec_34!(),
+            "; ",
+            default_32!()
+        )),
+    row(v(4, 21), 9, "9.6", V2, "v2.18 or later", V3_4, V3_2,
+        concat!(
+            "RHCOS 9.6 (RHEL 9.6 EUS: openshift/os docs/faq.md; installer rhcos.json stream rhel-9.6, \
+         bootimage 9.6.20260815-0, installer PR #10792); MCO release-4.21 Dockerfile: RHEL 9 MCD \
+         plus .rhel8 build; ",
+            spec_34!(),
+            "; ",
+            default_32!()
+        )),
+    row(v(4, 22), 9, "9.8", V2, "v2.18 or later", V3_4, V3_2,
+        concat!(
+            "RHCOS 9.8 (openshift/os docs/faq.md: 9.8 EUS and 10.2 EUS; installer coreos-rhel-9.json \
+         9.8.20260520-0 and coreos-rhel-10.json 10.2.20260521-0, PR #10572); RHEL 9 is the \
+         default: MCO release-4.22 GetBuiltinDefaultStreamName gives rhel-9 to every 4.x \
+         release (install-config osImageStream: rhel-10 picks the RHEL 10 bootimage: use \
+         --target-rhel 10); MCO release-4.22 Dockerfile: RHEL 9 MCD plus .rhel8 build; ",
+            spec_34!(),
+            "; ",
+            default_32!()
+        )),
+    row(v(4, 23), 9, "9.8", V2, "v2.18 or later", V3_4, V3_2,
+        concat!(
+            "RHCOS 9.8 (openshift/os release-4.23: build-args-9.8-5.0.conf and build-args-10.2-5.0.conf); \
+         RHEL 9 is the default (MCO release-4.23 GetBuiltinDefaultStreamName: rhel-9 for 4.x; \
+         --target-rhel 10 for the RHEL 10 bootimage); MCO release-4.23 Dockerfile: one RHEL 9 \
+         build on a RHEL 9 base, no .rhel8; ",
+            spec_34!(),
+            "; ",
+            default_32!()
+        )),
+    row(v(5, 0), 10, "10.2", V2, "v2.18 or later", V3_4, V3_2,
+        concat!(
+            "RHCOS 10.2 (openshift/os build-args-10.2-5.0.conf, docs/faq.md: 5.0 is 9.8 EUS and 10.2 \
+         EUS; os-release ID=rhel VERSION_ID=10.2 VARIANT_ID=coreos OPENSHIFT_VERSION=5.0); RHEL 10 \
+         is the default: MCO release-5.0 GetBuiltinDefaultStreamName gives rhel-10 from 5.0 on \
+         (osImageStream rhel-9 picks RHCOS 9.8: use --target-rhel 9); MCO release-5.0 \
+         Dockerfile: one RHEL 9 build on a RHEL 9 base, which RHEL 10 runs; ",
+            spec_34!(),
+            "; ",
+            default_32!()
+        )),
+    row(v(5, 1), 10, "10.2", V2, "v2.18 or later", V3_4, V3_2,
+        concat!(
+            "RHCOS 10.2 (openshift/os release-5.1 is the 5.0 tree: build-args-10.2-5.0.conf); RHEL 10 \
+         default as for 5.0 (MCO release-5.1 GetBuiltinDefaultStreamName); MCO release-5.1 \
+         Dockerfile: one RHEL 9 build on a RHEL 9 base; ",
+            spec_34!(),
+            "; ",
+            default_32!()
+        )),
+    row(v(5, 2), 10, "10.x", V2, "v2.18 or later", V3_4, V3_2,
+        concat!(
+            "RHCOS on RHEL 10 (MCO release-5.2 GetBuiltinDefaultStreamName: rhel-10 from 5.0 on); \
+         openshift/os has no release-5.2 branch yet, so the RHEL minor is not pinned: only the \
+         major matters to a binary (glibc 2.39 is the RHEL 10 floor); MCO release-5.2 \
+         Dockerfile: one RHEL 9 build on a RHEL 9 base; ",
+            spec_34!(),
+            "; ",
+            default_32!()
+        )),
 ];
 
+/// The row's RHEL values; only majors of [`RHEL`] may appear in the table (checked at
+/// compile time).
+const fn rhel_base(major: u32) -> RhelBase {
+    let mut i = 0;
+    while i < RHEL.len() {
+        if RHEL[i].major == major {
+            return RHEL[i];
+        }
+        i += 1;
+    }
+    panic!("a bootimage row names a RHEL major that RHEL lacks")
+}
+
+#[allow(clippy::too_many_arguments)]
 const fn row(
     version: OcpVersion,
     rhel: u32,
+    rhel_release: &'static str,
     ignition: IgnitionGeneration,
+    ignition_release: &'static str,
     max_spec: SpecVersion,
     default_spec: SpecVersion,
     source: &'static str,
 ) -> Bootimage {
-    let base = match rhel {
-        8 => RHEL[1],
-        _ => RHEL[2],
-    };
+    let base = rhel_base(rhel);
     Bootimage {
         version,
         rhel,
+        rhel_release,
         glibc: base.glibc,
         libcrypto: base.libcrypto,
         ignition,
+        ignition_release,
         max_spec,
         default_spec,
         source,
@@ -196,12 +363,17 @@ pub fn bootimage(version: OcpVersion) -> Result<&'static Bootimage, VersionError
     BOOTIMAGES
         .iter()
         .find(|b| b.version == version)
-        .ok_or(VersionError::Unknown(version))
+        .ok_or(if version < first_known() {
+            VersionError::TooOld(version)
+        } else {
+            VersionError::Unknown(version)
+        })
 }
 
 /// What a bootimage's os-release says of it, read the way MCO reads it: the OpenShift
 /// version (`OPENSHIFT_VERSION`, else an RHCOS `VERSION_ID` such as `4.18` or the old
-/// `42.80` form) and the RHEL major (`RHEL_VERSION`, else `VERSION_ID` when `ID=rhel`;
+/// `42.80` form) and the RHEL major (`RHEL_VERSION`, else `VERSION_ID` when `ID=rhel`,
+/// as on 4.19+ RHCOS: `ID="rhel"`, `VERSION_ID="9.6"` or `"10.2"`, `VARIANT_ID=coreos`;
 /// RHCOS without `RHEL_VERSION`, as on 4.1/4.2, is RHEL 8).
 pub fn from_os_release(os: &OsRelease) -> (Option<OcpVersion>, Option<u32>) {
     let major_of = |v: &str| v.split('.').next().and_then(|m| m.parse::<u32>().ok());
@@ -252,7 +424,7 @@ pub struct Target {
 pub enum TargetError {
     #[error(transparent)]
     Version(#[from] VersionError),
-    #[error("--target-rhel {0}: only RHEL 7, 8 and 9 are known")]
+    #[error("--target-rhel {0}: only RHEL 7, 8, 9 and 10 are known")]
     UnknownRhel(u32),
     #[error("spec {spec} cannot be read by the Ignition of bootimage {bootimage}, which reads at most spec {max}")]
     SpecTooNew {
@@ -271,25 +443,37 @@ pub enum TargetError {
 
 impl Target {
     /// The target of a bootimage with optional `--spec`, `--target-rhel` overrides.
+    ///
+    /// A release newer than the table is accepted when the user gives both facts the
+    /// table would have given: its RHEL major (`--target-rhel`, or read from
+    /// `--target-os-release`) and the spec its Ignition reads (`--spec`, which must be a
+    /// spec 3 version: every release after 4.5 runs Ignition v2).
     pub fn new(
         version: OcpVersion,
         spec: Option<SpecVersion>,
         rhel_major: Option<u32>,
         arch: &str,
     ) -> Result<Target, TargetError> {
-        let row = bootimage(version)?;
-        let major = rhel_major.unwrap_or(row.rhel);
+        let (ignition, max_spec, default_spec, table_rhel) = match bootimage(version) {
+            Ok(row) => (row.ignition, row.max_spec, row.default_spec, row.rhel),
+            Err(VersionError::Unknown(_)) => match (rhel_major, spec) {
+                (Some(major), Some(spec)) => (IgnitionGeneration::V2, spec, spec, major),
+                _ => return Err(VersionError::Unknown(version).into()),
+            },
+            Err(e) => return Err(e.into()),
+        };
+        let major = rhel_major.unwrap_or(table_rhel);
         let base = rhel(major).ok_or(TargetError::UnknownRhel(major))?;
-        let spec = spec.unwrap_or(row.default_spec);
-        check_spec(row, spec)?;
+        let spec = spec.unwrap_or(default_spec);
+        check_spec(version, ignition, max_spec, spec)?;
         Ok(Target {
             bootimage: version,
             rhel: major,
             glibc: base.glibc.into(),
             libcrypto: base.libcrypto.into(),
             libssl: base.libssl.into(),
-            ignition: row.ignition,
-            max_spec: row.max_spec,
+            ignition,
+            max_spec,
             spec,
             arch: arch.to_string(),
         })
@@ -309,30 +493,33 @@ impl Target {
 
     /// Whether the bootimage's Ignition reads `spec`.
     pub fn reads(&self, spec: SpecVersion) -> bool {
-        bootimage(self.bootimage)
-            .map(|row| check_spec(row, spec).is_ok())
-            .unwrap_or(false)
+        check_spec(self.bootimage, self.ignition, self.max_spec, spec).is_ok()
     }
 }
 
-fn check_spec(row: &Bootimage, spec: SpecVersion) -> Result<(), TargetError> {
-    match (row.ignition, spec.is_v2()) {
+fn check_spec(
+    bootimage: OcpVersion,
+    ignition: IgnitionGeneration,
+    max: SpecVersion,
+    spec: SpecVersion,
+) -> Result<(), TargetError> {
+    match (ignition, spec.is_v2()) {
         (IgnitionGeneration::V0, false) => Err(TargetError::WrongFamily {
             spec,
-            bootimage: row.version,
+            bootimage,
             generation: "v0.x",
             family: "2.x",
         }),
         (IgnitionGeneration::V2, true) => Err(TargetError::WrongFamily {
             spec,
-            bootimage: row.version,
+            bootimage,
             generation: "v2.x",
             family: "3.x",
         }),
-        _ if spec > row.max_spec => Err(TargetError::SpecTooNew {
+        _ if spec > max => Err(TargetError::SpecTooNew {
             spec,
-            bootimage: row.version,
-            max: row.max_spec,
+            bootimage,
+            max,
         }),
         _ => Ok(()),
     }
@@ -342,22 +529,135 @@ fn check_spec(row: &Bootimage, spec: SpecVersion) -> Result<(), TargetError> {
 mod tests {
     use super::*;
 
+    /// Every release from 4.1 to the newest MCO release branch has a row.
+    const RELEASES: [(u32, u32); 2] = [(4, 23), (5, 2)];
+
     #[test]
     fn table_is_ordered_complete_and_consistent() {
         for w in BOOTIMAGES.windows(2) {
             assert!(w[0].version < w[1].version);
         }
-        for minor in 1..=19 {
-            let b = bootimage(v(4, minor)).unwrap();
-            assert!(b.default_spec <= b.max_spec, "{}", b.version);
-            assert!(check_spec(b, b.default_spec).is_ok(), "{}", b.version);
+        let all: Vec<OcpVersion> = RELEASES
+            .iter()
+            .flat_map(|&(major, last)| {
+                let first = if major == 4 { 1 } else { 0 };
+                (first..=last).map(move |minor| v(major, minor))
+            })
+            .collect();
+        assert_eq!(
+            all,
+            BOOTIMAGES.iter().map(|b| b.version).collect::<Vec<_>>()
+        );
+        for b in BOOTIMAGES {
+            let at = b.version;
+            assert!(b.default_spec <= b.max_spec, "{at}");
+            assert!(
+                check_spec(at, b.ignition, b.max_spec, b.default_spec).is_ok(),
+                "{at}"
+            );
             let base = rhel(b.rhel).unwrap();
             assert_eq!(b.glibc, base.glibc);
             assert_eq!(b.libcrypto, base.libcrypto);
-            assert_eq!(b.rhel, if minor <= 12 { 8 } else { 9 });
-            assert_eq!(b.ignition == IgnitionGeneration::V0, minor <= 5);
-            assert!(!b.source.is_empty());
+            let rhel = match (at.major, at.minor) {
+                (4, m) if m <= 12 => 8,
+                (4, _) => 9,
+                _ => 10,
+            };
+            assert_eq!(b.rhel, rhel, "{at}");
+            assert!(
+                b.rhel_release.starts_with(&format!("{rhel}.")),
+                "{at}: {}",
+                b.rhel_release
+            );
+            assert_eq!(b.ignition == IgnitionGeneration::V0, at <= v(4, 5));
+            assert!(!b.source.is_empty() && !b.ignition_release.is_empty());
+            // Every row makes a target, so `inspect` shows a verdict for each.
+            let t = Target::new(at, None, None, "amd64").unwrap();
+            assert_eq!(
+                (t.rhel, t.spec, t.max_spec),
+                (b.rhel, b.default_spec, b.max_spec)
+            );
         }
+        assert_eq!(newest_known(), v(5, 2));
+    }
+
+    #[test]
+    fn pinned_and_new_rows() {
+        let row = |major, minor| bootimage(v(major, minor)).unwrap();
+        // Ignition 2.12.0 (4.9) reads 3.3; 2.15.0 (4.13) reads 3.4.
+        assert_eq!(row(4, 9).max_spec, SpecVersion::V3_3);
+        assert_eq!(row(4, 10).max_spec, SpecVersion::V3_2);
+        assert_eq!(row(4, 13).max_spec, SpecVersion::V3_4);
+        for (major, minor) in [(4, 19), (4, 20), (4, 21), (4, 22), (4, 23), (5, 0), (5, 2)] {
+            let b = row(major, minor);
+            assert_eq!(b.max_spec, SpecVersion::V3_4, "{}", b.version);
+            assert_eq!(b.default_spec, SpecVersion::V3_2, "{}", b.version);
+        }
+        let t = Target::new(v(5, 0), None, None, "amd64").unwrap();
+        assert_eq!(
+            (t.rhel, t.glibc.as_str(), t.libcrypto.as_str()),
+            (10, "2.39", "libcrypto.so.3")
+        );
+        assert!(t.reads(SpecVersion::V3_4) && !t.reads(SpecVersion::V3_5));
+        for too_new in [SpecVersion::V3_5, SpecVersion::V3_6] {
+            assert!(matches!(
+                Target::new(v(5, 0), Some(too_new), None, "amd64"),
+                Err(TargetError::SpecTooNew { .. })
+            ));
+        }
+        // A RHEL 10 bootimage of 4.22 (osImageStream rhel-10), a RHEL 9 one of 5.0.
+        assert_eq!(
+            Target::new(v(4, 22), None, Some(10), "amd64")
+                .unwrap()
+                .glibc,
+            "2.39"
+        );
+        assert_eq!(
+            Target::new(v(5, 0), None, Some(9), "amd64").unwrap().glibc,
+            "2.34"
+        );
+    }
+
+    #[test]
+    fn releases_past_the_table_need_rhel_and_spec() {
+        let e = Target::new(v(5, 3), None, None, "amd64").unwrap_err();
+        let msg = e.to_string();
+        for needle in [
+            "unknown bootimage 5.3",
+            "5.2 is the newest",
+            "--target-os-release",
+            "--target-rhel",
+            "--spec",
+        ] {
+            assert!(msg.contains(needle), "{needle:?} in {msg}");
+        }
+        assert!(matches!(
+            Target::new(v(5, 3), Some(SpecVersion::V3_5), None, "amd64"),
+            Err(TargetError::Version(VersionError::Unknown(_)))
+        ));
+        assert!(matches!(
+            Target::new(v(5, 3), None, Some(10), "amd64"),
+            Err(TargetError::Version(VersionError::Unknown(_)))
+        ));
+        let t = Target::new(v(5, 3), Some(SpecVersion::V3_6), Some(10), "amd64").unwrap();
+        assert_eq!(
+            (t.rhel, t.spec, t.max_spec),
+            (10, SpecVersion::V3_6, SpecVersion::V3_6)
+        );
+        assert!(!t.has_legacy_firstboot());
+        assert!(!t.reads(SpecVersion::V2_2));
+        assert!(matches!(
+            Target::new(v(5, 3), Some(SpecVersion::V2_2), Some(10), "amd64"),
+            Err(TargetError::WrongFamily { .. })
+        ));
+        assert!(matches!(
+            Target::new(v(5, 3), Some(SpecVersion::V3_2), Some(11), "amd64"),
+            Err(TargetError::UnknownRhel(11))
+        ));
+        // Nothing before the first RHCOS release has a way through.
+        let e = Target::new(v(4, 0), Some(SpecVersion::V3_2), Some(8), "amd64").unwrap_err();
+        assert!(e.to_string().contains("starts at 4.1"), "{e}");
+        assert!(matches!(bootimage(v(3, 11)), Err(VersionError::TooOld(_))));
     }
 
     #[test]
@@ -383,6 +683,12 @@ mod tests {
             read("ID=rhcos\nVERSION_ID=410.84\n"),
             (Some(v(4, 10)), Some(8))
         );
+        assert_eq!(
+            read(
+                "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhel\"\nVERSION_ID=\"10.2\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"5.0\"\n"
+            ),
+            (Some(v(5, 0)), Some(10))
+        );
         assert_eq!(read("ID=rhel\nVERSION_ID=9.6\n"), (None, Some(9)));
         assert_eq!(read("ID=fedora\nVERSION_ID=40\n"), (None, None));
     }
@@ -394,7 +700,6 @@ mod tests {
         for bad in ["4", "4.", ".2", "4.2.1", "a.b", "4.+2"] {
             assert!(bad.parse::<OcpVersion>().is_err(), "{bad}");
         }
-        assert!(matches!(bootimage(v(3, 11)), Err(VersionError::Unknown(_))));
     }
 
     #[test]

@@ -5,7 +5,13 @@
 //! are checked against the spec 2.2 JSON schema with strict keys and the rules Ignition
 //! v0.x enforces at run time, then translated to 3.0 and applied for their masks.
 //!
-//! Missing tools fail these tests: `apt-get install ignition systemd`.
+//! Specs 3.4-3.6, which Debian's 2.14 cannot read, and the default and newest spec of
+//! every row of the bootimage table are checked by the real Ignition of their
+//! generation from `../shared` (or `$MCD_INJECT_SHARED`): v2.26 validates and applies
+//! spec 3.x, v0.35 validates spec 2.2.
+//!
+//! Missing tools fail these tests: `apt-get install ignition systemd xz-utils`, and
+//! `../shared/ignition-v0.35`, `../shared/ignition-v2.26`.
 
 mod common;
 
@@ -184,6 +190,18 @@ fn payload_sha256(cfg: &Value) -> String {
     p["binary_sha256"].as_str().unwrap().to_string()
 }
 
+/// `verify CFG --image REF` passes.
+fn assert_verifies(cfg: &Path, reference: &str) {
+    let r = mcd_inject(["verify", cfg.to_str().unwrap(), "--image", reference]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "{}\n{}",
+        r.describe(),
+        String::from_utf8_lossy(&r.stdout)
+    );
+}
+
 #[test]
 fn spec3_outputs_validate_and_apply() {
     require_real_tools();
@@ -213,14 +231,7 @@ fn spec3_outputs_validate_and_apply() {
             ignition_apply(&cfg_path, &root);
             check_applied_root(&root, &payload_sha256(&cfg), name == "mco-4.6");
 
-            let r = mcd_inject(["verify", cfg_path.to_str().unwrap(), "--image", &reference]);
-            assert_eq!(
-                r.code,
-                Some(0),
-                "{}\n{}",
-                r.describe(),
-                String::from_utf8_lossy(&r.stdout)
-            );
+            assert_verifies(&cfg_path, &reference);
         }
     }
     let want: Vec<&str> = vec!["3.0.0", "3.1.0", "3.2.0", "3.3.0"];
@@ -366,4 +377,222 @@ fn check_spec22_remote(cfg: &Value, payload: &[u8]) {
     );
     assert_eq!(&payload[..2], b"\x1f\x8b");
     assert!(schema::validate(cfg, SpecVersion::V2_2).is_clean());
+}
+
+// ------------------------------------------------ the real Ignition of each bootimage row
+
+/// The directory of the real third-party programs (`../shared`, or `$MCD_INJECT_SHARED`).
+fn shared_dir() -> PathBuf {
+    match std::env::var_os("MCD_INJECT_SHARED").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => crate_root().join("../shared"),
+    }
+}
+
+/// One program of `SHARED/DIR/NAME.xz`, decompressed into `into` and checked against the
+/// directory's SHA256SUMS. Panics, saying what is missing, when it cannot be had.
+fn shared_program(dir: &str, name: &str, into: &Path) -> PathBuf {
+    let src = shared_dir().join(dir);
+    let xz = src.join(format!("{name}.xz"));
+    assert!(
+        xz.is_file(),
+        "{} is missing: these tests need the real {dir} (set MCD_INJECT_SHARED to the \
+         directory holding it)",
+        xz.display()
+    );
+    let out = Command::new("xz")
+        .arg("-dc")
+        .arg(&xz)
+        .output()
+        .unwrap_or_else(|e| panic!("xz is missing ({e}): apt-get install xz-utils"));
+    assert!(out.status.success(), "xz -dc {}", xz.display());
+    let sums = fs::read_to_string(src.join("SHA256SUMS")).unwrap();
+    let want = sums
+        .lines()
+        .find_map(|l| l.strip_suffix(name).map(|h| h.trim().to_string()))
+        .unwrap_or_else(|| panic!("{name} is not in {dir}/SHA256SUMS"));
+    assert_eq!(
+        sha256_hex(&out.stdout),
+        want,
+        "{dir}/{name} does not match SHA256SUMS"
+    );
+    let path = into.join(name);
+    fs::write(&path, &out.stdout).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The real validators: Ignition v0.35 (spec 2.x) and v2.26 (spec 3.0-3.6).
+struct Validators {
+    _dir: tempfile::TempDir,
+    v0: PathBuf,
+    v2: PathBuf,
+    /// Ignition v2.26 itself, as `ignition-apply`.
+    apply: PathBuf,
+}
+
+fn validators() -> Validators {
+    let dir = tempfile::tempdir().unwrap();
+    let v0dir = dir.path().join("v0");
+    let v2dir = dir.path().join("v2");
+    fs::create_dir_all(&v0dir).unwrap();
+    fs::create_dir_all(&v2dir).unwrap();
+    let v0 = shared_program("ignition-v0.35", "ignition-validate", &v0dir);
+    let v2 = shared_program("ignition-v2.26", "ignition-validate", &v2dir);
+    let program = shared_program("ignition-v2.26", "ignition", &v2dir);
+    let apply = v2dir.join("ignition-apply");
+    std::os::unix::fs::symlink(&program, &apply).unwrap();
+    Validators {
+        _dir: dir,
+        v0,
+        v2,
+        apply,
+    }
+}
+
+impl Validators {
+    /// Validates with the Ignition that reads `spec`; any output is a finding.
+    fn validate(&self, cfg: &Path, spec: &str) -> (bool, String) {
+        let program = if spec.starts_with("2.") {
+            &self.v0
+        } else {
+            &self.v2
+        };
+        let (ok, text) = run(Command::new(program).arg(cfg));
+        (ok && text.is_empty(), text)
+    }
+
+    fn apply(&self, cfg: &Path, root: &Path) {
+        let (ok, text) = run(Command::new(&self.apply)
+            .env("container", "1")
+            .arg("--offline")
+            .arg("--root")
+            .arg(root)
+            .arg(cfg));
+        assert!(ok, "Ignition v2.26 apply {} failed:\n{text}", cfg.display());
+    }
+}
+
+/// Every row's default spec, and the newest spec it reads, is accepted by the real
+/// Ignition of that generation: v0.35 for spec 2.2 (4.1-4.5), v2.26 for spec 3.x.
+#[test]
+fn every_row_default_and_newest_spec_validate_with_the_real_ignition() {
+    require_real_tools();
+    let tools = validators();
+    let reference = fixture("mco-4.6").reference("oci");
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in mcd_inject::target::BOOTIMAGES {
+        let boot = row.version.to_string();
+        for (spec, want) in [(None, row.default_spec), (Some(row.max_spec), row.max_spec)] {
+            let spec_arg = spec.map(|s| s.to_string());
+            let cfg_path = inject(&reference, &boot, spec_arg.as_deref(), dir.path());
+            let cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+            if cfg["ignition"]["version"] != want.as_str() {
+                failures.push(format!(
+                    "{boot}: wrote {}, expected {want}",
+                    cfg["ignition"]["version"]
+                ));
+            }
+            let (ok, text) = tools.validate(&cfg_path, want.as_str());
+            if !ok {
+                failures.push(format!("{boot} spec {want}: the validator said: {text}"));
+            }
+            seen.insert(want.as_str());
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        ["2.2.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"]
+    );
+}
+
+/// Specs 3.4-3.6, which Debian's Ignition 2.14 cannot read: validated and applied by
+/// Ignition v2.26, with the same checks on the applied root as the older specs.
+#[test]
+fn spec34_to_36_outputs_validate_and_apply_with_ignition_v2_26() {
+    require_real_tools();
+    let tools = validators();
+    // (fixture, bootimage, --spec): 3.4 as the table allows it; 3.5 and 3.6 for a
+    // release past the table, where the user vouches for the spec.
+    let cases: [(&str, &str, &[&str]); 5] = [
+        ("mco-4.6", "4.16", &["--spec", "3.4"]),
+        ("mco-4.16", "5.0", &["--spec", "3.4"]),
+        ("mco-4.6", "5.3", &["--spec", "3.5", "--target-rhel", "10"]),
+        ("mco-4.16", "5.3", &["--spec", "3.5", "--target-rhel", "9"]),
+        ("mco-4.16", "5.3", &["--spec", "3.6", "--target-rhel", "10"]),
+    ];
+    for (name, boot, extra) in cases {
+        let reference = fixture(name).reference("oci");
+        let dir = tempfile::tempdir().unwrap();
+        let cfg_path = dir.path().join("out.ign");
+        let mut args = vec![
+            "inject",
+            "--image",
+            &reference,
+            "--bootimage",
+            boot,
+            "--ign",
+            cfg_path.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let r = mcd_inject(&args);
+        assert_eq!(r.code, Some(0), "{}", r.describe());
+        let cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+        let spec = cfg["ignition"]["version"].as_str().unwrap().to_string();
+        assert_eq!(spec, format!("{}.0", extra[1]), "{name} {boot}");
+        let report = schema::validate(&cfg, spec.parse().unwrap());
+        assert!(report.is_clean(), "{name} {boot}: {report:?}");
+
+        let (ok, text) = tools.validate(&cfg_path, &spec);
+        assert!(
+            ok,
+            "{name} {boot} spec {spec}: ignition-validate v2.26 said: {text}"
+        );
+        let root = os_root(dir.path());
+        tools.apply(&cfg_path, &root);
+        check_applied_root(&root, &payload_sha256(&cfg), name == "mco-4.6");
+
+        assert_verifies(&cfg_path, &reference);
+    }
+    // 3.5 or 3.6 for a row whose Ignition is not proven to read them is refused, writing
+    // nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.ign");
+    let r = mcd_inject([
+        "inject",
+        "--image",
+        &fixture("mco-4.16").reference("oci"),
+        "--bootimage",
+        "5.0",
+        "--spec",
+        "3.5",
+        "--ign",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(1), "{}", r.describe());
+    assert!(
+        r.stderr.contains("reads at most spec 3.4.0"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+}
+
+/// The bundled 3.x schemas are the ones shared with the other checks.
+#[test]
+fn bundled_spec3_schemas_match_the_shared_copies() {
+    for n in 0..=6 {
+        let name = format!("ignition-3.{n}.json");
+        let shared = shared_dir().join("ignition-schemas").join(&name);
+        assert!(shared.is_file(), "{} is missing", shared.display());
+        assert_eq!(
+            fs::read(&shared).unwrap(),
+            fs::read(crate_root().join("src/ignition/schemas").join(&name)).unwrap(),
+            "src/ignition/schemas/{name} differs from {}",
+            shared.display()
+        );
+    }
 }

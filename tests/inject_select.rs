@@ -1,7 +1,8 @@
 //! The selection matrix: for every MCO fixture and the bootimages 4.1, 4.2, 4.5, 4.8,
-//! 4.12, 4.14 and 4.16, `inject` either delivers the expected build or refuses cleanly
-//! (exit 1, every candidate listed with its reasons, no output file). The same table is
-//! in docs/inject.md.
+//! 4.12, 4.14, 4.16 and every row from 4.20 on (RHEL 9.6, 9.8 and, from 5.0, RHEL 10),
+//! `inject` either delivers the expected build or refuses cleanly (exit 1, every
+//! candidate listed with its reasons, no output file). The same table is in
+//! docs/inject.md.
 
 mod common;
 
@@ -10,23 +11,30 @@ use std::fs;
 use common::{dir_entries, fixture, inject, mcd_inject};
 use serde_json::Value;
 
-const BOOTIMAGES: [&str; 7] = ["4.1", "4.2", "4.5", "4.8", "4.12", "4.14", "4.16"];
+const BOOTIMAGES: [&str; 14] = [
+    "4.1", "4.2", "4.5", "4.8", "4.12", "4.14", "4.16", "4.20", "4.21", "4.22", "4.23", "5.0",
+    "5.1", "5.2",
+];
+/// The RHEL 8 bootimages of [`BOOTIMAGES`]; the others are RHEL 9 (4.13-4.23) or 10.
+const RHEL8_BOOTIMAGES: [&str; 5] = ["4.1", "4.2", "4.5", "4.8", "4.12"];
 const MCD: &str = "/usr/bin/machine-config-daemon";
 const RHEL8: &str = "/usr/bin/machine-config-daemon.rhel8";
 const RHEL9: &str = "/usr/bin/machine-config-daemon.rhel9";
 
-/// The expected build per bootimage of [`BOOTIMAGES`]; `None` is a refusal.
-fn expected(fixture: &str) -> [Option<&'static str>; 7] {
-    let old = |p| [Some(p); 5];
-    let join = |a: [Option<&'static str>; 5], b: Option<&'static str>| {
-        [a[0], a[1], a[2], a[3], a[4], b, b]
-    };
-    match fixture {
-        "mco-4.6" | "mco-multiarch" => [Some(MCD); 7],
-        "mco-4.14" => join(old(MCD), Some(RHEL9)),
-        "mco-4.16" | "mco-small" => join(old(RHEL8), Some(MCD)),
-        "mco-4.18" => join([None; 5], Some(MCD)),
-        other => panic!("no expectation for {other}"),
+/// The expected build of a fixture for a bootimage; `None` is a refusal. The RHEL 9
+/// builds fit RHEL 10 (glibc 2.39, the same libcrypto.so.3), so RHEL 9 and RHEL 10
+/// bootimages get the same build.
+fn expected(fixture: &str, bootimage: &str) -> Option<&'static str> {
+    let old = RHEL8_BOOTIMAGES.contains(&bootimage);
+    match (fixture, old) {
+        ("mco-4.6" | "mco-multiarch", _) => Some(MCD),
+        ("mco-4.14", true) => Some(MCD),
+        ("mco-4.14", false) => Some(RHEL9),
+        ("mco-4.16" | "mco-small", true) => Some(RHEL8),
+        ("mco-4.16" | "mco-small", false) => Some(MCD),
+        ("mco-4.18", true) => None,
+        ("mco-4.18", false) => Some(MCD),
+        (other, _) => panic!("no expectation for {other}"),
     }
 }
 
@@ -58,13 +66,12 @@ fn selection_matrix() {
     let dir = tempfile::tempdir().unwrap();
     for name in FIXTURES {
         let fx = fixture(name);
-        let want = expected(name);
         for transport in fx.transports.keys() {
             let reference = fx.reference(transport);
-            for (i, boot) in BOOTIMAGES.iter().enumerate() {
+            for boot in BOOTIMAGES {
                 let out = dir.path().join("out.ign");
                 let run = inject(&reference, boot, &out, &[]);
-                match want[i] {
+                match expected(name, boot) {
                     Some(path) => {
                         if run.code != Some(0) {
                             failures.push(format!("{name} {transport} {boot}: {}", run.describe()));
@@ -75,6 +82,17 @@ fn selection_matrix() {
                             failures.push(format!(
                                 "{name} {transport} {boot}: chose {}, expected {path}",
                                 p["binary_path"]
+                            ));
+                        }
+                        let rhel = match boot {
+                            b if RHEL8_BOOTIMAGES.contains(&b) => 8,
+                            b if b.starts_with("5.") => 10,
+                            _ => 9,
+                        };
+                        if p["target"]["rhel"] != rhel {
+                            failures.push(format!(
+                                "{name} {transport} {boot}: target RHEL {}, expected {rhel}",
+                                p["target"]["rhel"]
                             ));
                         }
                         fs::remove_file(&out).unwrap();
@@ -219,11 +237,36 @@ fn inspect_shows_elf_facts_and_verdicts() {
     };
     assert!(!verdict(rhel9, "4.2"));
     assert!(verdict(rhel9, "4.16"));
+    assert!(verdict(rhel9, "5.0"));
+    // A verdict for every row of the table, in its order.
+    let rows: Vec<String> = mcd_inject::target::BOOTIMAGES
+        .iter()
+        .map(|b| b.version.to_string())
+        .collect();
+    assert_eq!(rows.first().map(String::as_str), Some("4.1"));
+    assert_eq!(rows.last().map(String::as_str), Some("5.2"));
+    for b in bins {
+        let shown: Vec<&str> = b["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["bootimage"].as_str().unwrap())
+            .collect();
+        assert_eq!(shown, rows, "{}", b["path"]);
+    }
     let run = mcd_inject(["inspect", "--image", &fixture("mco-4.14").reference("oci")]);
     let text = String::from_utf8(run.stdout).unwrap();
     assert!(text.contains("4.1-4.12: fits"), "{text}");
     assert!(
-        text.contains("4.13-4.19: does not fit: links libcrypto.so.1.1"),
+        text.contains("4.13-4.23: does not fit: links libcrypto.so.1.1, RHEL 9 has libcrypto.so.3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("5.0-5.2: does not fit: links libcrypto.so.1.1, RHEL 10 has libcrypto.so.3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("5.0-5.2: fits: needs GLIBC_2.34 <= 2.39 (RHEL 10)"),
         "{text}"
     );
 }
@@ -251,6 +294,25 @@ fn target_os_release_is_read_like_mco() {
             MCD,
             "4.19",
             9,
+        ),
+        (
+            "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhel\"\nVERSION_ID=\"9.8\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"4.22\"\n",
+            MCD,
+            "4.22",
+            9,
+        ),
+        // 4.22's other bootimage (install-config osImageStream: rhel-10).
+        (
+            "ID=\"rhel\"\nVERSION_ID=\"10.2\"\nVARIANT=\"CoreOS\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"4.22\"\n",
+            MCD,
+            "4.22",
+            10,
+        ),
+        (
+            "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhel\"\nID_LIKE=\"centos fedora\"\nVERSION_ID=\"10.2\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"5.0\"\n",
+            MCD,
+            "5.0",
+            10,
         ),
     ];
     let inject_for = |os: &std::path::Path, out: &std::path::Path| {
@@ -287,4 +349,125 @@ fn target_os_release_is_read_like_mco() {
         run.describe()
     );
     assert!(!out.exists());
+}
+
+/// A release newer than the table: refused, naming the newest known release and the way
+/// through; with the RHEL (flag or os-release) and `--spec`, delivered.
+#[test]
+fn releases_past_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = fixture("mco-small").reference("oci");
+    let out = dir.path().join("out.ign");
+    let refused = |run: &common::Run| {
+        run.code == Some(1)
+            && run.stderr.contains("unknown bootimage 5.3")
+            && run
+                .stderr
+                .contains("5.2 is the newest release the table knows")
+            && run.stderr.contains("--target-os-release")
+            && run.stderr.contains("--target-rhel")
+            && run.stderr.contains("--spec")
+    };
+    for extra in [&[][..], &["--spec", "3.5"], &["--target-rhel", "10"]] {
+        let run = inject(&reference, "5.3", &out, extra);
+        assert!(refused(&run), "{extra:?}: {}", run.describe());
+        assert!(dir_entries(dir.path()).is_empty(), "{extra:?}");
+    }
+    let run = inject(
+        &reference,
+        "5.3",
+        &out,
+        &["--target-rhel", "10", "--spec", "3.6"],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let cfg: Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    assert_eq!(cfg["ignition"]["version"], "3.6.0");
+    let p = provenance(&fs::read(&out).unwrap());
+    assert_eq!(p["binary_path"], MCD);
+    assert_eq!(p["target"]["bootimage"], "5.3");
+    assert_eq!(p["target"]["rhel"], 10);
+    fs::remove_file(&out).unwrap();
+
+    // The same through its os-release.
+    let os = dir.path().join("os-release");
+    fs::write(
+        &os,
+        "ID=\"rhel\"\nVERSION_ID=\"10.4\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"5.3\"\n",
+    )
+    .unwrap();
+    let with_os = |extra: &[&str]| {
+        let mut args = vec![
+            "inject",
+            "--image",
+            &reference,
+            "--target-os-release",
+            os.to_str().unwrap(),
+            "--ign",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        mcd_inject(args)
+    };
+    let run = with_os(&[]);
+    assert!(refused(&run), "{}", run.describe());
+    assert!(!out.exists());
+    let run = with_os(&["--spec", "3.5"]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let p = provenance(&fs::read(&out).unwrap());
+    assert_eq!(p["target"]["bootimage"], "5.3");
+    assert_eq!(p["target"]["rhel"], 10);
+    assert_eq!(p["target"]["spec"], "3.5.0");
+
+    // verify reads the off-table target back from the provenance.
+    let run = mcd_inject(["verify", out.to_str().unwrap(), "--image", &reference]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+
+    // Nothing older than the table has a way through (refused as the arguments are
+    // parsed); a spec 2.x cannot be read after 4.5.
+    let run = inject(
+        &reference,
+        "4.0",
+        &out,
+        &["--target-rhel", "8", "--spec", "3.2"],
+    );
+    assert_eq!(run.code, Some(2), "a usage error: {}", run.describe());
+    assert!(
+        run.stderr.contains("the table starts at 4.1"),
+        "{}",
+        run.stderr
+    );
+    let run = inject(
+        &reference,
+        "5.3",
+        &out,
+        &["--target-rhel", "10", "--spec", "2.2"],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(run.stderr.contains("reads spec 3.x only"), "{}", run.stderr);
+}
+
+/// The other bootimage of a release: RHEL 10 for 4.22 (osImageStream rhel-10), RHEL 9
+/// for 5.0 (osImageStream rhel-9), and the matching build of each fixture.
+#[test]
+fn other_rhel_stream_of_a_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.ign");
+    for (name, boot, rhel, want) in [
+        ("mco-4.14", "4.22", "10", RHEL9),
+        ("mco-4.14", "5.0", "9", RHEL9),
+        ("mco-4.16", "4.22", "10", MCD),
+        ("mco-4.16", "5.0", "9", MCD),
+        ("mco-4.18", "5.1", "9", MCD),
+    ] {
+        let run = inject(
+            &fixture(name).reference("oci"),
+            boot,
+            &out,
+            &["--target-rhel", rhel],
+        );
+        assert_eq!(run.code, Some(0), "{name} {boot}: {}", run.describe());
+        let p = provenance(&fs::read(&out).unwrap());
+        assert_eq!(p["binary_path"], want, "{name} {boot} RHEL {rhel}");
+        assert_eq!(p["target"]["rhel"].to_string(), rhel);
+    }
 }

@@ -41,7 +41,7 @@ fn base_spec(version: &str, out: SpecVersion) -> Result<SpecVersion, MergeError>
     if version.starts_with("1.")
         || version.starts_with("2.") && !["2.0.0", "2.1.0", "2.2.0"].contains(&version)
     {
-        return Err(refuse("only specs 2.0.0-2.2.0 and 3.0.0-3.4.0 are read"));
+        return Err(refuse("only specs 2.0.0-2.2.0 and 3.0.0-3.6.0 are read"));
     }
     if family_v2 != out.is_v2() {
         return Err(refuse(

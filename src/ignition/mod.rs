@@ -1,5 +1,5 @@
 //! Ignition configs: one neutral model of what to put on the node, rendered by one
-//! module per spec family (`v2` for 2.2.0, `v3` for 3.0.0-3.4.0). Only this module
+//! module per spec family (`v2` for 2.2.0, `v3` for 3.0.0-3.6.0). Only this module
 //! knows spec versions.
 
 pub mod merge;
@@ -24,21 +24,25 @@ pub enum SpecVersion {
     V3_2,
     V3_3,
     V3_4,
+    V3_5,
+    V3_6,
 }
 
 /// All spec versions, oldest first.
-pub const SPECS: [SpecVersion; 6] = [
+pub const SPECS: [SpecVersion; 8] = [
     SpecVersion::V2_2,
     SpecVersion::V3_0,
     SpecVersion::V3_1,
     SpecVersion::V3_2,
     SpecVersion::V3_3,
     SpecVersion::V3_4,
+    SpecVersion::V3_5,
+    SpecVersion::V3_6,
 ];
 
 /// Why a spec version was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unsupported Ignition spec {0:?}: this tool writes 2.2.0 and 3.0.0 to 3.4.0")]
+#[error("unsupported Ignition spec {0:?}: this tool writes 2.2.0 and 3.0.0 to 3.6.0")]
 pub struct SpecError(pub String);
 
 impl SpecVersion {
@@ -51,6 +55,8 @@ impl SpecVersion {
             SpecVersion::V3_2 => "3.2.0",
             SpecVersion::V3_3 => "3.3.0",
             SpecVersion::V3_4 => "3.4.0",
+            SpecVersion::V3_5 => "3.5.0",
+            SpecVersion::V3_6 => "3.6.0",
         }
     }
 
@@ -67,7 +73,10 @@ impl SpecVersion {
             SpecVersion::V3_1 | SpecVersion::V3_2 | SpecVersion::V3_3 => {
                 &["http", "https", "tftp", "s3", "gs", "data"]
             }
-            SpecVersion::V3_4 => &["http", "https", "tftp", "s3", "arn", "gs", "data"],
+            // 3.4 added `arn`; 3.5 and 3.6 add no scheme (Ignition's migrating-configs).
+            SpecVersion::V3_4 | SpecVersion::V3_5 | SpecVersion::V3_6 => {
+                &["http", "https", "tftp", "s3", "arn", "gs", "data"]
+            }
         }
     }
 }
@@ -345,8 +354,13 @@ mod tests {
         assert_eq!("3.2".parse::<SpecVersion>().unwrap(), SpecVersion::V3_2);
         assert_eq!("2.2.0".parse::<SpecVersion>().unwrap(), SpecVersion::V2_2);
         assert!("2.1.0".parse::<SpecVersion>().is_err());
-        assert!("3.5.0".parse::<SpecVersion>().is_err());
+        assert_eq!("3.6".parse::<SpecVersion>().unwrap(), SpecVersion::V3_6);
+        assert_eq!("3.5.0".parse::<SpecVersion>().unwrap().as_str(), "3.5.0");
+        for bad in ["3.7.0", "3.6.0-experimental", "3.7.0-experimental"] {
+            assert!(bad.parse::<SpecVersion>().is_err(), "{bad}");
+        }
         assert!(SpecVersion::V2_2 < SpecVersion::V3_0);
+        assert!(SpecVersion::V3_4 < SpecVersion::V3_5 && SpecVersion::V3_5 < SpecVersion::V3_6);
     }
 
     #[test]

@@ -17,6 +17,8 @@ fn schema_text(spec: SpecVersion) -> &'static str {
         SpecVersion::V3_2 => include_str!("schemas/ignition-3.2.json"),
         SpecVersion::V3_3 => include_str!("schemas/ignition-3.3.json"),
         SpecVersion::V3_4 => include_str!("schemas/ignition-3.4.json"),
+        SpecVersion::V3_5 => include_str!("schemas/ignition-3.5.json"),
+        SpecVersion::V3_6 => include_str!("schemas/ignition-3.6.json"),
     }
 }
 

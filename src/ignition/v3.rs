@@ -1,5 +1,6 @@
-//! Specs 3.0.0 to 3.4.0 (Ignition v2.x): no `filesystem`; `overwrite` is set because
-//! it defaults to false there. The subset written here is the same in all of them.
+//! Specs 3.0.0 to 3.6.0 (Ignition v2.x): no `filesystem`; `overwrite` is set because
+//! it defaults to false there. The subset written here is the same in all of them (3.6
+//! only starts honouring setuid/setgid/sticky bits, which no mode here has).
 
 use serde_json::{json, Map, Value};
 
