@@ -20,6 +20,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::node::{shared_dir, shared_program};
 use common::{crate_root, fixture, mcd_inject, sha256_hex};
 use mcd_inject::ignition::{decode_data_url, schema, SpecVersion};
 use serde_json::Value;
@@ -381,47 +382,6 @@ fn check_spec22_remote(cfg: &Value, payload: &[u8]) {
 
 // ------------------------------------------------ the real Ignition of each bootimage row
 
-/// The directory of the real third-party programs (`../shared`, or `$MCD_INJECT_SHARED`).
-fn shared_dir() -> PathBuf {
-    match std::env::var_os("MCD_INJECT_SHARED").filter(|d| !d.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => crate_root().join("../shared"),
-    }
-}
-
-/// One program of `SHARED/DIR/NAME.xz`, decompressed into `into` and checked against the
-/// directory's SHA256SUMS. Panics, saying what is missing, when it cannot be had.
-fn shared_program(dir: &str, name: &str, into: &Path) -> PathBuf {
-    let src = shared_dir().join(dir);
-    let xz = src.join(format!("{name}.xz"));
-    assert!(
-        xz.is_file(),
-        "{} is missing: these tests need the real {dir} (set MCD_INJECT_SHARED to the \
-         directory holding it)",
-        xz.display()
-    );
-    let out = Command::new("xz")
-        .arg("-dc")
-        .arg(&xz)
-        .output()
-        .unwrap_or_else(|e| panic!("xz is missing ({e}): apt-get install xz-utils"));
-    assert!(out.status.success(), "xz -dc {}", xz.display());
-    let sums = fs::read_to_string(src.join("SHA256SUMS")).unwrap();
-    let want = sums
-        .lines()
-        .find_map(|l| l.strip_suffix(name).map(|h| h.trim().to_string()))
-        .unwrap_or_else(|| panic!("{name} is not in {dir}/SHA256SUMS"));
-    assert_eq!(
-        sha256_hex(&out.stdout),
-        want,
-        "{dir}/{name} does not match SHA256SUMS"
-    );
-    let path = into.join(name);
-    fs::write(&path, &out.stdout).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
 /// The real validators: Ignition v0.35 (spec 2.x) and v2.26 (spec 3.0-3.6).
 struct Validators {
     _dir: tempfile::TempDir,
@@ -433,15 +393,10 @@ struct Validators {
 
 fn validators() -> Validators {
     let dir = tempfile::tempdir().unwrap();
-    let v0dir = dir.path().join("v0");
-    let v2dir = dir.path().join("v2");
-    fs::create_dir_all(&v0dir).unwrap();
-    fs::create_dir_all(&v2dir).unwrap();
-    let v0 = shared_program("ignition-v0.35", "ignition-validate", &v0dir);
-    let v2 = shared_program("ignition-v2.26", "ignition-validate", &v2dir);
-    let program = shared_program("ignition-v2.26", "ignition", &v2dir);
-    let apply = v2dir.join("ignition-apply");
-    std::os::unix::fs::symlink(&program, &apply).unwrap();
+    let v0 = shared_program("ignition-v0.35", "ignition-validate");
+    let v2 = shared_program("ignition-v2.26", "ignition-validate");
+    let apply = dir.path().join("ignition-apply");
+    std::os::unix::fs::symlink(shared_program("ignition-v2.26", "ignition"), &apply).unwrap();
     Validators {
         _dir: dir,
         v0,
