@@ -2,11 +2,12 @@
 # Runs every test of mcd-inject on a fresh Debian machine: installs the real components
 # the tests use, generates the fixtures, starts the loopback registries (127.0.0.1,
 # ports picked at run time), runs lints and the whole suite, and stops the registries.
-# Needs root for apt-get (and for the Ignition apply tests).
+# Needs root for apt-get, the Ignition apply tests and the boot tests (systemd-nspawn).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc python3 skopeo umoci zstd xz-utils jq ignition systemd time docker-registry apache2-utils openssl curl)
+packages=(gcc libc6-dev python3 skopeo umoci zstd xz-utils jq ignition systemd systemd-container
+  debootstrap time docker-registry apache2-utils openssl curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,6 +21,12 @@ if ((${#missing[@]})); then
   own_policy=false
   if [[ ! -e $policy ]]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && own_policy=true
+  fi
+  # systemd-nspawn (the boot tests) must match the installed systemd, or apt upgrades
+  # systemd along with it.
+  systemd_version=$(dpkg-query -W -f='${Version}' systemd 2>/dev/null || true)
+  if [[ -n $systemd_version ]]; then
+    missing=("${missing[@]/#systemd-container/systemd-container=$systemd_version}")
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   if $own_policy; then rm -f "$policy"; fi

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{crate_root, dir_entries, fixture};
+use common::{crate_root, dir_entries, fixture, mcd_inject};
 use serde_json::{json, Value};
 
 struct Out {
@@ -418,4 +418,120 @@ fn golden_configs() {
         stale.is_empty(),
         "stale goldens {stale:?}: review the change, then rerun with MCD_INJECT_BLESS=1"
     );
+}
+
+/// A unit entry of a config, by name.
+fn unit_mut<'a>(cfg: &'a mut Value, name: &str) -> &'a mut Value {
+    cfg["systemd"]["units"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|u| u["name"] == name)
+        .unwrap_or_else(|| panic!("no unit {name}"))
+}
+
+/// Each edit that changes how the first boot runs the MCD is refused by `verify`, with
+/// a reason that names it, for spec 2.2 and 3.2 outputs.
+#[test]
+fn verify_refuses_configs_whose_first_boot_runs_the_mcd_wrongly() {
+    type Edit = fn(&mut Value);
+    let edits: [(&str, Edit, &str); 8] = [
+        (
+            "a later drop-in runs the MCD through podman",
+            |c| {
+                unit_mut(c, FIRSTBOOT)["dropins"].as_array_mut().unwrap().push(json!({
+                    "name": "99-zz.conf",
+                    "contents": "[Service]\nExecStart=\nExecStart=/usr/bin/podman run --rm registry.example.com/mco firstboot-complete-machineconfig\n"
+                }))
+            },
+            "runs the MCD through podman",
+        ),
+        (
+            "our firstboot drop-in removed",
+            |c| unit_mut(c, FIRSTBOOT)["dropins"] = json!([]),
+            "has no drop-in 99-mcd-inject.conf",
+        ),
+        (
+            "--root-mount=/ added (4.6-4.12 MCDs refuse it)",
+            |c| {
+                let d = &mut unit_mut(c, FIRSTBOOT)["dropins"][0]["contents"];
+                *d = d
+                    .as_str()
+                    .unwrap()
+                    .replace(
+                        "firstboot-complete-machineconfig\n",
+                        "firstboot-complete-machineconfig --root-mount=/\n",
+                    )
+                    .into();
+            },
+            "not exactly `/run/bin/machine-config-daemon firstboot-complete-machineconfig`",
+        ),
+        (
+            "the re-exec guard removed",
+            |c| {
+                let d = &mut unit_mut(c, FIRSTBOOT)["dropins"][0]["contents"];
+                *d = d
+                    .as_str()
+                    .unwrap()
+                    .replace("Environment=_MCD_DID_REEXEC=1\n", "")
+                    .into();
+            },
+            "without _MCD_DID_REEXEC=1",
+        ),
+        (
+            "the install unit masked",
+            |c| unit_mut(c, "mco-mcd-install.service")["mask"] = true.into(),
+            "mco-mcd-install.service is masked",
+        ),
+        (
+            "a drop-in on the install unit",
+            |c| {
+                unit_mut(c, "mco-mcd-install.service")["dropins"] = json!([{
+                    "name": "50-x.conf",
+                    "contents": "[Service]\nExecStart=\nExecStart=/bin/true\n"
+                }])
+            },
+            "mco-mcd-install.service has drop-ins (50-x.conf)",
+        ),
+        (
+            "the pull unit masked",
+            |c| unit_mut(c, PULL)["mask"] = true.into(),
+            "machine-config-daemon-pull.service is masked",
+        ),
+        (
+            "the firstboot unit masked",
+            |c| unit_mut(c, FIRSTBOOT)["mask"] = true.into(),
+            "machine-config-daemon-firstboot.service is masked",
+        ),
+    ];
+    let reference = fixture("mco-4.16").reference("oci");
+    let dir = tempfile::tempdir().unwrap();
+    for boot in ["4.2", "4.8"] {
+        let good = dir.path().join(format!("good-{boot}.ign"));
+        let r = mcd_inject([
+            "inject",
+            "--image",
+            &reference,
+            "--bootimage",
+            boot,
+            "--ign",
+            good.to_str().unwrap(),
+        ]);
+        assert_eq!(r.code, Some(0), "{}", r.describe());
+        let cfg: Value = serde_json::from_slice(&fs::read(&good).unwrap()).unwrap();
+        for (what, edit, reason) in edits {
+            let mut bad = cfg.clone();
+            edit(&mut bad);
+            let path = dir.path().join("bad.ign");
+            fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
+            let r = mcd_inject(["verify", path.to_str().unwrap()]);
+            let text = String::from_utf8_lossy(&r.stdout);
+            assert_eq!(r.code, Some(1), "{boot}, {what}: verify passed\n{text}");
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with("FAIL:") && l.contains(reason)),
+                "{boot}, {what}: no FAIL line with {reason:?}\n{text}"
+            );
+        }
+    }
 }
