@@ -168,6 +168,42 @@ fn other_conflicts_need_force() {
     );
 }
 
+/// Bases that Ignition would refuse, or that leave no room for our paths, are refused
+/// before anything is written, naming the entry.
+#[test]
+fn bases_that_break_ignitions_rules_are_refused() {
+    let cases: [(&str, Value, &str); 4] = [
+        (
+            "duplicate entries",
+            json!([{"path": "/etc/x", "contents": {"source": "data:,a"}},
+                   {"path": "/etc/x", "contents": {"source": "data:,b"}}]),
+            "/etc/x is defined twice",
+        ),
+        (
+            "a path that is not simplified",
+            json!([{"path": "/var/lib/../lib/mcd-inject/provenance.json", "contents": {"source": "data:,a"}}]),
+            "path is not fully simplified",
+        ),
+        (
+            "a file where our directory goes",
+            json!([{"path": "/var/lib/mcd-inject", "contents": {"source": "data:,a"}}]),
+            "needs /var/lib/mcd-inject to be a directory",
+        ),
+        (
+            "a file at /usr/local/bin",
+            json!([{"path": "/usr/local/bin", "contents": {"source": "data:,a"}}]),
+            "needs /usr/local/bin to be a directory",
+        ),
+    ];
+    for (what, files, reason) in cases {
+        let base = json!({"ignition": {"version": "3.2.0"}, "storage": {"files": files}});
+        let out = inject_with_base("4.8", &serde_json::to_vec(&base).unwrap(), &[]);
+        assert_eq!(out.code, Some(1), "{what}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{what}");
+        assert!(out.stderr.contains(reason), "{what}: {}", out.stderr);
+    }
+}
+
 #[test]
 fn reinjecting_replaces_our_entries_and_keeps_the_rest() {
     let base = serde_json::to_vec(&base_32()).unwrap();
@@ -435,7 +471,70 @@ fn unit_mut<'a>(cfg: &'a mut Value, name: &str) -> &'a mut Value {
 #[test]
 fn verify_refuses_configs_whose_first_boot_runs_the_mcd_wrongly() {
     type Edit = fn(&mut Value);
-    let edits: [(&str, Edit, &str); 8] = [
+    let edits: [(&str, Edit, &str); 13] = [
+        (
+            "payload mode 0777",
+            |c| c["storage"]["files"][0]["mode"] = 0o777.into(),
+            "machine-config-daemon.gz: mode 777, this version writes 600",
+        ),
+        (
+            "a second file entry at the payload path",
+            |c| {
+                let again = c["storage"]["files"][0].clone();
+                c["storage"]["files"].as_array_mut().unwrap().push(again);
+            },
+            "/var/lib/mcd-inject/machine-config-daemon.gz is defined twice",
+        ),
+        (
+            "the install script edited to skip its check, its hash fixed up",
+            |c| {
+                let files = c["storage"]["files"].as_array_mut().unwrap();
+                let f = files
+                    .iter_mut()
+                    .find(|f| f["path"] == "/var/lib/mcd-inject/mco-mcd-install.sh")
+                    .unwrap();
+                let url = f["contents"]["source"].as_str().unwrap();
+                let script = String::from_utf8(mcd_inject::ignition::decode_data_url(url).unwrap())
+                    .unwrap()
+                    .replace(
+                        "if [ \"$actual\" != \"$expected_sha256\" ]; then",
+                        "if false; then",
+                    );
+                let sha512 = {
+                    use sha2::Digest;
+                    hex::encode(sha2::Sha512::digest(script.as_bytes()))
+                };
+                f["contents"]["source"] = mcd_inject::ignition::data_url(script.as_bytes()).into();
+                f["contents"]["verification"]["hash"] = format!("sha512-{sha512}").into();
+            },
+            "mco-mcd-install.sh differs from the script this version writes",
+        ),
+        (
+            "a later drop-in clears the pull unit's condition",
+            |c| {
+                unit_mut(c, PULL)["dropins"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({
+                        "name": "99-zz.conf",
+                        "contents": "[Unit]\nConditionPathExists=\n"
+                    }))
+            },
+            "clears its condition; the pull would run",
+        ),
+        (
+            "a later drop-in unsets the re-exec guard",
+            |c| {
+                unit_mut(c, FIRSTBOOT)["dropins"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({
+                        "name": "99-zz.conf",
+                        "contents": "[Service]\nUnsetEnvironment=_MCD_DID_REEXEC\n"
+                    }))
+            },
+            "without _MCD_DID_REEXEC=1",
+        ),
         (
             "a later drop-in runs the MCD through podman",
             |c| {

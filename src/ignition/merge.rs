@@ -6,11 +6,11 @@
 
 use serde_json::{Map, Value};
 
-use super::schema;
 use super::units::{
     DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PROVENANCE_PATH, PULL_UNIT,
     REMOVED_MCO_UNITS, SCRIPT_PATH,
 };
+use super::{rules, schema};
 use super::{version_of, SpecVersion};
 
 /// Why a base could not be merged.
@@ -28,6 +28,8 @@ pub enum MergeError {
     Invalid { spec: String, problems: Vec<String> },
     #[error("the base config already has {what} with other content (use --force to replace it)")]
     Conflict { what: String },
+    #[error("merged with the base, the config breaks Ignition's rules: {}", .problems.join("; "))]
+    Clash { problems: Vec<String> },
 }
 
 /// The spec a base's version string names, and whether it translates to `out`.
@@ -176,6 +178,13 @@ pub fn merge(
             problems,
         });
     }
+    let problems = rules::check(base);
+    if !problems.is_empty() {
+        return Err(MergeError::Invalid {
+            spec: version.to_string(),
+            problems,
+        });
+    }
 
     let mut merged = base.clone();
     let mut notes = Vec::new();
@@ -272,6 +281,10 @@ pub fn merge(
     }
     for (kind, node) in ours_nodes {
         array_mut(&mut merged, "storage", kind).push(node.clone());
+    }
+    let problems = rules::check(&merged);
+    if !problems.is_empty() {
+        return Err(MergeError::Clash { problems });
     }
     Ok((merged, notes))
 }

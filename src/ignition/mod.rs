@@ -3,6 +3,7 @@
 //! knows spec versions.
 
 pub mod merge;
+pub mod rules;
 pub mod schema;
 pub mod units;
 mod v2;

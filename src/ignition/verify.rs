@@ -11,11 +11,11 @@ use sha2::{Digest, Sha256, Sha512};
 use tempfile::NamedTempFile;
 
 use super::units::{
-    firstboot_dropin, install_unit, pull_dropin, script_sha256, DROPIN, FIRSTBOOT_ARGV,
-    FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT,
-    REEXEC_ENV, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
+    firstboot_dropin, install_script, install_unit, pull_dropin, script_sha256, DROPIN,
+    FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT,
+    PROVENANCE_PATH, PULL_UNIT, REEXEC_ENV, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
 };
-use super::{decode_data_url, parse_json, schema, version_of, SpecVersion};
+use super::{decode_data_url, parse_json, rules, schema, version_of, SpecVersion};
 
 /// What a config holds, once checked.
 pub struct Verified {
@@ -155,6 +155,23 @@ pub fn verify(
             .into_iter()
             .map(|k| format!("{k}: not a key of spec {spec}")),
     );
+    v.problems.extend(rules::check(&cfg));
+    for (path, mode) in [
+        (PAYLOAD_PATH, 0o600),
+        (SCRIPT_PATH, 0o755),
+        (PROVENANCE_PATH, 0o644),
+    ] {
+        if let Some(f) = file(&cfg, path) {
+            if f["mode"].as_u64() != Some(mode) {
+                v.problems.push(format!(
+                    "{path}: mode {}, this version writes {mode:o}",
+                    f["mode"]
+                        .as_u64()
+                        .map_or("unset".to_string(), |m| format!("{m:o}"))
+                ));
+            }
+        }
+    }
     if spec.is_v2() {
         for f in files(&cfg) {
             if f["filesystem"] != "root" {
@@ -177,9 +194,16 @@ pub fn verify(
         Some(f) => contents(f, spec, None, &mut v)?.and_then(|s| {
             let s = String::from_utf8_lossy(&s).into_owned();
             let h = script_sha256(&s).map(str::to_string);
-            if h.is_none() {
-                v.problems
-                    .push(format!("{SCRIPT_PATH}: no expected_sha256 line"));
+            match &h {
+                None => v
+                    .problems
+                    .push(format!("{SCRIPT_PATH}: no expected_sha256 line")),
+                Some(h) if s != install_script(h) => v.problems.push(format!(
+                    "{SCRIPT_PATH} differs from the script this version writes"
+                )),
+                Some(_) => v
+                    .passed
+                    .push(format!("{SCRIPT_PATH} is this version's script")),
             }
             h
         }),
@@ -295,6 +319,15 @@ fn check_units(cfg: &Value, v: &mut Verified) {
         Some(u) if u["mask"] == true => v.problems.push(format!(
             "{PULL_UNIT} is masked; the firstboot unit requires it and would fail"
         )),
+        Some(u)
+            if dropin(u, DROPIN) == Some(&pull_dropin())
+                && !effective(u, "[Unit]", "ConditionPathExists")
+                    .contains(&format!("!{PAYLOAD_PATH}")) =>
+        {
+            v.problems.push(format!(
+                "{PULL_UNIT}: a drop-in after {DROPIN} clears its condition; the pull would run"
+            ))
+        }
         Some(u) if dropin(u, DROPIN) == Some(&pull_dropin()) => v.passed.push(format!(
             "{PULL_UNIT} is skipped while the payload is on the node (drop-in {DROPIN})"
         )),
@@ -409,7 +442,13 @@ fn check_firstboot(cfg: &Value, v: &mut Verified) {
             "{FIRSTBOOT_UNIT} runs {exec:?}, not exactly `{FIRSTBOOT_ARGV}`"
         ));
     }
-    if env.iter().any(|e| e == REEXEC_ENV) {
+    let unset = effective(u, "[Service]", "UnsetEnvironment").join(" ");
+    let guard_name = REEXEC_ENV.split('=').next().unwrap_or(REEXEC_ENV);
+    if env.iter().any(|e| e == REEXEC_ENV)
+        && !unset
+            .split_whitespace()
+            .any(|w| w == guard_name || w == REEXEC_ENV)
+    {
         v.passed.push(format!(
             "{FIRSTBOOT_UNIT} sets {REEXEC_ENV}: the MCD runs on the host without re-exec"
         ));
