@@ -46,6 +46,10 @@ pub struct ImageArgs {
     /// Platform to pick from a multi-arch index, os/arch[/variant].
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
     pub platform: Platform,
+    /// Largest file that may be read out of the image, from its tar header (bytes, or
+    /// with a K, M or G suffix for KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = byte_size)]
+    pub max_file_size: u64,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -94,6 +98,7 @@ impl ImageArgs {
         OpenOptions {
             platform: self.platform.clone(),
             registry: self.registry.options(),
+            max_file_size: self.max_file_size,
         }
     }
 }
@@ -264,6 +269,7 @@ impl VerifyArgs {
                     OpenOptions {
                         platform: self.platform.clone(),
                         registry: self.registry.options(),
+                        max_file_size: crate::image::DEFAULT_MAX_FILE_SIZE,
                     },
                 )
             }),
@@ -278,6 +284,21 @@ fn known_bootimage(s: &str) -> Result<OcpVersion, String> {
     let v: OcpVersion = s.parse().map_err(|e| format!("{e}"))?;
     crate::target::bootimage(v).map_err(|e| e.to_string())?;
     Ok(v)
+}
+
+/// `123`, `64K`, `200M`, `2G` (binary multiples).
+fn byte_size(s: &str) -> Result<u64, String> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("{s:?} is not a size (bytes, or a number with K, M or G)"))
 }
 
 fn absolute_path(s: &str) -> Result<String, String> {

@@ -139,8 +139,7 @@ fn archive_name(raw: &str) -> String {
 impl ArchiveTree {
     pub fn open(path: &Path) -> Result<Self> {
         let describe = || format!("archive {}", path.display());
-        let meta =
-            std::fs::metadata(path).with_context(|| format!("opening {}", describe()))?;
+        let meta = std::fs::metadata(path).with_context(|| format!("opening {}", describe()))?;
         if !meta.is_file() {
             bail!("{} is not a regular file", describe());
         }

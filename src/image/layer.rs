@@ -6,6 +6,7 @@
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::rc::Rc;
@@ -37,6 +38,7 @@ pub enum EntryKind {
 #[derive(Clone, Debug)]
 pub struct EntryMeta {
     pub kind: EntryKind,
+    /// Permission bits; 0 for entries kept only as a name hash (see [`LayerIndex`]).
     pub mode: u32,
     pub size: u64,
     /// Symlink target as written, or hardlink target as a normalised name.
@@ -47,26 +49,112 @@ pub struct EntryMeta {
     pub implicit: bool,
 }
 
-/// The entries, whiteouts and opaque markers of one layer, by normalised name
-/// (no leading `/`, the root is `""`).
-#[derive(Default, Debug)]
+/// A regular file or special file kept only as a hash of its name: what a lookup
+/// needs of the files nobody asked for (is there a non-directory here, and which entry
+/// is it), in 16 bytes instead of its name and metadata.
+#[derive(Clone, Copy, Debug)]
+struct Hashed {
+    hash: u64,
+    ordinal: u32,
+    kind: EntryKind,
+}
+
+/// An entry whose parent path the layers below decide: a component of the parent is
+/// not a directory written earlier in the same layer, so it may be a symlink below
+/// (`bin/tool` over `bin -> usr/bin`), or it is a symlink of this layer.
+#[derive(Debug)]
+pub struct Pending {
+    /// The parent path as written (normalised).
+    pub parent: String,
+    /// The last component as written; for an opaque marker, empty.
+    pub base: String,
+    pub ordinal: usize,
+    pub what: PendingKind,
+}
+
+#[derive(Debug)]
+pub enum PendingKind {
+    Entry(EntryMeta),
+    Whiteout,
+    Opaque,
+}
+
+/// The entries, whiteouts and opaque markers of one layer, by canonical name (no
+/// leading `/`, the root is `""`; parents resolved through symlinks as when the layer
+/// is unpacked).
+///
+/// Directories, links and the files `wanted` accepted are kept whole; other files only
+/// as a hash of their name (a collision could only make a lookup find a file that a
+/// second read then does not hold, never return other bytes). Entries whose parents
+/// depend on the layers below wait in `pending` until a lookup needs them.
+#[derive(Debug)]
 pub struct LayerIndex {
     pub entries: HashMap<String, EntryMeta>,
+    hashed: Vec<Hashed>,
+    hasher: RandomState,
     pub whiteouts: HashSet<String>,
     pub opaque: HashSet<String>,
+    pub pending: Vec<Pending>,
+    /// Base names of the pending entries (a lookup is concerned only when one of its
+    /// components is among them), and whether a pending opaque marker concerns all.
+    pending_bases: HashSet<String>,
+    pending_opaque: bool,
 }
 
-/// A verified layer: its index and the content spooled for wanted entries.
+impl Default for LayerIndex {
+    fn default() -> Self {
+        LayerIndex {
+            entries: HashMap::new(),
+            hashed: Vec::new(),
+            hasher: RandomState::new(),
+            whiteouts: HashSet::new(),
+            opaque: HashSet::new(),
+            pending: Vec::new(),
+            pending_bases: HashSet::new(),
+            pending_opaque: false,
+        }
+    }
+}
+
+/// The content of a wanted regular file, spooled while its layer was read.
+pub enum Capture {
+    File {
+        file: NamedTempFile,
+        mode: u32,
+        size: u64,
+    },
+    /// Larger than the limit: nothing was written.
+    TooBig { size: u64 },
+}
+
+/// A verified layer: its index and the content spooled for wanted entries, by ordinal.
 pub struct LayerScan {
     pub index: LayerIndex,
-    pub captures: HashMap<String, NamedTempFile>,
+    pub captures: HashMap<usize, Capture>,
 }
 
-/// Normalises a tar entry name: strips `./`, refuses absolute names and `..`.
+/// Which regular files a scan spools.
+#[derive(Clone, Copy)]
+pub enum Want<'a> {
+    /// Those whose name (as written) the predicate accepts.
+    Names(&'a dyn Fn(&str) -> bool),
+    /// The entry at this ordinal only.
+    Ordinal(usize),
+}
+
+/// How a layer is read.
+pub struct ScanOptions<'a> {
+    pub want: Want<'a>,
+    pub spool: &'a Path,
+    /// Regular files larger than this are not spooled (reading one is an error).
+    pub max_file_size: u64,
+    /// The bottom layer: nothing below it can redirect its entries.
+    pub bottom: bool,
+}
+
+/// Normalises a tar entry name: strips `./`, refuses absolute names and `..`. A name
+/// that is only slashes and dots (`/`, `./`, as kaniko writes) is the root, `""`.
 pub fn normalize_name(raw: &str) -> Result<String> {
-    if raw.starts_with('/') {
-        bail!("entry name {raw:?} is absolute");
-    }
     let mut parts = Vec::new();
     for c in raw.split('/') {
         match c {
@@ -74,6 +162,9 @@ pub fn normalize_name(raw: &str) -> Result<String> {
             ".." => bail!("entry name {raw:?} contains '..'"),
             c => parts.push(c),
         }
+    }
+    if raw.starts_with('/') && !parts.is_empty() {
+        bail!("entry name {raw:?} is absolute");
     }
     Ok(parts.join("/"))
 }
@@ -83,7 +174,8 @@ pub fn parent_of(name: &str) -> &str {
     name.rfind('/').map_or("", |i| &name[..i])
 }
 
-fn child_of(dir: &str, base: &str) -> String {
+/// `dir/base`, or `base` at the root.
+pub fn child_of(dir: &str, base: &str) -> String {
     if dir.is_empty() {
         base.to_string()
     } else {
@@ -156,7 +248,13 @@ fn entry_kind(t: tar::EntryType) -> EntryKind {
 }
 
 impl LayerIndex {
-    fn insert_entry(&mut self, name: String, meta: EntryMeta) {
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// Adds a kept entry under its canonical name, with implicit directories for
+    /// parents the layer does not hold. A later entry of the same name wins.
+    pub fn insert_entry(&mut self, name: String, meta: EntryMeta) {
         let mut parent = parent_of(&name).to_string();
         while !parent.is_empty() && !self.entries.contains_key(&parent) {
             let next = parent_of(&parent).to_string();
@@ -173,17 +271,139 @@ impl LayerIndex {
             );
             parent = next;
         }
-        self.entries.insert(name, meta);
+        if self
+            .entries
+            .get(&name)
+            .is_none_or(|old| old.implicit || old.ordinal <= meta.ordinal)
+        {
+            self.entries.insert(name, meta);
+        }
+    }
+
+    fn insert_hashed(&mut self, name: &str, ordinal: usize, kind: EntryKind) -> Result<()> {
+        let parent = parent_of(name);
+        if !parent.is_empty() && !self.entries.contains_key(parent) {
+            self.insert_entry(
+                parent.to_string(),
+                EntryMeta {
+                    kind: EntryKind::Dir,
+                    mode: 0o755,
+                    size: 0,
+                    link: None,
+                    ordinal,
+                    implicit: true,
+                },
+            );
+        }
+        let ordinal = u32::try_from(ordinal).map_err(|_| anyhow!("more than 2^32 entries"))?;
+        let hash = self.hash(name);
+        self.hashed.push(Hashed {
+            hash,
+            ordinal,
+            kind,
+        });
+        Ok(())
+    }
+
+    /// The last entry named `name` (canonical) whose ordinal is below `before`.
+    pub fn get(&self, name: &str, before: usize) -> Option<EntryMeta> {
+        let kept = self
+            .entries
+            .get(name)
+            .filter(|m| m.ordinal < before)
+            .cloned();
+        let hash = self.hash(name);
+        let start = self.hashed.partition_point(|h| h.hash < hash);
+        let hashed = self.hashed[start..]
+            .iter()
+            .take_while(|h| h.hash == hash)
+            .filter(|h| (h.ordinal as usize) < before)
+            .max_by_key(|h| h.ordinal)
+            .map(|h| EntryMeta {
+                kind: h.kind,
+                mode: 0,
+                size: 0,
+                link: None,
+                ordinal: h.ordinal as usize,
+                implicit: false,
+            });
+        match (kept, hashed) {
+            (Some(k), Some(h)) if h.ordinal > k.ordinal || k.implicit => Some(h),
+            (Some(k), _) => Some(k),
+            (None, h) => h,
+        }
+    }
+
+    /// Whether a lookup of `name` must first settle the pending entries.
+    pub fn pending_concerns(&self, name: &str) -> bool {
+        !self.pending.is_empty()
+            && (self.pending_opaque || name.split('/').any(|c| self.pending_bases.contains(c)))
+    }
+
+    /// Takes the pending entries out, to be settled by the caller.
+    pub fn take_pending(&mut self) -> Vec<Pending> {
+        self.pending_bases.clear();
+        self.pending_opaque = false;
+        std::mem::take(&mut self.pending)
+    }
+
+    fn push_pending(&mut self, p: Pending) {
+        match p.what {
+            PendingKind::Opaque => self.pending_opaque = true,
+            _ => {
+                self.pending_bases.insert(p.base.clone());
+            }
+        }
+        self.pending.push(p);
+    }
+
+    /// True when every component of `parent` is a directory written earlier in this
+    /// layer, so that nothing below can redirect an entry under it. In the bottom
+    /// layer, components it does not hold are plain directories too.
+    fn settles(&self, parent: &str, bottom: bool) -> bool {
+        let mut end = 0;
+        while end < parent.len() {
+            end = parent[end..].find('/').map_or(parent.len(), |i| end + i);
+            let prefix = &parent[..end];
+            match self.entries.get(prefix) {
+                Some(m) if m.kind == EntryKind::Dir && (bottom || !m.implicit) => {}
+                Some(m) if m.kind == EntryKind::Dir => return false,
+                Some(m) if m.kind == EntryKind::Symlink => return false,
+                Some(_) => {}
+                None if bottom => {}
+                None => return false,
+            }
+            end += 1;
+        }
+        true
     }
 }
 
-/// Reads a layer to its end, verifies it, and indexes it. Regular files whose name
-/// `wanted` accepts are spooled into temp files in `spool`.
+/// PAX extended headers and GNU long names larger than this are refused: a real name
+/// is at most a few KiB, and these are read into memory.
+pub const MAX_TAR_METADATA: u64 = 1024 * 1024;
+
+/// The extended metadata that applies to the next entry.
+#[derive(Default)]
+struct NextMeta {
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+    pax: Option<Vec<u8>>,
+}
+
+fn without_nuls(mut v: Vec<u8>) -> Vec<u8> {
+    while v.last() == Some(&0) {
+        v.pop();
+    }
+    v
+}
+
+/// Reads a layer to its end, verifies it, and indexes it. Regular files that
+/// `opts.want` selects are spooled into temp files in `opts.spool`.
 pub fn scan_layer(
     source: &dyn BlobSource,
     layer: &LayerInfo,
-    wanted: &dyn Fn(&str) -> bool,
-    spool: &Path,
+    opts: &ScanOptions,
 ) -> Result<LayerScan> {
     let what = format!("layer {}", layer.digest);
     let raw = source.open_layer(layer)?;
@@ -203,39 +423,144 @@ pub fn scan_layer(
     let mut index = LayerIndex::default();
     let mut captures = HashMap::new();
     let mut data_end = 0u64;
+    // Raw entries: GNU long names and PAX headers are read here, with a size cap,
+    // rather than whole by the tar crate.
     let entries = archive
         .entries()
-        .with_context(|| format!("{what}: reading tar"))?;
-    for (ordinal, entry) in entries.enumerate() {
+        .with_context(|| format!("{what}: reading tar"))?
+        .raw(true);
+    let mut next = NextMeta::default();
+    let mut ordinal = 0usize;
+    let mut settled_parent: Option<String> = None;
+    for entry in entries {
         let mut entry = entry.with_context(|| format!("{what}: corrupt tar stream"))?;
-        let raw_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let name = normalize_name(&raw_name).with_context(|| what.clone())?;
         data_end = data_end.max(entry.raw_file_position() + entry.size());
-        let base = name.rsplit('/').next().unwrap_or("");
-        let parent = parent_of(&name);
+        let header = entry.header();
+        let etype = header.entry_type();
+        let recognised = header.as_gnu().is_some() || header.as_ustar().is_some();
+        if etype.is_pax_global_extensions() {
+            continue; // `git archive`'s comment: no entry, and no file
+        }
+        if recognised
+            && (etype.is_gnu_longname()
+                || etype.is_gnu_longlink()
+                || etype.is_pax_local_extensions())
+        {
+            let kind = if etype.is_pax_local_extensions() {
+                "PAX extended header"
+            } else {
+                "GNU long name"
+            };
+            let size = entry.size();
+            if size > MAX_TAR_METADATA {
+                bail!(
+                    "{what}: {kind} {:?} at byte {} is {size} bytes, over the limit of \
+                     {MAX_TAR_METADATA}",
+                    String::from_utf8_lossy(&entry.path_bytes()),
+                    entry.raw_header_position()
+                );
+            }
+            let mut buf = Vec::with_capacity(size as usize);
+            (&mut entry)
+                .take(MAX_TAR_METADATA + 1)
+                .read_to_end(&mut buf)
+                .with_context(|| format!("{what}: reading a {kind}"))?;
+            let slot = if etype.is_pax_local_extensions() {
+                &mut next.pax
+            } else if etype.is_gnu_longname() {
+                &mut next.long_name
+            } else {
+                &mut next.long_link
+            };
+            if slot.is_some() {
+                bail!(
+                    "{what}: two {kind}s for one entry at byte {}",
+                    entry.raw_header_position()
+                );
+            }
+            *slot = Some(buf);
+            continue;
+        }
+        let meta_for_entry = std::mem::take(&mut next);
+        let mut name_bytes = meta_for_entry
+            .long_name
+            .map(without_nuls)
+            .unwrap_or_else(|| entry.path_bytes().into_owned());
+        let mut link_bytes = meta_for_entry
+            .long_link
+            .map(without_nuls)
+            .or_else(|| entry.link_name_bytes().map(|b| b.into_owned()));
+        if let Some(pax) = &meta_for_entry.pax {
+            for ext in tar::PaxExtensions::new(pax) {
+                let ext = ext.with_context(|| format!("{what}: malformed PAX header"))?;
+                match ext.key_bytes() {
+                    b"path" => name_bytes = ext.value_bytes().to_vec(),
+                    b"linkpath" => link_bytes = Some(ext.value_bytes().to_vec()),
+                    b"size" => {
+                        let pax_size: Option<u64> = ext.value().ok().and_then(|v| v.parse().ok());
+                        if pax_size != Some(entry.size()) {
+                            bail!(
+                                "{what}: entry {:?} has a PAX size record ({}) that differs \
+                                 from its header size ({}); such entries are not supported",
+                                String::from_utf8_lossy(&name_bytes),
+                                String::from_utf8_lossy(ext.value_bytes()),
+                                entry.size()
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let this = ordinal;
+        ordinal += 1;
+        let raw_name = String::from_utf8_lossy(&name_bytes).into_owned();
+        let name = normalize_name(&raw_name).with_context(|| what.clone())?;
         if name
             .split('/')
             .any(|c| c.starts_with(META_PREFIX) && c != OPAQUE_MARKER)
         {
             continue; // .wh..wh.plnk and other AUFS metadata
         }
+        if name.is_empty() {
+            continue; // the root directory itself (`./`, kaniko's `/`)
+        }
+        let base = name.rsplit('/').next().unwrap_or("");
+        let parent = parent_of(&name);
+        let settled =
+            settled_parent.as_deref() == Some(parent) || index.settles(parent, opts.bottom);
+        settled_parent = settled.then(|| parent.to_string());
         if base == OPAQUE_MARKER {
-            index.opaque.insert(parent.to_string());
+            if settled {
+                index.opaque.insert(parent.to_string());
+            } else {
+                index.push_pending(Pending {
+                    parent: parent.to_string(),
+                    base: String::new(),
+                    ordinal: this,
+                    what: PendingKind::Opaque,
+                });
+            }
             continue;
         }
         if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
-            index.whiteouts.insert(child_of(parent, hidden));
+            if settled {
+                index.whiteouts.insert(child_of(parent, hidden));
+            } else {
+                index.push_pending(Pending {
+                    parent: parent.to_string(),
+                    base: hidden.to_string(),
+                    ordinal: this,
+                    what: PendingKind::Whiteout,
+                });
+            }
             continue;
-        }
-        if name.is_empty() {
-            continue; // the root directory itself
         }
         let header = entry.header();
         let kind = entry_kind(header.entry_type());
         let link = match kind {
             EntryKind::Symlink | EntryKind::Hardlink => {
-                let target = entry
-                    .link_name_bytes()
+                let target = link_bytes
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .ok_or_else(|| anyhow!("{what}: link {raw_name:?} has no target"))?;
                 Some(if kind == EntryKind::Hardlink {
@@ -247,27 +572,65 @@ pub fn scan_layer(
             }
             _ => None,
         };
+        let mode = header
+            .mode()
+            .with_context(|| format!("{what}: {raw_name:?}: bad mode"))?;
+        let size = entry.size();
+        let wanted = kind == EntryKind::File
+            && match opts.want {
+                Want::Names(f) => f(&name),
+                Want::Ordinal(o) => o == this,
+            };
+        if wanted {
+            let capture = if size > opts.max_file_size {
+                Capture::TooBig { size }
+            } else {
+                let mut tmp = NamedTempFile::new_in(opts.spool)
+                    .with_context(|| format!("creating a temp file in {}", opts.spool.display()))?;
+                io::copy(&mut entry, tmp.as_file_mut())
+                    .with_context(|| format!("{what}: reading {raw_name:?}"))?;
+                Capture::File {
+                    file: tmp,
+                    mode,
+                    size,
+                }
+            };
+            captures.insert(this, capture);
+        }
         let meta = EntryMeta {
             kind,
-            mode: header
-                .mode()
-                .with_context(|| format!("{what}: {raw_name:?}: bad mode"))?,
-            size: entry.size(),
+            mode,
+            size,
             link,
-            ordinal,
+            ordinal: this,
             implicit: false,
         };
-        if kind == EntryKind::File && wanted(&name) {
-            let mut tmp = NamedTempFile::new_in(spool)
-                .with_context(|| format!("creating a temp file in {}", spool.display()))?;
-            io::copy(&mut entry, tmp.as_file_mut())
-                .with_context(|| format!("{what}: reading {raw_name:?}"))?;
-            captures.insert(name.clone(), tmp);
-        } else {
-            captures.remove(&name);
+        if kind != EntryKind::Dir
+            && settled_parent.as_deref().is_some_and(|p| {
+                p.strip_prefix(name.as_str())
+                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+            })
+        {
+            settled_parent = None; // it replaces a directory named before
         }
-        index.insert_entry(name, meta);
+        if !settled {
+            index.push_pending(Pending {
+                parent: parent.to_string(),
+                base: base.to_string(),
+                ordinal: this,
+                what: PendingKind::Entry(meta),
+            });
+        } else if matches!(kind, EntryKind::File | EntryKind::Other) && !wanted {
+            index.insert_hashed(&name, this, kind)?;
+        } else {
+            index.insert_entry(name, meta);
+        }
     }
+    if next.long_name.is_some() || next.long_link.is_some() || next.pax.is_some() {
+        bail!("{what}: the tar stream ends with extended headers but no entry for them");
+    }
+    index.hashed.sort_unstable_by_key(|h| (h.hash, h.ordinal));
+    index.hashed.shrink_to_fit();
     let mut rest = archive.into_inner();
     io::copy(&mut rest, &mut io::sink()).with_context(|| format!("{what}: reading to the end"))?;
     drop(rest);
