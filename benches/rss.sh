@@ -4,6 +4,7 @@
 #
 #   bash benches/rss.sh            # RUNS=5 by default
 #   RUNS=9 bash benches/rss.sh
+#   BASELINE_BIN=/path/to/older/mcd-inject bash benches/rss.sh   # adds rows for it
 #
 # The image (about 250 MB uncompressed, 4 gzip layers, the 60 MiB machine-config-daemon
 # in the top layer) is generated deterministically by fixtures/generate.py's layout
@@ -103,6 +104,13 @@ measure "mcd-inject extract, oci-archive:" "$out_ok" -- \
     "$bin" extract --image "oci-archive:$work/image.oci.tar:latest" --path "$MCD_PATH" -o "$work/out"
 measure "mcd-inject extract, docker-archive:" "$out_ok" -- \
     "$bin" extract --image "docker-archive:$work/image.docker.tar" --path "$MCD_PATH" -o "$work/out"
+if [ -n "${BASELINE_BIN:-}" ]; then
+    # An earlier build of mcd-inject, measured in the same run (e.g. the parent commit).
+    measure "baseline build: extract, oci: layout" "$out_ok" -- \
+        "$BASELINE_BIN" extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
+    measure "baseline build: extract, docker-archive:" "$out_ok" -- \
+        "$BASELINE_BIN" extract --image "docker-archive:$work/image.docker.tar" --path "$MCD_PATH" -o "$work/out"
+fi
 measure "umoci raw unpack (whole image), oci: layout" "$rootfs_ok" -- \
     umoci raw unpack --rootless --image "$layout:latest" "$work/rootfs"
 measure "tar -xzO of the top layer blob only" "$tar_ok" -- \

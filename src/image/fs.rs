@@ -376,6 +376,7 @@ impl<'a> MergedFs<'a> {
                 link: None,
                 ordinal: 0,
                 implicit: true,
+                by_hash: false,
             },
         })
     }
@@ -418,7 +419,7 @@ impl<'a> MergedFs<'a> {
                 self.image.info.reference
             ),
         }
-        let (file, mode, size) = self.take_capture(found.layer, found.meta.ordinal, &found.name)?;
+        let (file, mode, size) = self.take_capture(found.layer, &found.meta, &found.name)?;
         Ok(FileContent {
             file,
             mode,
@@ -430,9 +431,10 @@ impl<'a> MergedFs<'a> {
     fn take_capture(
         &mut self,
         layer: usize,
-        ordinal: usize,
+        meta: &EntryMeta,
         name: &str,
     ) -> Result<(NamedTempFile, u32, u64)> {
+        let ordinal = meta.ordinal;
         let digest = self.image.info.layers[layer].digest.clone();
         let capture = match self
             .scans
@@ -451,7 +453,15 @@ impl<'a> MergedFs<'a> {
                 })?,
         };
         match capture {
-            Capture::File { file, mode, size } => Ok((file, mode, size)),
+            // Entries kept as a hash are never pending ones: their name as written is
+            // their canonical name. Another name means two names hashed alike.
+            Capture::File { name: written, .. } if meta.by_hash && written != name => bail!(
+                "layer {digest}: /{name} and /{written} have the same name hash; \
+                 refusing to guess"
+            ),
+            Capture::File {
+                file, mode, size, ..
+            } => Ok((file, mode, size)),
             Capture::TooBig { size } => bail!(
                 "layer {digest}: entry /{name} is {size} bytes, over the limit of {} bytes \
                  (raise it with --max-file-size)",

@@ -47,6 +47,9 @@ pub struct EntryMeta {
     pub ordinal: usize,
     /// A directory that exists only because entries below it do.
     pub implicit: bool,
+    /// Found by the hash of its name only (see [`LayerIndex`]): whoever reads it
+    /// checks the name of the entry at `ordinal`.
+    pub by_hash: bool,
 }
 
 /// A regular file or special file kept only as a hash of its name: what a lookup
@@ -122,6 +125,8 @@ pub enum Capture {
         file: NamedTempFile,
         mode: u32,
         size: u64,
+        /// The entry's name as written (normalised).
+        name: String,
     },
     /// Larger than the limit: nothing was written.
     TooBig { size: u64 },
@@ -267,6 +272,7 @@ impl LayerIndex {
                     link: None,
                     ordinal: meta.ordinal,
                     implicit: true,
+                    by_hash: false,
                 },
             );
             parent = next;
@@ -292,6 +298,7 @@ impl LayerIndex {
                     link: None,
                     ordinal,
                     implicit: true,
+                    by_hash: false,
                 },
             );
         }
@@ -326,6 +333,7 @@ impl LayerIndex {
                 link: None,
                 ordinal: h.ordinal as usize,
                 implicit: false,
+                by_hash: true,
             });
         match (kept, hashed) {
             (Some(k), Some(h)) if h.ordinal > k.ordinal || k.implicit => Some(h),
@@ -593,6 +601,7 @@ pub fn scan_layer(
                     file: tmp,
                     mode,
                     size,
+                    name: name.clone(),
                 }
             };
             captures.insert(this, capture);
@@ -604,6 +613,7 @@ pub fn scan_layer(
             link,
             ordinal: this,
             implicit: false,
+            by_hash: false,
         };
         if kind != EntryKind::Dir
             && settled_parent.as_deref().is_some_and(|p| {
