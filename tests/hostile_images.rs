@@ -238,3 +238,36 @@ fn max_file_size_is_checked_from_the_header_and_can_be_raised() {
     let (_out, run) = extract(&layout, &["--max-file-size", "12X"]);
     assert_eq!(run.code, Some(2), "{}", run.describe());
 }
+
+/// `inspect --json` lists the MCD builds of a usr-merged image whose upper layers change
+/// them through `bin/`: the replaced build, never a deleted one.
+#[test]
+fn inspect_sees_builds_changed_through_bin() {
+    for (name, expected) in [
+        (
+            "usr-merged-through-bin",
+            vec!["/usr/bin/machine-config-daemon"],
+        ),
+        (
+            "usr-merged-deleted-through-bin",
+            vec!["/usr/bin/machine-config-daemon.rhel8"],
+        ),
+    ] {
+        let f = fixture(name);
+        let run = mcd_inject(["inspect", "--json", "--image", &f.reference("oci")]);
+        assert_eq!(run.code, Some(0), "{name}: {}", run.describe());
+        let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        let builds: Vec<(&str, &str)> = doc["binaries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["path"].as_str().unwrap(), b["sha256"].as_str().unwrap()))
+            .collect();
+        let paths: Vec<&str> = builds.iter().map(|b| b.0).collect();
+        assert_eq!(paths, expected, "{name}");
+        for (path, sha) in builds {
+            let want = f.present.iter().find(|p| p.path == path).unwrap();
+            assert_eq!(sha, format!("sha256:{}", want.sha256), "{name} {path}");
+        }
+    }
+}
