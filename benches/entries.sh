@@ -4,11 +4,15 @@
 #
 #   bash benches/entries.sh            # RUNS=3 by default
 #   BASELINE_BIN=/path/to/older/mcd-inject bash benches/entries.sh   # adds a row for it
+#   PARENTS=0 bash benches/entries.sh   # the layer has no directory entries
 #
 # The image (generated deterministically) has a base layer with os-release and
 # `/bin -> usr/bin`, and one gzip layer (level 6) of ENTRIES entries: 1,000 directories
 # of empty files named like a RHEL tree, then `usr/bin/machine-config-daemon` last, so
-# that the whole layer is read and indexed before the answer is known.
+# that the whole layer is read and indexed before the answer is known. With PARENTS=0
+# the layer holds no directory entries at all (as a hostile or hand-made layer may):
+# where its entries land then depends on the layer below, so every entry waits to be
+# placed (docs/reading-images.md).
 #
 # Needs: cargo, python3, GNU tar, /usr/bin/time.
 
@@ -16,6 +20,7 @@ set -euo pipefail
 
 RUNS=${RUNS:-3}
 ENTRIES=${ENTRIES:-1000000}
+PARENTS=${PARENTS:-1}
 MCD_PATH=/usr/bin/machine-config-daemon
 
 cd "$(dirname "$0")/.."
@@ -30,7 +35,7 @@ trap 'rm -rf "$work"' EXIT
 layout=$work/layout
 
 echo "generating the benchmark image ($ENTRIES entries) in $work ..." >&2
-python3 - "$layout" "$ENTRIES" >"$work/facts" <<'PY'
+python3 - "$layout" "$ENTRIES" "$PARENTS" >"$work/facts" <<'PY'
 import gzip
 import hashlib
 import io
@@ -43,13 +48,15 @@ sys.path.insert(0, "benches")
 import generate as g  # noqa: E402
 from bench_data import pseudo_binary  # noqa: E402
 
-layout, entries = Path(sys.argv[1]), int(sys.argv[2])
+layout, entries, parents = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 g.GZIP_LEVEL = 6
 mcd = pseudo_binary("machine-config-daemon", 1 << 20)
 
 buf = io.BytesIO()
 with tarfile.TarFile(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tf:
     def add(name, kind, data=b""):
+        if kind == tarfile.DIRTYPE and not parents:
+            return
         info = tarfile.TarInfo(name)
         info.type, info.mode, info.size = kind, 0o755 if kind == tarfile.DIRTYPE else 0o644, len(data)
         tf.addfile(info, io.BytesIO(data) if data else None)
@@ -69,7 +76,7 @@ big = g.Layer([], raw_tar=buf.getvalue())
 layers = [g.base_layer(g.RHEL9_4), big]
 writer = g.LayoutWriter(layout)
 writer.finish(writer.image(g.Image(layers)))
-count = 4 + dirs * (1 + files)
+count = 4 + dirs * (1 + files) if parents else 1 + dirs * files
 print(f"mcd_sha256={hashlib.sha256(mcd).hexdigest()}")
 print(f"entry_count={count}")
 print(f"image_bytes={sum(p.stat().st_size for p in (layout / 'blobs' / 'sha256').iterdir())}")

@@ -163,7 +163,7 @@ impl<'a> MergedFs<'a> {
     /// any lookup, for `None`) could be concerned by them.
     fn layer(&mut self, i: usize, name: Option<&str>) -> Result<&LayerIndex> {
         let idx = &self.scan(i)?.index;
-        if name.map_or(!idx.pending.is_empty(), |n| idx.pending_concerns(n)) {
+        if name.map_or(idx.has_pending(), |n| idx.pending_concerns(n)) {
             self.settle(i)?;
         }
         Ok(&self.scans[&i].index)
@@ -173,38 +173,56 @@ impl<'a> MergedFs<'a> {
     /// parent path is walked through the layer's earlier entries and the layers below,
     /// symlinks followed inside the root.
     fn settle(&mut self, i: usize) -> Result<()> {
-        let pending = self.scan(i)?.index.take_pending();
+        let mut pending = self.scan(i)?.index.take_pending();
         let image = self.image;
         let digest = &image.info.layers[i].digest;
-        for p in pending {
-            let before = Before {
-                layer: i,
-                ordinal: p.ordinal,
-            };
-            let parent = match self.walk(
-                &format!("/{}", p.parent),
-                true,
-                i,
-                Some(before),
-                Walk::Unpack,
-            ) {
-                Ok(found) => found.name,
-                Err(e) => {
-                    let shown = child_of(&p.parent, &p.base);
-                    return Err(e.context(format!("layer {digest}: placing entry {shown:?}")));
+        let items = std::mem::take(&mut pending.items);
+        // Entries with the same parent as written, and no directory or symlink of the
+        // layer between them, have their parent in the same place.
+        let mut last: Option<((u32, u32), String)> = None;
+        for p in &items {
+            let id = pending.parent_id(p);
+            let parent = match &last {
+                Some((key, place)) if *key == id => place.clone(),
+                _ => {
+                    let before = Before {
+                        layer: i,
+                        ordinal: pending.ordinal(p),
+                    };
+                    let raw = format!("/{}", pending.parent(p));
+                    let place = self
+                        .walk(&raw, true, i, Some(before), Walk::Unpack)
+                        .map_err(|e| {
+                            let shown = child_of(pending.parent(p), pending.base(p));
+                            e.context(format!("layer {digest}: placing entry {shown:?}"))
+                        })?
+                        .name;
+                    last = Some((id, place.clone()));
+                    place
                 }
             };
+            let name = child_of(&parent, pending.base(p));
+            let keep = p.what == PendingKind::Entry || (self.wanted)(&name);
             let idx = &mut self.scans.get_mut(&i).expect("scanned").index;
             match p.what {
-                PendingKind::Entry(meta) => idx.insert_entry(child_of(&parent, &p.base), meta),
+                PendingKind::Entry => idx.insert_entry(name, pending.take_meta(p)),
+                PendingKind::File(kind) => {
+                    idx.insert_file(&name, pending.ordinal(p), kind, keep)?
+                }
                 PendingKind::Whiteout => {
-                    idx.whiteouts.insert(child_of(&parent, &p.base));
+                    idx.whiteouts.insert(name);
                 }
                 PendingKind::Opaque => {
                     idx.opaque.insert(parent);
                 }
             }
         }
+        drop(items);
+        self.scans
+            .get_mut(&i)
+            .expect("scanned")
+            .index
+            .finish_hashed();
         Ok(())
     }
 
@@ -225,11 +243,7 @@ impl<'a> MergedFs<'a> {
             // A pending entry of a layer above the one that decided may create the
             // directories of this path where its own parents lead: settle them all.
             let unsettled: Vec<usize> = (decided_in..top)
-                .filter(|i| {
-                    self.scans
-                        .get(i)
-                        .is_some_and(|s| !s.index.pending.is_empty())
-                })
+                .filter(|i| self.scans.get(i).is_some_and(|s| s.index.has_pending()))
                 .collect();
             if !unsettled.is_empty() {
                 for i in unsettled {

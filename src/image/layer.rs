@@ -64,22 +64,128 @@ struct Hashed {
 
 /// An entry whose parent path the layers below decide: a component of the parent is
 /// not a directory written earlier in the same layer, so it may be a symlink below
-/// (`bin/tool` over `bin -> usr/bin`), or it is a symlink of this layer.
-#[derive(Debug)]
+/// (`bin/tool` over `bin -> usr/bin`), or it is a symlink of this layer. Kept in 24
+/// bytes (names in [`PendingSet`]), since a layer without directory entries makes every
+/// entry pending.
+#[derive(Clone, Copy, Debug)]
 pub struct Pending {
-    /// The parent path as written (normalised).
-    pub parent: String,
-    /// The last component as written; for an opaque marker, empty.
-    pub base: String,
-    pub ordinal: usize,
+    parent: u32,
+    /// How many directories and symlinks the layer held before this entry: two
+    /// entries with the same parent and epoch have their parent in the same place.
+    pub epoch: u32,
+    ordinal: u32,
+    base_off: u32,
+    /// Index into [`PendingSet::metas`] for [`PendingKind::Entry`].
+    meta: u32,
+    base_len: u16,
     pub what: PendingKind,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PendingKind {
-    Entry(EntryMeta),
+    /// A directory, link or spooled file: kept whole once placed.
+    Entry,
+    /// A regular or special file nobody asked for by its name as written.
+    File(EntryKind),
     Whiteout,
     Opaque,
+}
+
+/// The pending entries of a layer and the names they refer to.
+#[derive(Debug, Default)]
+pub struct PendingSet {
+    pub items: Vec<Pending>,
+    metas: Vec<EntryMeta>,
+    /// Parent paths as written; consecutive entries share one.
+    parents: Vec<String>,
+    /// Base names as written, end to end.
+    bases: String,
+    /// Base names, for [`LayerIndex::pending_concerns`]; `None` when there are too
+    /// many to keep (then every lookup is concerned).
+    base_set: Option<HashSet<String>>,
+    /// An opaque marker is pending: every lookup is concerned.
+    opaque: bool,
+}
+
+/// Past this many distinct pending base names, any lookup settles the pending entries.
+const MAX_PENDING_BASES: usize = 1 << 16;
+
+impl PendingSet {
+    pub fn parent(&self, p: &Pending) -> &str {
+        &self.parents[p.parent as usize]
+    }
+
+    pub fn base(&self, p: &Pending) -> &str {
+        &self.bases[p.base_off as usize..p.base_off as usize + p.base_len as usize]
+    }
+
+    pub fn ordinal(&self, p: &Pending) -> usize {
+        p.ordinal as usize
+    }
+
+    /// The parent's identity, for caching where it leads.
+    pub fn parent_id(&self, p: &Pending) -> (u32, u32) {
+        (p.parent, p.epoch)
+    }
+
+    pub fn take_meta(&mut self, p: &Pending) -> EntryMeta {
+        std::mem::replace(
+            &mut self.metas[p.meta as usize],
+            EntryMeta {
+                kind: EntryKind::Other,
+                mode: 0,
+                size: 0,
+                link: None,
+                ordinal: 0,
+                implicit: false,
+                by_hash: false,
+            },
+        )
+    }
+
+    fn push(
+        &mut self,
+        parent: &str,
+        base: &str,
+        ordinal: usize,
+        epoch: u32,
+        what: PendingKind,
+        meta: Option<EntryMeta>,
+    ) -> Result<()> {
+        if self.parents.last().map(String::as_str) != Some(parent) {
+            self.parents.push(parent.to_string());
+        }
+        let too_big = || anyhow!("too many pending entries");
+        let base_off = u32::try_from(self.bases.len()).map_err(|_| too_big())?;
+        self.bases.push_str(base);
+        let meta_index = match meta {
+            Some(m) => {
+                self.metas.push(m);
+                self.metas.len() - 1
+            }
+            None => 0,
+        };
+        if what == PendingKind::Opaque {
+            self.opaque = true;
+        }
+        if let Some(set) = &mut self.base_set {
+            if set.len() >= MAX_PENDING_BASES {
+                self.base_set = None;
+            } else if !set.contains(base) {
+                set.insert(base.to_string());
+            }
+        }
+        self.items.push(Pending {
+            parent: u32::try_from(self.parents.len() - 1).map_err(|_| too_big())?,
+            epoch,
+            ordinal: u32::try_from(ordinal).map_err(|_| too_big())?,
+            base_off,
+            meta: u32::try_from(meta_index).map_err(|_| too_big())?,
+            base_len: u16::try_from(base.len()).map_err(|_| too_big())?,
+            what,
+        });
+        Ok(())
+    }
 }
 
 /// The entries, whiteouts and opaque markers of one layer, by canonical name (no
@@ -97,11 +203,7 @@ pub struct LayerIndex {
     hasher: RandomState,
     pub whiteouts: HashSet<String>,
     pub opaque: HashSet<String>,
-    pub pending: Vec<Pending>,
-    /// Base names of the pending entries (a lookup is concerned only when one of its
-    /// components is among them), and whether a pending opaque marker concerns all.
-    pending_bases: HashSet<String>,
-    pending_opaque: bool,
+    pub pending: PendingSet,
 }
 
 impl Default for LayerIndex {
@@ -112,9 +214,10 @@ impl Default for LayerIndex {
             hasher: RandomState::new(),
             whiteouts: HashSet::new(),
             opaque: HashSet::new(),
-            pending: Vec::new(),
-            pending_bases: HashSet::new(),
-            pending_opaque: false,
+            pending: PendingSet {
+                base_set: Some(HashSet::new()),
+                ..Default::default()
+            },
         }
     }
 }
@@ -344,25 +447,60 @@ impl LayerIndex {
 
     /// Whether a lookup of `name` must first settle the pending entries.
     pub fn pending_concerns(&self, name: &str) -> bool {
-        !self.pending.is_empty()
-            && (self.pending_opaque || name.split('/').any(|c| self.pending_bases.contains(c)))
+        let p = &self.pending;
+        !p.items.is_empty()
+            && (p.opaque
+                || p.base_set
+                    .as_ref()
+                    .is_none_or(|set| name.split('/').any(|c| set.contains(c))))
+    }
+
+    pub fn has_pending(&self) -> bool {
+        !self.pending.items.is_empty()
     }
 
     /// Takes the pending entries out, to be settled by the caller.
-    pub fn take_pending(&mut self) -> Vec<Pending> {
-        self.pending_bases.clear();
-        self.pending_opaque = false;
-        std::mem::take(&mut self.pending)
+    pub fn take_pending(&mut self) -> PendingSet {
+        std::mem::replace(
+            &mut self.pending,
+            PendingSet {
+                base_set: Some(HashSet::new()),
+                ..Default::default()
+            },
+        )
     }
 
-    fn push_pending(&mut self, p: Pending) {
-        match p.what {
-            PendingKind::Opaque => self.pending_opaque = true,
-            _ => {
-                self.pending_bases.insert(p.base.clone());
-            }
+    /// Adds a regular or special file under its canonical name, kept whole when
+    /// `keep`, else as a hash.
+    pub fn insert_file(
+        &mut self,
+        name: &str,
+        ordinal: usize,
+        kind: EntryKind,
+        keep: bool,
+    ) -> Result<()> {
+        if keep {
+            self.insert_entry(
+                name.to_string(),
+                EntryMeta {
+                    kind,
+                    mode: 0,
+                    size: 0,
+                    link: None,
+                    ordinal,
+                    implicit: false,
+                    by_hash: false,
+                },
+            );
+            Ok(())
+        } else {
+            self.insert_hashed(name, ordinal, kind)
         }
-        self.pending.push(p);
+    }
+
+    /// Sorts the hashed entries after additions (lookups binary-search them).
+    pub fn finish_hashed(&mut self) {
+        self.hashed.sort_unstable_by_key(|h| (h.hash, h.ordinal));
     }
 
     /// True when every component of `parent` is a directory written earlier in this
@@ -440,6 +578,7 @@ pub fn scan_layer(
     let mut next = NextMeta::default();
     let mut ordinal = 0usize;
     let mut settled_parent: Option<String> = None;
+    let mut epoch = 0u32;
     for entry in entries {
         let mut entry = entry.with_context(|| format!("{what}: corrupt tar stream"))?;
         data_end = data_end.max(entry.raw_file_position() + entry.size());
@@ -542,12 +681,10 @@ pub fn scan_layer(
             if settled {
                 index.opaque.insert(parent.to_string());
             } else {
-                index.push_pending(Pending {
-                    parent: parent.to_string(),
-                    base: String::new(),
-                    ordinal: this,
-                    what: PendingKind::Opaque,
-                });
+                index
+                    .pending
+                    .push(parent, "", this, epoch, PendingKind::Opaque, None)
+                    .with_context(|| what.clone())?;
             }
             continue;
         }
@@ -555,12 +692,10 @@ pub fn scan_layer(
             if settled {
                 index.whiteouts.insert(child_of(parent, hidden));
             } else {
-                index.push_pending(Pending {
-                    parent: parent.to_string(),
-                    base: hidden.to_string(),
-                    ordinal: this,
-                    what: PendingKind::Whiteout,
-                });
+                index
+                    .pending
+                    .push(parent, hidden, this, epoch, PendingKind::Whiteout, None)
+                    .with_context(|| what.clone())?;
             }
             continue;
         }
@@ -623,14 +758,22 @@ pub fn scan_layer(
         {
             settled_parent = None; // it replaces a directory named before
         }
+        let this_epoch = epoch;
+        if matches!(kind, EntryKind::Dir | EntryKind::Symlink) {
+            epoch = epoch.saturating_add(1);
+        }
+        let plain_file = matches!(kind, EntryKind::File | EntryKind::Other) && !wanted;
         if !settled {
-            index.push_pending(Pending {
-                parent: parent.to_string(),
-                base: base.to_string(),
-                ordinal: this,
-                what: PendingKind::Entry(meta),
-            });
-        } else if matches!(kind, EntryKind::File | EntryKind::Other) && !wanted {
+            let (what_kind, meta) = if plain_file {
+                (PendingKind::File(kind), None)
+            } else {
+                (PendingKind::Entry, Some(meta))
+            };
+            index
+                .pending
+                .push(parent, base, this, this_epoch, what_kind, meta)
+                .with_context(|| what.clone())?;
+        } else if plain_file {
             index.insert_hashed(&name, this, kind)?;
         } else {
             index.insert_entry(name, meta);
@@ -639,7 +782,7 @@ pub fn scan_layer(
     if next.long_name.is_some() || next.long_link.is_some() || next.pax.is_some() {
         bail!("{what}: the tar stream ends with extended headers but no entry for them");
     }
-    index.hashed.sort_unstable_by_key(|h| (h.hash, h.ordinal));
+    index.finish_hashed();
     index.hashed.shrink_to_fit();
     let mut rest = archive.into_inner();
     io::copy(&mut rest, &mut io::sink()).with_context(|| format!("{what}: reading to the end"))?;
