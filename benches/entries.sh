@@ -61,7 +61,7 @@ with tarfile.TarFile(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tf:
         info.type, info.mode, info.size = kind, 0o755 if kind == tarfile.DIRTYPE else 0o644, len(data)
         tf.addfile(info, io.BytesIO(data) if data else None)
     dirs = 1000
-    files = max(-(-(entries - 4) // dirs) - 1, 0)
+    files = max(-(-(entries - 4) // dirs) - 1, 0) if parents else -(-(entries - 1) // dirs)
     add("usr/", tarfile.DIRTYPE)
     add("usr/share/", tarfile.DIRTYPE)
     for d in range(dirs):

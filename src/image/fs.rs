@@ -177,9 +177,18 @@ impl<'a> MergedFs<'a> {
         let image = self.image;
         let digest = &image.info.layers[i].digest;
         let items = std::mem::take(&mut pending.items);
+        let files = items
+            .iter()
+            .filter(|p| matches!(p.what, PendingKind::File(_)))
+            .count();
+        self.scans
+            .get_mut(&i)
+            .expect("scanned")
+            .index
+            .reserve_hashed(files);
         // Entries with the same parent as written, and no directory or symlink of the
         // layer between them, have their parent in the same place.
-        let mut last: Option<((u32, u32), String)> = None;
+        let mut last: Option<(u32, String)> = None;
         for p in &items {
             let id = pending.parent_id(p);
             let parent = match &last {
@@ -205,7 +214,11 @@ impl<'a> MergedFs<'a> {
             let keep = p.what == PendingKind::Entry || (self.wanted)(&name);
             let idx = &mut self.scans.get_mut(&i).expect("scanned").index;
             match p.what {
-                PendingKind::Entry => idx.insert_entry(name, pending.take_meta(p)),
+                PendingKind::Entry => {
+                    if let Some(meta) = pending.take_meta(p) {
+                        idx.insert_entry(name, meta)
+                    }
+                }
                 PendingKind::File(kind) => {
                     idx.insert_file(&name, pending.ordinal(p), kind, keep)?
                 }

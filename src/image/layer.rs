@@ -69,17 +69,17 @@ struct Hashed {
 /// entry pending.
 #[derive(Clone, Copy, Debug)]
 pub struct Pending {
+    /// Index into [`PendingSet::parents`]: one per run of entries with the same parent
+    /// and no directory or symlink of the layer between them (their parent is then in
+    /// the same place).
     parent: u32,
-    /// How many directories and symlinks the layer held before this entry: two
-    /// entries with the same parent and epoch have their parent in the same place.
-    pub epoch: u32,
     ordinal: u32,
     base_off: u32,
-    /// Index into [`PendingSet::metas`] for [`PendingKind::Entry`].
-    meta: u32,
     base_len: u16,
     pub what: PendingKind,
 }
+
+const _: () = assert!(std::mem::size_of::<Pending>() == 16);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PendingKind {
@@ -95,9 +95,13 @@ pub enum PendingKind {
 #[derive(Debug, Default)]
 pub struct PendingSet {
     pub items: Vec<Pending>,
-    metas: Vec<EntryMeta>,
+    /// The metadata of [`PendingKind::Entry`] items, by ordinal.
+    metas: HashMap<u32, EntryMeta>,
     /// Parent paths as written; consecutive entries share one.
     parents: Vec<String>,
+    /// The epoch of the last parent pushed: how many directories and symlinks the
+    /// layer held before it.
+    parent_epoch: u32,
     /// Base names as written, end to end.
     bases: String,
     /// Base names, for [`LayerIndex::pending_concerns`]; `None` when there are too
@@ -124,23 +128,12 @@ impl PendingSet {
     }
 
     /// The parent's identity, for caching where it leads.
-    pub fn parent_id(&self, p: &Pending) -> (u32, u32) {
-        (p.parent, p.epoch)
+    pub fn parent_id(&self, p: &Pending) -> u32 {
+        p.parent
     }
 
-    pub fn take_meta(&mut self, p: &Pending) -> EntryMeta {
-        std::mem::replace(
-            &mut self.metas[p.meta as usize],
-            EntryMeta {
-                kind: EntryKind::Other,
-                mode: 0,
-                size: 0,
-                link: None,
-                ordinal: 0,
-                implicit: false,
-                by_hash: false,
-            },
-        )
+    pub fn take_meta(&mut self, p: &Pending) -> Option<EntryMeta> {
+        self.metas.remove(&p.ordinal)
     }
 
     fn push(
@@ -152,19 +145,17 @@ impl PendingSet {
         what: PendingKind,
         meta: Option<EntryMeta>,
     ) -> Result<()> {
-        if self.parents.last().map(String::as_str) != Some(parent) {
+        if self.parents.last().map(String::as_str) != Some(parent) || self.parent_epoch != epoch {
             self.parents.push(parent.to_string());
+            self.parent_epoch = epoch;
         }
         let too_big = || anyhow!("too many pending entries");
         let base_off = u32::try_from(self.bases.len()).map_err(|_| too_big())?;
         self.bases.push_str(base);
-        let meta_index = match meta {
-            Some(m) => {
-                self.metas.push(m);
-                self.metas.len() - 1
-            }
-            None => 0,
-        };
+        let ordinal = u32::try_from(ordinal).map_err(|_| too_big())?;
+        if let Some(m) = meta {
+            self.metas.insert(ordinal, m);
+        }
         if what == PendingKind::Opaque {
             self.opaque = true;
         }
@@ -177,10 +168,8 @@ impl PendingSet {
         }
         self.items.push(Pending {
             parent: u32::try_from(self.parents.len() - 1).map_err(|_| too_big())?,
-            epoch,
-            ordinal: u32::try_from(ordinal).map_err(|_| too_big())?,
+            ordinal,
             base_off,
-            meta: u32::try_from(meta_index).map_err(|_| too_big())?,
             base_len: u16::try_from(base.len()).map_err(|_| too_big())?,
             what,
         });
@@ -496,6 +485,11 @@ impl LayerIndex {
         } else {
             self.insert_hashed(name, ordinal, kind)
         }
+    }
+
+    /// Room for `n` more hashed entries.
+    pub fn reserve_hashed(&mut self, n: usize) {
+        self.hashed.reserve_exact(n);
     }
 
     /// Sorts the hashed entries after additions (lookups binary-search them).
