@@ -271,3 +271,28 @@ fn inspect_sees_builds_changed_through_bin() {
         }
     }
 }
+
+#[test]
+fn an_archive_that_is_not_a_regular_file_is_refused() {
+    let scratch = TempDir::new().unwrap();
+    let fifo = scratch.path().join("image.tar");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success());
+    for transport in ["oci-archive", "docker-archive"] {
+        let out = TempDir::new().unwrap();
+        let run = mcd_inject([
+            "extract".to_owned(),
+            "--image".to_owned(),
+            format!("{transport}:{}", fifo.display()),
+            "--path".to_owned(),
+            MCD.to_owned(),
+            "-o".to_owned(),
+            out.path().join("out").display().to_string(),
+        ]);
+        assert!(!run.timed_out, "{transport}: {}", run.describe());
+        assert_refused(transport, &out, &run, &["not a regular file"]);
+    }
+}
