@@ -4,7 +4,7 @@
 //! it is returned. While reading, the content of the entries a caller wants is spooled
 //! to temp files, so that the common case reads each layer once.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
 use std::io::{self, BufRead, BufReader, Read};
@@ -308,6 +308,17 @@ impl<R: Read> Read for TarPad<R> {
     }
 }
 
+/// The padded stream, shared between the tar parser and the scanner: the data of an
+/// entry whose size only a PAX record gives (files over 8 GiB: writers put 0 in the
+/// header) is read here, behind the parser, which takes the next header right after it.
+struct Shared<R>(Rc<RefCell<TarPad<R>>>);
+
+impl<R: Read> Read for Shared<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.borrow_mut().read(buf)
+    }
+}
+
 fn decompressor<'a>(raw: impl Read + 'a, compression: Compression) -> Result<Box<dyn Read + 'a>> {
     let mut buffered = BufReader::with_capacity(COPY_BUFFER, raw);
     let compression = match compression {
@@ -559,7 +570,10 @@ pub fn scan_layer(
         real: real.clone(),
         padding_left: None,
     };
-    let mut archive = tar::Archive::new(padded);
+    let shared = Rc::new(RefCell::new(padded));
+    let mut archive = tar::Archive::new(Shared(shared.clone()));
+    // Bytes read behind the parser (see `Shared`), which its positions do not count.
+    let mut behind = 0u64;
     let mut index = LayerIndex::default();
     let mut captures = HashMap::new();
     let mut data_end = 0u64;
@@ -575,7 +589,7 @@ pub fn scan_layer(
     let mut epoch = 0u32;
     for entry in entries {
         let mut entry = entry.with_context(|| format!("{what}: corrupt tar stream"))?;
-        data_end = data_end.max(entry.raw_file_position() + entry.size());
+        data_end = data_end.max(behind + entry.raw_file_position() + entry.size());
         let header = entry.header();
         let etype = header.entry_type();
         let recognised = header.as_gnu().is_some() || header.as_ustar().is_some();
@@ -631,6 +645,7 @@ pub fn scan_layer(
             .long_link
             .map(without_nuls)
             .or_else(|| entry.link_name_bytes().map(|b| b.into_owned()));
+        let mut pax_size = None;
         if let Some(pax) = &meta_for_entry.pax {
             for ext in tar::PaxExtensions::new(pax) {
                 let ext = ext.with_context(|| format!("{what}: malformed PAX header"))?;
@@ -638,139 +653,163 @@ pub fn scan_layer(
                     b"path" => name_bytes = ext.value_bytes().to_vec(),
                     b"linkpath" => link_bytes = Some(ext.value_bytes().to_vec()),
                     b"size" => {
-                        let pax_size: Option<u64> = ext.value().ok().and_then(|v| v.parse().ok());
-                        if pax_size != Some(entry.size()) {
-                            bail!(
-                                "{what}: entry {:?} has a PAX size record ({}) that differs \
-                                 from its header size ({}); such entries are not supported",
-                                String::from_utf8_lossy(&name_bytes),
-                                String::from_utf8_lossy(ext.value_bytes()),
-                                entry.size()
-                            );
-                        }
+                        pax_size = Some(ext.value().ok().and_then(|v| v.parse::<u64>().ok()));
                     }
                     _ => {}
                 }
             }
         }
-        let this = ordinal;
-        ordinal += 1;
-        let raw_name = String::from_utf8_lossy(&name_bytes).into_owned();
-        let name = normalize_name(&raw_name).with_context(|| what.clone())?;
-        if name
-            .split('/')
-            .any(|c| c.starts_with(META_PREFIX) && c != OPAQUE_MARKER)
-        {
-            continue; // .wh..wh.plnk and other AUFS metadata
+        // Data the parser does not know of: a size that only a PAX record gives.
+        let mut beside = 0u64;
+        match pax_size {
+            None => {}
+            Some(Some(s)) if s == entry.size() => {}
+            Some(Some(s)) if entry.size() == 0 => beside = s,
+            Some(bad) => bail!(
+                "{what}: entry {:?} has a PAX size record ({}) that contradicts its header \
+                 size ({})",
+                String::from_utf8_lossy(&name_bytes),
+                bad.map_or("unreadable".to_string(), |s| s.to_string()),
+                entry.size()
+            ),
         }
-        if name.is_empty() {
-            continue; // the root directory itself (`./`, kaniko's `/`)
+        if beside > 0 {
+            data_end = data_end.max(behind + entry.raw_file_position() + beside);
         }
-        let base = name.rsplit('/').next().unwrap_or("");
-        let parent = parent_of(&name);
-        let settled =
-            settled_parent.as_deref() == Some(parent) || index.settles(parent, opts.bottom);
-        settled_parent = settled.then(|| parent.to_string());
-        if base == OPAQUE_MARKER {
-            if settled {
-                index.opaque.insert(parent.to_string());
-            } else {
-                index
-                    .pending
-                    .push(parent, "", this, epoch, PendingKind::Opaque, None)
-                    .with_context(|| what.clone())?;
+        let mut beside_data = Shared(shared.clone()).take(beside);
+        'entry: {
+            let this = ordinal;
+            ordinal += 1;
+            let raw_name = String::from_utf8_lossy(&name_bytes).into_owned();
+            let name = normalize_name(&raw_name).with_context(|| what.clone())?;
+            if name
+                .split('/')
+                .any(|c| c.starts_with(META_PREFIX) && c != OPAQUE_MARKER)
+            {
+                break 'entry; // .wh..wh.plnk and other AUFS metadata
             }
-            continue;
-        }
-        if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
-            if settled {
-                index.whiteouts.insert(child_of(parent, hidden));
-            } else {
-                index
-                    .pending
-                    .push(parent, hidden, this, epoch, PendingKind::Whiteout, None)
-                    .with_context(|| what.clone())?;
+            if name.is_empty() {
+                break 'entry; // the root directory itself (`./`, kaniko's `/`)
             }
-            continue;
-        }
-        let header = entry.header();
-        let kind = entry_kind(header.entry_type());
-        let link = match kind {
-            EntryKind::Symlink | EntryKind::Hardlink => {
-                let target = link_bytes
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .ok_or_else(|| anyhow!("{what}: link {raw_name:?} has no target"))?;
-                Some(if kind == EntryKind::Hardlink {
-                    normalize_name(&target)
-                        .with_context(|| format!("{what}: hardlink {raw_name:?}"))?
+            let base = name.rsplit('/').next().unwrap_or("");
+            let parent = parent_of(&name);
+            let settled =
+                settled_parent.as_deref() == Some(parent) || index.settles(parent, opts.bottom);
+            settled_parent = settled.then(|| parent.to_string());
+            if base == OPAQUE_MARKER {
+                if settled {
+                    index.opaque.insert(parent.to_string());
                 } else {
-                    target
-                })
-            }
-            _ => None,
-        };
-        let mode = header
-            .mode()
-            .with_context(|| format!("{what}: {raw_name:?}: bad mode"))?;
-        let size = entry.size();
-        let wanted = kind == EntryKind::File
-            && match opts.want {
-                Want::Names(f) => f(&name),
-                Want::Ordinal(o) => o == this,
-            };
-        if wanted {
-            let capture = if size > opts.max_file_size {
-                Capture::TooBig { size }
-            } else {
-                let mut tmp = NamedTempFile::new_in(opts.spool)
-                    .with_context(|| format!("creating a temp file in {}", opts.spool.display()))?;
-                io::copy(&mut entry, tmp.as_file_mut())
-                    .with_context(|| format!("{what}: reading {raw_name:?}"))?;
-                Capture::File {
-                    file: tmp,
-                    mode,
-                    size,
-                    name: name.clone(),
+                    index
+                        .pending
+                        .push(parent, "", this, epoch, PendingKind::Opaque, None)
+                        .with_context(|| what.clone())?;
                 }
+                break 'entry;
+            }
+            if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
+                if settled {
+                    index.whiteouts.insert(child_of(parent, hidden));
+                } else {
+                    index
+                        .pending
+                        .push(parent, hidden, this, epoch, PendingKind::Whiteout, None)
+                        .with_context(|| what.clone())?;
+                }
+                break 'entry;
+            }
+            let header = entry.header();
+            let kind = entry_kind(header.entry_type());
+            let link = match kind {
+                EntryKind::Symlink | EntryKind::Hardlink => {
+                    let target = link_bytes
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .ok_or_else(|| anyhow!("{what}: link {raw_name:?} has no target"))?;
+                    Some(if kind == EntryKind::Hardlink {
+                        normalize_name(&target)
+                            .with_context(|| format!("{what}: hardlink {raw_name:?}"))?
+                    } else {
+                        target
+                    })
+                }
+                _ => None,
             };
-            captures.insert(this, capture);
-        }
-        let meta = EntryMeta {
-            kind,
-            mode,
-            size,
-            link,
-            ordinal: this,
-            implicit: false,
-            by_hash: false,
-        };
-        if kind != EntryKind::Dir
-            && settled_parent.as_deref().is_some_and(|p| {
-                p.strip_prefix(name.as_str())
-                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
-            })
-        {
-            settled_parent = None; // it replaces a directory named before
-        }
-        let this_epoch = epoch;
-        if matches!(kind, EntryKind::Dir | EntryKind::Symlink) {
-            epoch = epoch.saturating_add(1);
-        }
-        let plain_file = matches!(kind, EntryKind::File | EntryKind::Other) && !wanted;
-        if !settled {
-            let (what_kind, meta) = if plain_file {
-                (PendingKind::File(kind), None)
+            let mode = header
+                .mode()
+                .with_context(|| format!("{what}: {raw_name:?}: bad mode"))?;
+            let size = entry.size().max(beside);
+            let wanted = kind == EntryKind::File
+                && match opts.want {
+                    Want::Names(f) => f(&name),
+                    Want::Ordinal(o) => o == this,
+                };
+            if wanted {
+                let capture = if size > opts.max_file_size {
+                    Capture::TooBig { size }
+                } else {
+                    let mut tmp = NamedTempFile::new_in(opts.spool).with_context(|| {
+                        format!("creating a temp file in {}", opts.spool.display())
+                    })?;
+                    if beside > 0 {
+                        io::copy(&mut beside_data, tmp.as_file_mut())
+                    } else {
+                        io::copy(&mut entry, tmp.as_file_mut())
+                    }
+                    .with_context(|| format!("{what}: reading {raw_name:?}"))?;
+                    Capture::File {
+                        file: tmp,
+                        mode,
+                        size,
+                        name: name.clone(),
+                    }
+                };
+                captures.insert(this, capture);
+            }
+            let meta = EntryMeta {
+                kind,
+                mode,
+                size,
+                link,
+                ordinal: this,
+                implicit: false,
+                by_hash: false,
+            };
+            if kind != EntryKind::Dir
+                && settled_parent.as_deref().is_some_and(|p| {
+                    p.strip_prefix(name.as_str())
+                        .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+                })
+            {
+                settled_parent = None; // it replaces a directory named before
+            }
+            let this_epoch = epoch;
+            if matches!(kind, EntryKind::Dir | EntryKind::Symlink) {
+                epoch = epoch.saturating_add(1);
+            }
+            let plain_file = matches!(kind, EntryKind::File | EntryKind::Other) && !wanted;
+            if !settled {
+                let (what_kind, meta) = if plain_file {
+                    (PendingKind::File(kind), None)
+                } else {
+                    (PendingKind::Entry, Some(meta))
+                };
+                index
+                    .pending
+                    .push(parent, base, this, this_epoch, what_kind, meta)
+                    .with_context(|| what.clone())?;
+            } else if plain_file {
+                index.insert_hashed(&name, this, kind)?;
             } else {
-                (PendingKind::Entry, Some(meta))
-            };
-            index
-                .pending
-                .push(parent, base, this, this_epoch, what_kind, meta)
-                .with_context(|| what.clone())?;
-        } else if plain_file {
-            index.insert_hashed(&name, this, kind)?;
-        } else {
-            index.insert_entry(name, meta);
+                index.insert_entry(name, meta);
+            }
+        }
+        if beside > 0 {
+            // The rest of the data, and its padding to the next 512-byte block.
+            let padding = beside.wrapping_neg() % 512;
+            io::copy(&mut beside_data, &mut io::sink())
+                .and_then(|_| io::copy(&mut Shared(shared.clone()).take(padding), &mut io::sink()))
+                .with_context(|| format!("{what}: reading entry data"))?;
+            behind += beside + padding;
         }
     }
     if next.long_name.is_some() || next.long_link.is_some() || next.pax.is_some() {
@@ -781,6 +820,7 @@ pub fn scan_layer(
     let mut rest = archive.into_inner();
     io::copy(&mut rest, &mut io::sink()).with_context(|| format!("{what}: reading to the end"))?;
     drop(rest);
+    drop(shared);
     if data_end > real.get() {
         bail!(
             "{what} is truncated: its last entry ends at byte {data_end}, the stream at {}",
