@@ -106,7 +106,7 @@ run() {
   /usr/bin/time -v -o "$work/time.log" "$@" >/dev/null 2>"$work/stderr.log" || code=$?
   local wall rss left
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {
-    n = split($2, t, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + t[k]; print s }' "$work/time.log")
+    n = split($2, t, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + t[k]; printf "%.2f", s }' "$work/time.log")
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.log")
   left=$(find "$work/out" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
   echo "| $name | $code | $wall | $(awk -v r="$rss" 'BEGIN {printf "%.1f", r / 1024}') | $left | $(head -c 150 "$work/stderr.log" | tr '\n|' '  ') |" >>"$rows"
