@@ -98,12 +98,8 @@ out_ok='[ "$(sha256sum <"$work/out" | cut -d" " -f1)" = "$mcd_sha256" ]'
 tar_ok='[ "$(tar -xzOf "$top_blob" "${MCD_PATH#/}" | sha256sum | cut -d" " -f1)" = "$mcd_sha256" ]'
 
 echo "measuring, $RUNS runs each ..." >&2
-measure "mcd-inject extract, oci: layout" "$out_ok" -- \
-  "$bin" extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
-if [ -n "${BASELINE_BIN:-}" ]; then
-  measure "baseline build: extract, oci: layout" "$out_ok" -- \
-    "$BASELINE_BIN" extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
-fi
+measure_ab "mcd-inject extract, oci: layout" "$out_ok" -- \
+  extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
 measure "tar -xzO of the layer blob" "$tar_ok" -- \
   tar -xzOf "$top_blob" "${MCD_PATH#/}"
 

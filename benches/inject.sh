@@ -3,7 +3,8 @@
 # lower bound for making the same payload. Prints a Markdown table for BENCHMARKS.md.
 #
 #   bash benches/inject.sh            # RUNS=5 by default
-#   BASELINE_BIN=/path/to/older/mcd-inject bash benches/inject.sh   # adds a row for it
+#   BASELINE_BIN=/path/to/older/mcd-inject bash benches/inject.sh   # adds a row for it,
+#                                                       # interleaved run by run
 #
 # The image (generated deterministically with fixtures/generate.py's layout writer) has
 # one gzip layer whose `/usr/bin/machine-config-daemon` is the static fixture program
@@ -69,18 +70,13 @@ remote_ok='[ -s "$work/payload.gz" ] && "$bin" verify "$work/out.ign" --payload 
 stock_ok='[ -s "$work/payload.b64" ] && [ -s "$work/sum" ]'
 
 echo "measuring, $RUNS runs each ..." >&2
-measure "mcd-inject inject, 4.2 (spec 2.2, inline)" "$ign_ok" -- \
-  "$bin" inject --image "oci:$layout:latest" --bootimage 4.2 --ign "$work/out.ign"
+measure_ab "mcd-inject inject, 4.2 (spec 2.2, inline)" "$ign_ok" -- \
+  inject --image "oci:$layout:latest" --bootimage 4.2 --ign "$work/out.ign"
 measure "mcd-inject inject, 4.8 (spec 3.2, inline)" "$ign_ok" -- \
   "$bin" inject --image "oci:$layout:latest" --bootimage 4.8 --ign "$work/out.ign"
 measure "mcd-inject inject, 4.2, remote mode" "$remote_ok" -- \
   "$bin" inject --image "oci:$layout:latest" --bootimage 4.2 --ign "$work/out.ign" \
   --payload-url http://127.0.0.1/machine-config-daemon.gz --payload-out "$work/payload.gz"
-if [ -n "${BASELINE_BIN:-}" ]; then
-  # An earlier build of mcd-inject, measured in the same run (e.g. the parent commit).
-  measure "baseline build: inject, 4.2 (spec 2.2, inline)" "$ign_ok" -- \
-    "$BASELINE_BIN" inject --image "oci:$layout:latest" --bootimage 4.2 --ign "$work/out.ign"
-fi
 measure "stock lower bound: tar -xzO, gzip -6 -n, sha512sum, base64" "$stock_ok" -- bash -c '
   set -o pipefail
   tar -xzOf "$1" "${2#/}" | gzip -6 -n | tee >(sha512sum >"$3/sum") | base64 -w0 >"$3/payload.b64"' \

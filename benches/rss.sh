@@ -4,7 +4,8 @@
 #
 #   bash benches/rss.sh            # RUNS=5 by default
 #   RUNS=9 bash benches/rss.sh
-#   BASELINE_BIN=/path/to/older/mcd-inject bash benches/rss.sh   # adds rows for it
+#   BASELINE_BIN=/path/to/older/mcd-inject bash benches/rss.sh   # adds rows for it,
+#                                                    # interleaved run by run
 #
 # The image (about 250 MB uncompressed, 4 gzip layers, the 60 MiB machine-config-daemon
 # in the top layer) is generated deterministically by fixtures/generate.py's layout
@@ -98,19 +99,12 @@ rootfs_ok='[ "$(sha256sum <"$work/rootfs$MCD_PATH" | cut -d" " -f1)" = "$mcd_sha
 tar_ok='[ "$(tar -xzOf "$top_blob" "${MCD_PATH#/}" | sha256sum | cut -d" " -f1)" = "$mcd_sha256" ]'
 
 echo "measuring, $RUNS runs each ..." >&2
-measure "mcd-inject extract, oci: layout" "$out_ok" -- \
-    "$bin" extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
+measure_ab "mcd-inject extract, oci: layout" "$out_ok" -- \
+    extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
 measure "mcd-inject extract, oci-archive:" "$out_ok" -- \
     "$bin" extract --image "oci-archive:$work/image.oci.tar:latest" --path "$MCD_PATH" -o "$work/out"
-measure "mcd-inject extract, docker-archive:" "$out_ok" -- \
-    "$bin" extract --image "docker-archive:$work/image.docker.tar" --path "$MCD_PATH" -o "$work/out"
-if [ -n "${BASELINE_BIN:-}" ]; then
-    # An earlier build of mcd-inject, measured in the same run (e.g. the parent commit).
-    measure "baseline build: extract, oci: layout" "$out_ok" -- \
-        "$BASELINE_BIN" extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
-    measure "baseline build: extract, docker-archive:" "$out_ok" -- \
-        "$BASELINE_BIN" extract --image "docker-archive:$work/image.docker.tar" --path "$MCD_PATH" -o "$work/out"
-fi
+measure_ab "mcd-inject extract, docker-archive:" "$out_ok" -- \
+    extract --image "docker-archive:$work/image.docker.tar" --path "$MCD_PATH" -o "$work/out"
 measure "umoci raw unpack (whole image), oci: layout" "$rootfs_ok" -- \
     umoci raw unpack --rootless --image "$layout:latest" "$work/rootfs"
 measure "tar -xzO of the top layer blob only" "$tar_ok" -- \
