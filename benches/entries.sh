@@ -109,3 +109,4 @@ echo "Layer: $entry_count entries ($(mib "$image_bytes") MiB of gzip blobs), the
   "peak RSS the largest of the runs; ratios are against the first row."
 echo
 table
+ab_table

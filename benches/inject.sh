@@ -88,3 +88,4 @@ echo "MCD: $(mib "$mcd_bytes") MiB (static ELF plus binary-like bytes) in a one-
   "largest of the runs; ratios are against the first row."
 echo
 table
+ab_table

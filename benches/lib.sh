@@ -16,6 +16,7 @@ one_run() {
   run_wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {
     n = split($2, t, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + t[k]; print s }' "$work/time.log")
   run_rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.log")
+  run_cpu=$(awk -F': ' '/(User|System) time \(seconds\)/ {s += $2} END {print s}' "$work/time.log")
 }
 
 # check_result NAME CHECK: CHECK (a shell condition) must hold now.
@@ -57,7 +58,7 @@ measure_ab() {
     measure "$name" "$check" -- "$bin" "$@"
     return
   fi
-  local a=() b=() rss_a=0 rss_b=0 i order which
+  local a=() b=() cpu_a=() cpu_b=() rss_a=0 rss_b=0 i order which
   for ((i = 0; i < RUNS; i++)); do
     order="a b"
     ((i % 2)) && order="b a"
@@ -66,17 +67,33 @@ measure_ab() {
         one_run "$name" "$bin" "$@"
         ((i == 0)) && check_result "$name" "$check"
         a+=("$run_wall")
+        cpu_a+=("$run_cpu")
         ((run_rss > rss_a)) && rss_a=$run_rss
       else
         one_run "baseline build: $name" "$BASELINE_BIN" "$@"
         ((i == 0)) && check_result "baseline build: $name" "$check"
         b+=("$run_wall")
+        cpu_b+=("$run_cpu")
         ((run_rss > rss_b)) && rss_b=$run_rss
       fi
     done
   done
   echo "$name|$(median "${a[@]}")|$rss_a" >>"$results"
   echo "baseline build: $name|$(median "${b[@]}")|$rss_b" >>"$results"
+  echo "$name|$(median "${cpu_a[@]}")|$(median "${cpu_b[@]}")" >>"$work/ab_cpu"
+}
+
+# ab_table: for each measure_ab, the median CPU time (user + system) of the build and
+# of BASELINE_BIN: on a loaded machine, wall time mostly measures the wait for a CPU.
+ab_table() {
+  [ -s "$work/ab_cpu" ] || return 0
+  echo
+  echo "| command | median CPU (s) | baseline build median CPU (s) | build / baseline |"
+  echo "| --- | ---: | ---: | ---: |"
+  while IFS='|' read -r name a b; do
+    awk -v n="$name" -v a="$a" -v b="$b" 'BEGIN {
+      printf "| %s | %.3f | %.3f | %.2fx |\n", n, a, b, (b > 0 ? a / b : 0) }'
+  done <"$work/ab_cpu"
 }
 
 mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }

@@ -118,3 +118,4 @@ echo "Image: $(mib "$uncompressed_bytes") MiB uncompressed, $(mib "$image_bytes"
     "peak RSS is the largest of the runs; ratios are against \`mcd-inject extract, oci: layout\`."
 echo
 table
+ab_table
