@@ -250,6 +250,9 @@ pub struct VerifyArgs {
     /// The served payload, for a config in remote mode.
     #[arg(long, value_name = "FILE")]
     pub payload: Option<PathBuf>,
+    /// With --image: largest file that may be read out of it, from its tar header.
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = byte_size)]
+    pub max_file_size: u64,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -269,7 +272,7 @@ impl VerifyArgs {
                     OpenOptions {
                         platform: self.platform.clone(),
                         registry: self.registry.options(),
-                        max_file_size: crate::image::DEFAULT_MAX_FILE_SIZE,
+                        max_file_size: self.max_file_size,
                     },
                 )
             }),

@@ -296,3 +296,63 @@ fn an_archive_that_is_not_a_regular_file_is_refused() {
         assert_refused(transport, &out, &run, &["not a regular file"]);
     }
 }
+
+/// `inject`, `inspect` and `verify --image` read the image through the same limit.
+#[test]
+fn max_file_size_applies_to_inject_inspect_and_verify() {
+    let reference = fixture("mco-4.6").reference("oci");
+    let scratch = TempDir::new().unwrap();
+    let ign = scratch.path().join("out.ign");
+    let ign_arg = ign.display().to_string();
+    let run = mcd_inject([
+        "inject",
+        "--image",
+        &reference,
+        "--bootimage",
+        "4.6",
+        "--ign",
+        &ign_arg,
+        "--max-file-size",
+        "100",
+    ]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(
+        run.stderr.contains("over the limit of 100 bytes"),
+        "{}",
+        run.describe()
+    );
+    assert!(!ign.exists(), "inject wrote a config despite the refusal");
+    let run = mcd_inject(["inspect", "--image", &reference, "--max-file-size", "100"]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(
+        run.stderr.contains("over the limit of 100 bytes"),
+        "{}",
+        run.describe()
+    );
+    let run = mcd_inject([
+        "inject",
+        "--image",
+        &reference,
+        "--bootimage",
+        "4.6",
+        "--ign",
+        &ign_arg,
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let run = mcd_inject([
+        "verify",
+        &ign_arg,
+        "--image",
+        &reference,
+        "--max-file-size",
+        "100",
+    ]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(
+        run.stderr.contains("over the limit of 100 bytes"),
+        "{}",
+        run.describe()
+    );
+    let run = mcd_inject(["verify", &ign_arg, "--image", &reference]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+}
