@@ -3,6 +3,8 @@
 # lower bound for making the same payload. Prints a Markdown table for BENCHMARKS.md.
 #
 #   bash benches/inject.sh            # RUNS=5 by default
+#   BASELINE_BIN=/path/to/older/mcd-inject bash benches/inject.sh   # adds a row for it,
+#                                                       # interleaved run by run
 #
 # The image (generated deterministically with fixtures/generate.py's layout writer) has
 # one gzip layer whose `/usr/bin/machine-config-daemon` is the static fixture program
@@ -68,8 +70,8 @@ remote_ok='[ -s "$work/payload.gz" ] && "$bin" verify "$work/out.ign" --payload 
 stock_ok='[ -s "$work/payload.b64" ] && [ -s "$work/sum" ]'
 
 echo "measuring, $RUNS runs each ..." >&2
-measure "mcd-inject inject, 4.2 (spec 2.2, inline)" "$ign_ok" -- \
-  "$bin" inject --image "oci:$layout:latest" --bootimage 4.2 --ign "$work/out.ign"
+measure_ab "mcd-inject inject, 4.2 (spec 2.2, inline)" "$ign_ok" -- \
+  inject --image "oci:$layout:latest" --bootimage 4.2 --ign "$work/out.ign"
 measure "mcd-inject inject, 4.8 (spec 3.2, inline)" "$ign_ok" -- \
   "$bin" inject --image "oci:$layout:latest" --bootimage 4.8 --ign "$work/out.ign"
 measure "mcd-inject inject, 4.2, remote mode" "$remote_ok" -- \
@@ -86,3 +88,4 @@ echo "MCD: $(mib "$mcd_bytes") MiB (static ELF plus binary-like bytes) in a one-
   "largest of the runs; ratios are against the first row."
 echo
 table
+ab_table

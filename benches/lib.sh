@@ -2,31 +2,98 @@
 # results (a file), bench (its name, for messages), and defines reset() (clears what a
 # run leaves).
 
+# one_run NAME CMD...: one timed run of CMD after `reset`; sets run_wall (s) and
+# run_rss (kB).
+one_run() {
+  local name=$1
+  shift
+  reset
+  /usr/bin/time -v -o "$work/time.log" "$@" >/dev/null 2>"$work/stderr.log" || {
+    echo "$bench: $name failed:" >&2
+    cat "$work/stderr.log" "$work/time.log" >&2
+    exit 1
+  }
+  run_wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {
+    n = split($2, t, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + t[k]; print s }' "$work/time.log")
+  run_rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.log")
+  run_cpu=$(awk -F': ' '/(User|System) time \(seconds\)/ {s += $2} END {print s}' "$work/time.log")
+}
+
+# check_result NAME CHECK: CHECK (a shell condition) must hold now.
+check_result() {
+  if ! eval "$2"; then
+    echo "$bench: $1 produced the wrong result" >&2
+    exit 1
+  fi
+}
+
+median() {
+  printf '%s\n' "$@" | sort -g |
+    awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
+
 # measure NAME CHECK -- CMD...: runs CMD RUNS times, each after `reset`; CHECK (a shell
 # condition) must hold after the first run; records "NAME|median wall s|peak RSS kB".
 measure() {
   local name=$1 check=$2
   shift 3
-  local walls=() rss_max=0 i rss median
+  local walls=() rss_max=0 i
   for ((i = 0; i < RUNS; i++)); do
-    reset
-    /usr/bin/time -v -o "$work/time.log" "$@" >/dev/null 2>"$work/stderr.log" || {
-      echo "$bench: $name failed:" >&2
-      cat "$work/stderr.log" "$work/time.log" >&2
-      exit 1
-    }
-    if ((i == 0)) && ! eval "$check"; then
-      echo "$bench: $name produced the wrong result" >&2
-      exit 1
-    fi
-    walls+=("$(awk -F': ' '/Elapsed \(wall clock\)/ {
-      n = split($2, t, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + t[k]; print s }' "$work/time.log")")
-    rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.log")
-    ((rss > rss_max)) && rss_max=$rss
+    one_run "$name" "$@"
+    ((i == 0)) && check_result "$name" "$check"
+    walls+=("$run_wall")
+    ((run_rss > rss_max)) && rss_max=$run_rss
   done
-  median=$(printf '%s\n' "${walls[@]}" | sort -g |
-    awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}')
-  echo "$name|$median|$rss_max" >>"$results"
+  echo "$name|$(median "${walls[@]}")|$rss_max" >>"$results"
+}
+
+# measure_ab NAME CHECK -- ARGS...: `$bin ARGS` as `measure` does; when BASELINE_BIN is
+# set, also `$BASELINE_BIN ARGS` (an earlier build), the two interleaved run by run
+# (A B, then B A, ...) so that a change in the machine's load hits both alike. Records
+# NAME and "baseline build: NAME".
+measure_ab() {
+  local name=$1 check=$2
+  shift 3
+  if [ -z "${BASELINE_BIN:-}" ]; then
+    measure "$name" "$check" -- "$bin" "$@"
+    return
+  fi
+  local a=() b=() cpu_a=() cpu_b=() rss_a=0 rss_b=0 i order which
+  for ((i = 0; i < RUNS; i++)); do
+    order="a b"
+    ((i % 2)) && order="b a"
+    for which in $order; do
+      if [ "$which" = a ]; then
+        one_run "$name" "$bin" "$@"
+        ((i == 0)) && check_result "$name" "$check"
+        a+=("$run_wall")
+        cpu_a+=("$run_cpu")
+        ((run_rss > rss_a)) && rss_a=$run_rss
+      else
+        one_run "baseline build: $name" "$BASELINE_BIN" "$@"
+        ((i == 0)) && check_result "baseline build: $name" "$check"
+        b+=("$run_wall")
+        cpu_b+=("$run_cpu")
+        ((run_rss > rss_b)) && rss_b=$run_rss
+      fi
+    done
+  done
+  echo "$name|$(median "${a[@]}")|$rss_a" >>"$results"
+  echo "baseline build: $name|$(median "${b[@]}")|$rss_b" >>"$results"
+  echo "$name|$(median "${cpu_a[@]}")|$(median "${cpu_b[@]}")" >>"$work/ab_cpu"
+}
+
+# ab_table: for each measure_ab, the median CPU time (user + system) of the build and
+# of BASELINE_BIN: on a loaded machine, wall time mostly measures the wait for a CPU.
+ab_table() {
+  [ -s "$work/ab_cpu" ] || return 0
+  echo
+  echo "| command | median CPU (s) | baseline build median CPU (s) | build / baseline |"
+  echo "| --- | ---: | ---: | ---: |"
+  while IFS='|' read -r name a b; do
+    awk -v n="$name" -v a="$a" -v b="$b" 'BEGIN {
+      printf "| %s | %.3f | %.3f | %.2fx |\n", n, a, b, (b > 0 ? a / b : 0) }'
+  done <"$work/ab_cpu"
 }
 
 mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }

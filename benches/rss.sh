@@ -4,6 +4,8 @@
 #
 #   bash benches/rss.sh            # RUNS=5 by default
 #   RUNS=9 bash benches/rss.sh
+#   BASELINE_BIN=/path/to/older/mcd-inject bash benches/rss.sh   # adds rows for it,
+#                                                    # interleaved run by run
 #
 # The image (about 250 MB uncompressed, 4 gzip layers, the 60 MiB machine-config-daemon
 # in the top layer) is generated deterministically by fixtures/generate.py's layout
@@ -97,12 +99,12 @@ rootfs_ok='[ "$(sha256sum <"$work/rootfs$MCD_PATH" | cut -d" " -f1)" = "$mcd_sha
 tar_ok='[ "$(tar -xzOf "$top_blob" "${MCD_PATH#/}" | sha256sum | cut -d" " -f1)" = "$mcd_sha256" ]'
 
 echo "measuring, $RUNS runs each ..." >&2
-measure "mcd-inject extract, oci: layout" "$out_ok" -- \
-    "$bin" extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
+measure_ab "mcd-inject extract, oci: layout" "$out_ok" -- \
+    extract --image "oci:$layout:latest" --path "$MCD_PATH" -o "$work/out"
 measure "mcd-inject extract, oci-archive:" "$out_ok" -- \
     "$bin" extract --image "oci-archive:$work/image.oci.tar:latest" --path "$MCD_PATH" -o "$work/out"
-measure "mcd-inject extract, docker-archive:" "$out_ok" -- \
-    "$bin" extract --image "docker-archive:$work/image.docker.tar" --path "$MCD_PATH" -o "$work/out"
+measure_ab "mcd-inject extract, docker-archive:" "$out_ok" -- \
+    extract --image "docker-archive:$work/image.docker.tar" --path "$MCD_PATH" -o "$work/out"
 measure "umoci raw unpack (whole image), oci: layout" "$rootfs_ok" -- \
     umoci raw unpack --rootless --image "$layout:latest" "$work/rootfs"
 measure "tar -xzO of the top layer blob only" "$tar_ok" -- \
@@ -116,3 +118,4 @@ echo "Image: $(mib "$uncompressed_bytes") MiB uncompressed, $(mib "$image_bytes"
     "peak RSS is the largest of the runs; ratios are against \`mcd-inject extract, oci: layout\`."
 echo
 table
+ab_table

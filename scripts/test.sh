@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc libc6-dev python3 skopeo umoci zstd xz-utils jq ignition systemd systemd-container
+packages=(gcc git libc6-dev python3 skopeo umoci zstd xz-utils jq ignition systemd systemd-container
   debootstrap time docker-registry apache2-utils openssl curl)
 missing=()
 for p in "${packages[@]}"; do

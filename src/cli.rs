@@ -46,6 +46,10 @@ pub struct ImageArgs {
     /// Platform to pick from a multi-arch index, os/arch[/variant].
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
     pub platform: Platform,
+    /// Largest file that may be read out of the image, from its tar header (bytes, or
+    /// with a K, M or G suffix for KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = byte_size)]
+    pub max_file_size: u64,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -94,6 +98,7 @@ impl ImageArgs {
         OpenOptions {
             platform: self.platform.clone(),
             registry: self.registry.options(),
+            max_file_size: self.max_file_size,
         }
     }
 }
@@ -243,6 +248,9 @@ pub struct VerifyArgs {
     /// The served payload, for a config in remote mode.
     #[arg(long, value_name = "FILE")]
     pub payload: Option<PathBuf>,
+    /// With --image: largest file that may be read out of it, from its tar header.
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = byte_size)]
+    pub max_file_size: u64,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -262,6 +270,7 @@ impl VerifyArgs {
                     OpenOptions {
                         platform: self.platform.clone(),
                         registry: self.registry.options(),
+                        max_file_size: self.max_file_size,
                     },
                 )
             }),
@@ -279,6 +288,21 @@ fn bootimage_version(s: &str) -> Result<OcpVersion, String> {
         Err(e @ crate::target::VersionError::TooOld(_)) => Err(e.to_string()),
         _ => Ok(v),
     }
+}
+
+/// `123`, `64K`, `200M`, `2G` (binary multiples).
+fn byte_size(s: &str) -> Result<u64, String> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("{s:?} is not a size (bytes, or a number with K, M or G)"))
 }
 
 fn absolute_path(s: &str) -> Result<String, String> {

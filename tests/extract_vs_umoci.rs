@@ -308,10 +308,9 @@ fn every_fixture_is_checked_on_its_transports() {
             fixture.name
         );
         let zstd = fixture.compression.iter().any(|c| c == "zstd");
-        assert_eq!(
-            fixture.transports.contains_key("docker-archive"),
-            !zstd,
-            "{}: docker-archive exists exactly when no layer is zstd",
+        assert!(
+            !(zstd && fixture.transports.contains_key("docker-archive")),
+            "{}: skopeo cannot write zstd layers into a docker-archive",
             fixture.name
         );
         assert!(
@@ -365,7 +364,8 @@ fn hostile_and_non_file_paths_are_refused() {
                     &out_dir.path().join("out"),
                     None,
                 );
-                for problem in expect_refusal(&run, out_dir.path(), &[]) {
+                let needles: Vec<&str> = refused.needles.iter().map(String::as_str).collect();
+                for problem in expect_refusal(&run, out_dir.path(), &needles) {
                     failures.push(format!(
                         "{} [{transport}] {} ({}): {problem}",
                         fixture.name,

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -79,20 +79,34 @@ impl FileTree for DirTree {
             bail!("{}: refusing path {path:?}", self.describe());
         }
         let full = self.root.join(path);
-        match File::open(&full) {
-            Ok(f) => {
-                let size = f
-                    .metadata()
-                    .with_context(|| format!("reading {}", full.display()))?
-                    .len();
-                Ok(Some(Member {
-                    reader: Box::new(f),
-                    size,
-                }))
+        // A blob that is a FIFO, a device or a link to one would never end (or block
+        // in open): only regular files are read.
+        match std::fs::metadata(&full) {
+            Ok(meta) if !meta.is_file() => {
+                bail!("{}: {path} is not a regular file", self.describe())
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("opening {}", full.display())),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("opening {}", full.display())),
         }
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&full)
+            .with_context(|| format!("opening {}", full.display()))?;
+        let meta = f
+            .metadata()
+            .with_context(|| format!("reading {}", full.display()))?;
+        if !meta.is_file() {
+            bail!("{}: {path} is not a regular file", self.describe());
+        }
+        let size = meta.len();
+        // Never more than the size seen at open time (plus one byte, so that a file
+        // that grows is noticed as a size mismatch rather than read without end).
+        Ok(Some(Member {
+            reader: Box::new(f.take(size + 1)),
+            size,
+        }))
     }
 
     fn describe(&self) -> String {
@@ -125,6 +139,10 @@ fn archive_name(raw: &str) -> String {
 impl ArchiveTree {
     pub fn open(path: &Path) -> Result<Self> {
         let describe = || format!("archive {}", path.display());
+        let meta = std::fs::metadata(path).with_context(|| format!("opening {}", describe()))?;
+        if !meta.is_file() {
+            bail!("{} is not a regular file", describe());
+        }
         let file = File::open(path).with_context(|| format!("opening {}", describe()))?;
         let len = file.metadata()?.len();
         let mut magic = [0u8; 4];

@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use tempfile::NamedTempFile;
 
-use super::layer::{parent_of, scan_layer, EntryKind, EntryMeta, LayerScan};
+use super::layer::{
+    child_of, parent_of, scan_layer, Capture, EntryKind, EntryMeta, LayerIndex, LayerScan,
+    PendingKind, ScanOptions, Want,
+};
 use super::Image;
 
 /// Symlinks followed while resolving one path before it counts as a loop (Linux: 40).
@@ -93,9 +96,28 @@ enum Lookup {
     Absent(Absence),
 }
 
+/// How a walk treats components that are missing or not directories.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// A lookup: they make the path absent.
+    Strict,
+    /// Where an unpacker puts an entry: missing directories are created, so the walk
+    /// goes on with the name as it is.
+    Unpack,
+}
+
+/// The entries of one layer that come before a given entry: a walk that unpacks that
+/// entry sees them above the layers below.
+#[derive(Clone, Copy)]
+struct Before {
+    layer: usize,
+    ordinal: usize,
+}
+
 impl<'a> MergedFs<'a> {
-    /// A view whose file contents are spooled into `spool`. Files whose normalised
-    /// names `wanted` accepts are captured on the first read of their layer.
+    /// A view whose file contents are spooled into `spool`. Files whose canonical
+    /// names `wanted` accepts are captured on the first read of their layer; only they
+    /// (and directories and links) are listed by [`Self::list_dir`].
     pub fn new(image: &'a Image, spool: &Path, wanted: impl Fn(&str) -> bool + 'static) -> Self {
         MergedFs {
             image,
@@ -111,14 +133,110 @@ impl<'a> MergedFs<'a> {
         self.reads
     }
 
-    fn scan(&mut self, i: usize) -> Result<&LayerScan> {
+    fn read_layer(&mut self, i: usize, want: Want) -> Result<LayerScan> {
+        let layer = &self.image.info.layers[i];
+        let scan = scan_layer(
+            self.image.source(),
+            layer,
+            &ScanOptions {
+                want,
+                spool: &self.spool,
+                max_file_size: self.image.max_file_size(),
+                bottom: i == 0,
+            },
+        )?;
+        self.reads += 1;
+        Ok(scan)
+    }
+
+    fn scan(&mut self, i: usize) -> Result<&mut LayerScan> {
         if !self.scans.contains_key(&i) {
-            let layer = &self.image.info.layers[i];
-            let scan = scan_layer(self.image.source(), layer, &self.wanted, &self.spool)?;
-            self.reads += 1;
-            self.scans.insert(i, scan);
+            let wanted = std::mem::replace(&mut self.wanted, Box::new(|_| false));
+            let scan = self.read_layer(i, Want::Names(&wanted));
+            self.wanted = wanted;
+            self.scans.insert(i, scan?);
         }
-        Ok(&self.scans[&i])
+        Ok(self.scans.get_mut(&i).expect("just scanned"))
+    }
+
+    /// Reads layer `i`, and settles its pending entries when a lookup of `name` (or
+    /// any lookup, for `None`) could be concerned by them.
+    fn layer(&mut self, i: usize, name: Option<&str>) -> Result<&LayerIndex> {
+        let idx = &self.scan(i)?.index;
+        if name.map_or(idx.has_pending(), |n| idx.pending_concerns(n)) {
+            self.settle(i)?;
+        }
+        Ok(&self.scans[&i].index)
+    }
+
+    /// Puts the pending entries of layer `i` where unpacking the layer would: each
+    /// parent path is walked through the layer's earlier entries and the layers below,
+    /// symlinks followed inside the root.
+    fn settle(&mut self, i: usize) -> Result<()> {
+        let mut pending = self.scan(i)?.index.take_pending();
+        let image = self.image;
+        let digest = &image.info.layers[i].digest;
+        let items = std::mem::take(&mut pending.items);
+        let files = items
+            .iter()
+            .filter(|p| matches!(p.what, PendingKind::File(_)))
+            .count();
+        self.scans
+            .get_mut(&i)
+            .expect("scanned")
+            .index
+            .reserve_hashed(files);
+        // Entries with the same parent as written, and no directory or symlink of the
+        // layer between them, have their parent in the same place.
+        let mut last: Option<(u32, String)> = None;
+        for p in &items {
+            let id = pending.parent_id(p);
+            let parent = match &last {
+                Some((key, place)) if *key == id => place.clone(),
+                _ => {
+                    let before = Before {
+                        layer: i,
+                        ordinal: pending.ordinal(p),
+                    };
+                    let raw = format!("/{}", pending.parent(p));
+                    let place = self
+                        .walk(&raw, true, i, Some(before), Walk::Unpack)
+                        .map_err(|e| {
+                            let shown = child_of(pending.parent(p), pending.base(p));
+                            e.context(format!("layer {digest}: placing entry {shown:?}"))
+                        })?
+                        .name;
+                    last = Some((id, place.clone()));
+                    place
+                }
+            };
+            let name = child_of(&parent, pending.base(p));
+            let keep = p.what == PendingKind::Entry || (self.wanted)(&name);
+            let idx = &mut self.scans.get_mut(&i).expect("scanned").index;
+            match p.what {
+                PendingKind::Entry => {
+                    if let Some(meta) = pending.take_meta(p) {
+                        idx.insert_entry(name, meta)
+                    }
+                }
+                PendingKind::File(kind) => {
+                    idx.insert_file(&name, pending.ordinal(p), kind, keep)?
+                }
+                PendingKind::Whiteout => {
+                    idx.whiteouts.insert(name);
+                }
+                PendingKind::Opaque => {
+                    idx.opaque.insert(parent);
+                }
+            }
+        }
+        drop(items);
+        self.scans
+            .get_mut(&i)
+            .expect("scanned")
+            .index
+            .finish_hashed();
+        Ok(())
     }
 
     fn not_found(&self, path: &str, why: Absence) -> anyhow::Error {
@@ -133,6 +251,25 @@ impl<'a> MergedFs<'a> {
     /// Looks `name` up top-down in the layers below `top`, its ancestors being
     /// directories in that merged view.
     fn lookup(&mut self, name: &str, top: usize) -> Result<Lookup> {
+        let (found, decided_in) = self.lookup_once(name, top)?;
+        if let Lookup::Absent(_) = found {
+            // A pending entry of a layer above the one that decided may create the
+            // directories of this path where its own parents lead: settle them all.
+            let unsettled: Vec<usize> = (decided_in..top)
+                .filter(|i| self.scans.get(i).is_some_and(|s| s.index.has_pending()))
+                .collect();
+            if !unsettled.is_empty() {
+                for i in unsettled {
+                    self.settle(i)?;
+                }
+                return Ok(self.lookup_once(name, top)?.0);
+            }
+        }
+        Ok(found)
+    }
+
+    /// One top-down pass of [`Self::lookup`]; also says which layer decided.
+    fn lookup_once(&mut self, name: &str, top: usize) -> Result<(Lookup, usize)> {
         let mut ancestors = vec![String::new()];
         let mut a = parent_of(name);
         while !a.is_empty() {
@@ -141,42 +278,68 @@ impl<'a> MergedFs<'a> {
         }
         for i in (0..top).rev() {
             let digest = self.image.info.layers[i].digest.to_string();
-            let idx = &self.scan(i)?.index;
-            if let Some(meta) = idx.entries.get(name) {
-                return Ok(Lookup::Found(i, meta.clone()));
+            let idx = self.layer(i, Some(name))?;
+            if let Some(meta) = idx.get(name, usize::MAX) {
+                return Ok((Lookup::Found(i, meta), i));
             }
             if idx.whiteouts.contains(name) {
-                return Ok(Lookup::Absent(Absence::WhitedOut { layer: digest }));
+                return Ok((Lookup::Absent(Absence::WhitedOut { layer: digest }), i));
             }
             for anc in &ancestors {
                 if idx.whiteouts.contains(anc) {
-                    return Ok(Lookup::Absent(Absence::WhitedOut { layer: digest }));
+                    return Ok((Lookup::Absent(Absence::WhitedOut { layer: digest }), i));
                 }
                 if idx
-                    .entries
-                    .get(anc)
+                    .get(anc, usize::MAX)
                     .is_some_and(|m| m.kind != EntryKind::Dir)
                 {
-                    return Ok(Lookup::Absent(Absence::NotADirectory {
+                    let why = Absence::NotADirectory {
                         ancestor: anc.clone(),
-                    }));
+                    };
+                    return Ok((Lookup::Absent(why), i));
                 }
                 if idx.opaque.contains(anc) {
-                    return Ok(Lookup::Absent(Absence::Opaque { layer: digest }));
+                    return Ok((Lookup::Absent(Absence::Opaque { layer: digest }), i));
                 }
             }
         }
-        Ok(Lookup::Absent(Absence::NotPresent))
+        Ok((Lookup::Absent(Absence::NotPresent), 0))
+    }
+
+    /// [`Self::lookup`], with the entries of one layer before a given entry on top.
+    fn lookup_before(&mut self, name: &str, top: usize, before: Option<Before>) -> Result<Lookup> {
+        if let Some(b) = before {
+            let idx = self.layer(b.layer, Some(name))?;
+            if let Some(meta) = idx.get(name, b.ordinal) {
+                return Ok(Lookup::Found(b.layer, meta));
+            }
+        }
+        self.lookup(name, top)
     }
 
     /// Resolves an absolute path to the node it names, following symlinks inside the
     /// image (the final one too when `follow_last`).
     pub fn resolve(&mut self, path: &str, follow_last: bool) -> Result<Found> {
-        self.resolve_in(path, follow_last, self.image.info.layers.len())
+        self.walk(
+            path,
+            follow_last,
+            self.image.info.layers.len(),
+            None,
+            Walk::Strict,
+        )
     }
 
-    /// [`Self::resolve`] in the merged view of the layers below `top`.
-    fn resolve_in(&mut self, path: &str, follow_last: bool, top: usize) -> Result<Found> {
+    /// Walks `path` in the merged view of the layers below `top` (with `before` on
+    /// top of them), one component at a time, as the kernel does: `..` stops at the
+    /// root, symlinks are followed inside the image, at most 40 of them.
+    fn walk(
+        &mut self,
+        path: &str,
+        follow_last: bool,
+        top: usize,
+        before: Option<Before>,
+        mode: Walk,
+    ) -> Result<Found> {
         if !path.starts_with('/') {
             bail!("{path:?} is not an absolute path");
         }
@@ -198,8 +361,12 @@ impl<'a> MergedFs<'a> {
                 format!("{}/{c}", dir.join("/"))
             };
             let last = pending.iter().all(|p| p.is_empty() || p == ".");
-            let (layer, meta) = match self.lookup(&name, top)? {
+            let (layer, meta) = match self.lookup_before(&name, top, before)? {
                 Lookup::Found(layer, meta) => (layer, meta),
+                Lookup::Absent(_) if mode == Walk::Unpack => {
+                    dir.push(c);
+                    continue;
+                }
                 Lookup::Absent(why) => return Err(self.not_found(path, why)),
             };
             match meta.kind {
@@ -218,6 +385,7 @@ impl<'a> MergedFs<'a> {
                     }
                     pending.extend(target.split('/').rev().map(str::to_string));
                 }
+                _ if mode == Walk::Unpack => dir.push(c),
                 // "file/" names a directory, as for the kernel.
                 _ if !last || path.ends_with('/') => {
                     return Err(self.not_found(path, Absence::NotADirectory { ancestor: name }))
@@ -235,6 +403,7 @@ impl<'a> MergedFs<'a> {
                 link: None,
                 ordinal: 0,
                 implicit: true,
+                by_hash: false,
             },
         })
     }
@@ -249,22 +418,24 @@ impl<'a> MergedFs<'a> {
                 break;
             }
             let target = found.meta.link.clone().unwrap_or_default();
-            let meta = self.scan(found.layer)?.index.entries.get(&target).cloned();
-            found = match meta {
-                Some(m) if m.ordinal < found.meta.ordinal && !m.implicit => Found {
-                    layer: found.layer,
-                    name: target,
-                    meta: m,
-                },
-                _ => match self.resolve_in(&format!("/{target}"), false, found.layer) {
-                    Ok(below) => below,
-                    Err(e) if e.is::<NotFound>() => bail!(
-                        "{path}: hardlink to /{target}, which neither layer {} holds before it \
-                         nor the layers below it do",
-                        self.image.info.layers[found.layer].digest
-                    ),
-                    Err(e) => return Err(e),
-                },
+            let before = Before {
+                layer: found.layer,
+                ordinal: found.meta.ordinal,
+            };
+            found = match self.walk(
+                &format!("/{target}"),
+                false,
+                found.layer,
+                Some(before),
+                Walk::Strict,
+            ) {
+                Ok(f) => f,
+                Err(e) if e.is::<NotFound>() => bail!(
+                    "{path}: hardlink to /{target}, which neither layer {} holds before it \
+                     nor the layers below it do",
+                    self.image.info.layers[found.layer].digest
+                ),
+                Err(e) => return Err(e),
             };
         }
         match found.meta.kind {
@@ -275,40 +446,60 @@ impl<'a> MergedFs<'a> {
                 self.image.info.reference
             ),
         }
-        let file = self.take_capture(found.layer, &found.name)?;
+        let (file, mode, size) = self.take_capture(found.layer, &found.meta, &found.name)?;
         Ok(FileContent {
             file,
-            mode: found.meta.mode,
-            size: found.meta.size,
+            mode,
+            size,
             resolved: format!("/{}", found.name),
         })
     }
 
-    fn take_capture(&mut self, layer: usize, name: &str) -> Result<NamedTempFile> {
-        if let Some(f) = self
+    fn take_capture(
+        &mut self,
+        layer: usize,
+        meta: &EntryMeta,
+        name: &str,
+    ) -> Result<(NamedTempFile, u32, u64)> {
+        let ordinal = meta.ordinal;
+        let digest = self.image.info.layers[layer].digest.clone();
+        let capture = match self
             .scans
             .get_mut(&layer)
-            .and_then(|s| s.captures.remove(name))
+            .and_then(|s| s.captures.remove(&ordinal))
         {
-            return Ok(f);
+            Some(c) => c,
+            // Not spooled on the first read (a link target, or a name not asked for
+            // up front): read the layer again for that entry.
+            None => self
+                .read_layer(layer, Want::Ordinal(ordinal))?
+                .captures
+                .remove(&ordinal)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("layer {digest}: /{name} vanished on a second read")
+                })?,
+        };
+        match capture {
+            // Entries kept as a hash are never pending ones: their name as written is
+            // their canonical name. Another name means two names hashed alike.
+            Capture::File { name: written, .. } if meta.by_hash && written != name => bail!(
+                "layer {digest}: /{name} and /{written} have the same name hash; \
+                 refusing to guess"
+            ),
+            Capture::File {
+                file, mode, size, ..
+            } => Ok((file, mode, size)),
+            Capture::TooBig { size } => bail!(
+                "layer {digest}: entry /{name} is {size} bytes, over the limit of {} bytes \
+                 (raise it with --max-file-size)",
+                self.image.max_file_size()
+            ),
         }
-        // Not spooled on the first read (a hardlink or symlink target): read it again.
-        let wanted = name.to_string();
-        let info = &self.image.info.layers[layer];
-        let mut scan = scan_layer(
-            self.image.source(),
-            info,
-            &move |n: &str| n == wanted,
-            &self.spool,
-        )?;
-        self.reads += 1;
-        scan.captures.remove(name).ok_or_else(|| {
-            anyhow::anyhow!("layer {}: /{name} vanished on a second read", info.digest)
-        })
     }
 
     /// Names of the entries of directory `dir` (merged view) that `filter` accepts.
-    /// Every layer that can contribute is read.
+    /// Every layer that can contribute is read. Regular files are listed when the
+    /// view's `wanted` predicate accepted them (the others are kept only as hashes).
     pub fn list_dir(&mut self, dir: &str, filter: impl Fn(&str) -> bool) -> Result<Vec<String>> {
         let found = self.resolve(dir, true)?;
         if found.meta.kind != EntryKind::Dir {
@@ -322,7 +513,7 @@ impl<'a> MergedFs<'a> {
         let dir_name = found.name;
         let mut decided: BTreeMap<String, bool> = BTreeMap::new();
         for i in (0..self.image.info.layers.len()).rev() {
-            let idx = &self.scan(i)?.index;
+            let idx = self.layer(i, None)?;
             for (name, _) in idx.entries.iter().filter(|(n, _)| parent_of(n) == dir_name) {
                 let base = name.rsplit('/').next().unwrap_or_default();
                 if filter(base) {
@@ -342,7 +533,9 @@ impl<'a> MergedFs<'a> {
                     break;
                 }
                 hides |= idx.whiteouts.contains(a)
-                    || idx.entries.get(a).is_some_and(|m| m.kind != EntryKind::Dir);
+                    || idx
+                        .get(a, usize::MAX)
+                        .is_some_and(|m| m.kind != EntryKind::Dir);
                 a = parent_of(a);
             }
             if hides {
@@ -395,12 +588,81 @@ mod tests {
     fn top_layer_wins_and_lower_layers_are_not_read() {
         let f = image(&[
             &[E::File("usr/bin/mcd", b"old", 0o755)],
-            &[E::File("usr/bin/mcd", b"new", 0o755)],
+            &[
+                E::Dir("usr/"),
+                E::Dir("usr/bin/"),
+                E::File("usr/bin/mcd", b"new", 0o755),
+            ],
         ]);
         let mut fs = MergedFs::new(&f.image, f.dir.path(), |_| true);
         let c = fs.read_file("/usr/bin/mcd").unwrap();
         assert_eq!(std::fs::read(c.file.path()).unwrap(), b"new");
         assert_eq!(fs.layer_reads(), 1);
+        // Without its parent directories, the top layer cannot tell alone where its
+        // entry lands (`usr` could be a symlink below): the layer below is read too.
+        let g = image(&[
+            &[E::File("usr/bin/mcd", b"old", 0o755)],
+            &[E::File("usr/bin/mcd", b"new", 0o755)],
+        ]);
+        let mut fs = MergedFs::new(&g.image, g.dir.path(), |_| true);
+        let c = fs.read_file("/usr/bin/mcd").unwrap();
+        assert_eq!(std::fs::read(c.file.path()).unwrap(), b"new");
+        assert_eq!(fs.layer_reads(), 2);
+    }
+
+    #[test]
+    fn entries_under_symlinked_parents_land_where_unpacking_puts_them() {
+        let f = image(&[
+            &[
+                E::Dir("usr/"),
+                E::Dir("usr/bin/"),
+                E::File("usr/bin/tool", b"v1", 0o755),
+                E::File("usr/bin/other", b"other", 0o755),
+                E::Symlink("bin", "usr/bin"),
+            ],
+            &[E::File("bin/tool", b"v2", 0o755)],
+            &[E::File("bin/.wh.other", b"", 0o644)],
+            &[
+                E::Symlink("symldir1", ".."),
+                E::File("symldir1/etc/myfile", b"mine", 0o644),
+            ],
+        ]);
+        assert_eq!(read(&f, "/usr/bin/tool").unwrap(), b"v2");
+        assert_eq!(read(&f, "/bin/tool").unwrap(), b"v2");
+        assert!(matches!(
+            absence(&f, "/usr/bin/other"),
+            Absence::WhitedOut { .. }
+        ));
+        assert!(matches!(
+            absence(&f, "/bin/other"),
+            Absence::WhitedOut { .. }
+        ));
+        assert_eq!(read(&f, "/etc/myfile").unwrap(), b"mine");
+    }
+
+    #[test]
+    fn the_size_limit_refuses_before_writing() {
+        let f = image(&[&[E::File("big", &[0u8; 4096], 0o644)]]);
+        let mut image = open(
+            &format!("oci:{}/img", f.dir.path().display())
+                .parse()
+                .unwrap(),
+            &OpenOptions::default(),
+        )
+        .unwrap();
+        image.set_max_file_size(4095);
+        let spool = tempfile::tempdir().unwrap();
+        let mut fs = MergedFs::new(&image, spool.path(), |_| true);
+        let e = format!("{:#}", fs.read_file("/big").err().unwrap());
+        assert!(
+            e.contains("/big is 4096 bytes, over the limit of 4095"),
+            "{e}"
+        );
+        assert!(e.contains(&image.info.layers[0].digest.to_string()), "{e}");
+        assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
+        image.set_max_file_size(4096);
+        let mut fs = MergedFs::new(&image, spool.path(), |_| true);
+        assert_eq!(fs.read_file("/big").unwrap().size, 4096);
     }
 
     #[test]
@@ -506,7 +768,9 @@ mod tests {
                 E::File("usr/bin/machine-config-daemon.rhel9", b"4", 0o755),
             ],
         ]);
-        let mut fs = MergedFs::new(&f.image, f.dir.path(), |_| false);
+        let mut fs = MergedFs::new(&f.image, f.dir.path(), |n| {
+            n.starts_with("usr/bin/machine-config-daemon")
+        });
         let names = fs
             .list_dir("/usr/bin", |n| n.starts_with("machine-config-daemon"))
             .unwrap();

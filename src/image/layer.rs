@@ -4,8 +4,9 @@
 //! it is returned. While reading, the content of the entries a caller wants is spooled
 //! to temp files, so that the common case reads each layer once.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::rc::Rc;
@@ -37,6 +38,7 @@ pub enum EntryKind {
 #[derive(Clone, Debug)]
 pub struct EntryMeta {
     pub kind: EntryKind,
+    /// Permission bits; 0 for entries kept only as a name hash (see [`LayerIndex`]).
     pub mode: u32,
     pub size: u64,
     /// Symlink target as written, or hardlink target as a normalised name.
@@ -45,28 +47,211 @@ pub struct EntryMeta {
     pub ordinal: usize,
     /// A directory that exists only because entries below it do.
     pub implicit: bool,
+    /// Found by the hash of its name only (see [`LayerIndex`]): whoever reads it
+    /// checks the name of the entry at `ordinal`.
+    pub by_hash: bool,
 }
 
-/// The entries, whiteouts and opaque markers of one layer, by normalised name
-/// (no leading `/`, the root is `""`).
-#[derive(Default, Debug)]
+/// A regular file or special file kept only as a hash of its name: what a lookup
+/// needs of the files nobody asked for (is there a non-directory here, and which entry
+/// is it), in 16 bytes instead of its name and metadata.
+#[derive(Clone, Copy, Debug)]
+struct Hashed {
+    hash: u64,
+    ordinal: u32,
+    kind: EntryKind,
+}
+
+/// An entry whose parent path the layers below decide: a component of the parent is
+/// not a directory written earlier in the same layer, so it may be a symlink below
+/// (`bin/tool` over `bin -> usr/bin`), or it is a symlink of this layer. Kept in 24
+/// bytes (names in [`PendingSet`]), since a layer without directory entries makes every
+/// entry pending.
+#[derive(Clone, Copy, Debug)]
+pub struct Pending {
+    /// Index into [`PendingSet::parents`]: one per run of entries with the same parent
+    /// and no directory or symlink of the layer between them (their parent is then in
+    /// the same place).
+    parent: u32,
+    ordinal: u32,
+    base_off: u32,
+    base_len: u16,
+    pub what: PendingKind,
+}
+
+const _: () = assert!(std::mem::size_of::<Pending>() == 16);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PendingKind {
+    /// A directory, link or spooled file: kept whole once placed.
+    Entry,
+    /// A regular or special file nobody asked for by its name as written.
+    File(EntryKind),
+    Whiteout,
+    Opaque,
+}
+
+/// The pending entries of a layer and the names they refer to.
+#[derive(Debug, Default)]
+pub struct PendingSet {
+    pub items: Vec<Pending>,
+    /// The metadata of [`PendingKind::Entry`] items, by ordinal.
+    metas: HashMap<u32, EntryMeta>,
+    /// Parent paths as written; consecutive entries share one.
+    parents: Vec<String>,
+    /// The epoch of the last parent pushed: how many directories and symlinks the
+    /// layer held before it.
+    parent_epoch: u32,
+    /// Base names as written, end to end.
+    bases: String,
+    /// Base names, for [`LayerIndex::pending_concerns`]; `None` when there are too
+    /// many to keep (then every lookup is concerned).
+    base_set: Option<HashSet<String>>,
+    /// An opaque marker is pending: every lookup is concerned.
+    opaque: bool,
+}
+
+/// Past this many distinct pending base names, any lookup settles the pending entries.
+const MAX_PENDING_BASES: usize = 1 << 16;
+
+impl PendingSet {
+    pub fn parent(&self, p: &Pending) -> &str {
+        &self.parents[p.parent as usize]
+    }
+
+    pub fn base(&self, p: &Pending) -> &str {
+        &self.bases[p.base_off as usize..p.base_off as usize + p.base_len as usize]
+    }
+
+    pub fn ordinal(&self, p: &Pending) -> usize {
+        p.ordinal as usize
+    }
+
+    /// The parent's identity, for caching where it leads.
+    pub fn parent_id(&self, p: &Pending) -> u32 {
+        p.parent
+    }
+
+    pub fn take_meta(&mut self, p: &Pending) -> Option<EntryMeta> {
+        self.metas.remove(&p.ordinal)
+    }
+
+    fn push(
+        &mut self,
+        parent: &str,
+        base: &str,
+        ordinal: usize,
+        epoch: u32,
+        what: PendingKind,
+        meta: Option<EntryMeta>,
+    ) -> Result<()> {
+        if self.parents.last().map(String::as_str) != Some(parent) || self.parent_epoch != epoch {
+            self.parents.push(parent.to_string());
+            self.parent_epoch = epoch;
+        }
+        let too_big = || anyhow!("too many pending entries");
+        let base_off = u32::try_from(self.bases.len()).map_err(|_| too_big())?;
+        self.bases.push_str(base);
+        let ordinal = u32::try_from(ordinal).map_err(|_| too_big())?;
+        if let Some(m) = meta {
+            self.metas.insert(ordinal, m);
+        }
+        if what == PendingKind::Opaque {
+            self.opaque = true;
+        }
+        if let Some(set) = &mut self.base_set {
+            if set.len() >= MAX_PENDING_BASES {
+                self.base_set = None;
+            } else if !set.contains(base) {
+                set.insert(base.to_string());
+            }
+        }
+        self.items.push(Pending {
+            parent: u32::try_from(self.parents.len() - 1).map_err(|_| too_big())?,
+            ordinal,
+            base_off,
+            base_len: u16::try_from(base.len()).map_err(|_| too_big())?,
+            what,
+        });
+        Ok(())
+    }
+}
+
+/// The entries, whiteouts and opaque markers of one layer, by canonical name (no
+/// leading `/`, the root is `""`; parents resolved through symlinks as when the layer
+/// is unpacked).
+///
+/// Directories, links and the files `wanted` accepted are kept whole; other files only
+/// as a hash of their name (a collision could only make a lookup find a file that a
+/// second read then does not hold, never return other bytes). Entries whose parents
+/// depend on the layers below wait in `pending` until a lookup needs them.
+#[derive(Debug)]
 pub struct LayerIndex {
     pub entries: HashMap<String, EntryMeta>,
+    hashed: Vec<Hashed>,
+    hasher: RandomState,
     pub whiteouts: HashSet<String>,
     pub opaque: HashSet<String>,
+    pub pending: PendingSet,
 }
 
-/// A verified layer: its index and the content spooled for wanted entries.
+impl Default for LayerIndex {
+    fn default() -> Self {
+        LayerIndex {
+            entries: HashMap::new(),
+            hashed: Vec::new(),
+            hasher: RandomState::new(),
+            whiteouts: HashSet::new(),
+            opaque: HashSet::new(),
+            pending: PendingSet {
+                base_set: Some(HashSet::new()),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// The content of a wanted regular file, spooled while its layer was read.
+pub enum Capture {
+    File {
+        file: NamedTempFile,
+        mode: u32,
+        size: u64,
+        /// The entry's name as written (normalised).
+        name: String,
+    },
+    /// Larger than the limit: nothing was written.
+    TooBig { size: u64 },
+}
+
+/// A verified layer: its index and the content spooled for wanted entries, by ordinal.
 pub struct LayerScan {
     pub index: LayerIndex,
-    pub captures: HashMap<String, NamedTempFile>,
+    pub captures: HashMap<usize, Capture>,
 }
 
-/// Normalises a tar entry name: strips `./`, refuses absolute names and `..`.
+/// Which regular files a scan spools.
+#[derive(Clone, Copy)]
+pub enum Want<'a> {
+    /// Those whose name (as written) the predicate accepts.
+    Names(&'a dyn Fn(&str) -> bool),
+    /// The entry at this ordinal only.
+    Ordinal(usize),
+}
+
+/// How a layer is read.
+pub struct ScanOptions<'a> {
+    pub want: Want<'a>,
+    pub spool: &'a Path,
+    /// Regular files larger than this are not spooled (reading one is an error).
+    pub max_file_size: u64,
+    /// The bottom layer: nothing below it can redirect its entries.
+    pub bottom: bool,
+}
+
+/// Normalises a tar entry name: strips `./`, refuses absolute names and `..`. A name
+/// that is only slashes and dots (`/`, `./`, as kaniko writes) is the root, `""`.
 pub fn normalize_name(raw: &str) -> Result<String> {
-    if raw.starts_with('/') {
-        bail!("entry name {raw:?} is absolute");
-    }
     let mut parts = Vec::new();
     for c in raw.split('/') {
         match c {
@@ -74,6 +259,9 @@ pub fn normalize_name(raw: &str) -> Result<String> {
             ".." => bail!("entry name {raw:?} contains '..'"),
             c => parts.push(c),
         }
+    }
+    if raw.starts_with('/') && !parts.is_empty() {
+        bail!("entry name {raw:?} is absolute");
     }
     Ok(parts.join("/"))
 }
@@ -83,7 +271,8 @@ pub fn parent_of(name: &str) -> &str {
     name.rfind('/').map_or("", |i| &name[..i])
 }
 
-fn child_of(dir: &str, base: &str) -> String {
+/// `dir/base`, or `base` at the root.
+pub fn child_of(dir: &str, base: &str) -> String {
     if dir.is_empty() {
         base.to_string()
     } else {
@@ -116,6 +305,17 @@ impl<R: Read> Read for TarPad<R> {
         }
         self.real.set(self.real.get() + n as u64);
         Ok(n)
+    }
+}
+
+/// The padded stream, shared between the tar parser and the scanner: the data of an
+/// entry whose size only a PAX record gives (files over 8 GiB: writers put 0 in the
+/// header) is read here, behind the parser, which takes the next header right after it.
+struct Shared<R>(Rc<RefCell<TarPad<R>>>);
+
+impl<R: Read> Read for Shared<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.borrow_mut().read(buf)
     }
 }
 
@@ -156,7 +356,13 @@ fn entry_kind(t: tar::EntryType) -> EntryKind {
 }
 
 impl LayerIndex {
-    fn insert_entry(&mut self, name: String, meta: EntryMeta) {
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// Adds a kept entry under its canonical name, with implicit directories for
+    /// parents the layer does not hold. A later entry of the same name wins.
+    pub fn insert_entry(&mut self, name: String, meta: EntryMeta) {
         let mut parent = parent_of(&name).to_string();
         while !parent.is_empty() && !self.entries.contains_key(&parent) {
             let next = parent_of(&parent).to_string();
@@ -169,21 +375,186 @@ impl LayerIndex {
                     link: None,
                     ordinal: meta.ordinal,
                     implicit: true,
+                    by_hash: false,
                 },
             );
             parent = next;
         }
-        self.entries.insert(name, meta);
+        if self
+            .entries
+            .get(&name)
+            .is_none_or(|old| old.implicit || old.ordinal <= meta.ordinal)
+        {
+            self.entries.insert(name, meta);
+        }
+    }
+
+    fn insert_hashed(&mut self, name: &str, ordinal: usize, kind: EntryKind) -> Result<()> {
+        let parent = parent_of(name);
+        if !parent.is_empty() && !self.entries.contains_key(parent) {
+            self.insert_entry(
+                parent.to_string(),
+                EntryMeta {
+                    kind: EntryKind::Dir,
+                    mode: 0o755,
+                    size: 0,
+                    link: None,
+                    ordinal,
+                    implicit: true,
+                    by_hash: false,
+                },
+            );
+        }
+        let ordinal = u32::try_from(ordinal).map_err(|_| anyhow!("more than 2^32 entries"))?;
+        let hash = self.hash(name);
+        self.hashed.push(Hashed {
+            hash,
+            ordinal,
+            kind,
+        });
+        Ok(())
+    }
+
+    /// The last entry named `name` (canonical) whose ordinal is below `before`.
+    pub fn get(&self, name: &str, before: usize) -> Option<EntryMeta> {
+        let kept = self
+            .entries
+            .get(name)
+            .filter(|m| m.ordinal < before)
+            .cloned();
+        let hash = self.hash(name);
+        let start = self.hashed.partition_point(|h| h.hash < hash);
+        let hashed = self.hashed[start..]
+            .iter()
+            .take_while(|h| h.hash == hash)
+            .filter(|h| (h.ordinal as usize) < before)
+            .max_by_key(|h| h.ordinal)
+            .map(|h| EntryMeta {
+                kind: h.kind,
+                mode: 0,
+                size: 0,
+                link: None,
+                ordinal: h.ordinal as usize,
+                implicit: false,
+                by_hash: true,
+            });
+        match (kept, hashed) {
+            (Some(k), Some(h)) if h.ordinal > k.ordinal || k.implicit => Some(h),
+            (Some(k), _) => Some(k),
+            (None, h) => h,
+        }
+    }
+
+    /// Whether a lookup of `name` must first settle the pending entries.
+    pub fn pending_concerns(&self, name: &str) -> bool {
+        let p = &self.pending;
+        !p.items.is_empty()
+            && (p.opaque
+                || p.base_set
+                    .as_ref()
+                    .is_none_or(|set| name.split('/').any(|c| set.contains(c))))
+    }
+
+    pub fn has_pending(&self) -> bool {
+        !self.pending.items.is_empty()
+    }
+
+    /// Takes the pending entries out, to be settled by the caller.
+    pub fn take_pending(&mut self) -> PendingSet {
+        std::mem::replace(
+            &mut self.pending,
+            PendingSet {
+                base_set: Some(HashSet::new()),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Adds a regular or special file under its canonical name, kept whole when
+    /// `keep`, else as a hash.
+    pub fn insert_file(
+        &mut self,
+        name: &str,
+        ordinal: usize,
+        kind: EntryKind,
+        keep: bool,
+    ) -> Result<()> {
+        if keep {
+            self.insert_entry(
+                name.to_string(),
+                EntryMeta {
+                    kind,
+                    mode: 0,
+                    size: 0,
+                    link: None,
+                    ordinal,
+                    implicit: false,
+                    by_hash: false,
+                },
+            );
+            Ok(())
+        } else {
+            self.insert_hashed(name, ordinal, kind)
+        }
+    }
+
+    /// Room for `n` more hashed entries.
+    pub fn reserve_hashed(&mut self, n: usize) {
+        self.hashed.reserve_exact(n);
+    }
+
+    /// Sorts the hashed entries after additions (lookups binary-search them).
+    pub fn finish_hashed(&mut self) {
+        self.hashed.sort_unstable_by_key(|h| (h.hash, h.ordinal));
+    }
+
+    /// True when every component of `parent` is a directory written earlier in this
+    /// layer, so that nothing below can redirect an entry under it. In the bottom
+    /// layer, components it does not hold are plain directories too.
+    fn settles(&self, parent: &str, bottom: bool) -> bool {
+        let mut end = 0;
+        while end < parent.len() {
+            end = parent[end..].find('/').map_or(parent.len(), |i| end + i);
+            let prefix = &parent[..end];
+            match self.entries.get(prefix) {
+                Some(m) if m.kind == EntryKind::Dir && (bottom || !m.implicit) => {}
+                Some(m) if m.kind == EntryKind::Dir => return false,
+                Some(m) if m.kind == EntryKind::Symlink => return false,
+                Some(_) => {}
+                None if bottom => {}
+                None => return false,
+            }
+            end += 1;
+        }
+        true
     }
 }
 
-/// Reads a layer to its end, verifies it, and indexes it. Regular files whose name
-/// `wanted` accepts are spooled into temp files in `spool`.
+/// PAX extended headers and GNU long names larger than this are refused: a real name
+/// is at most a few KiB, and these are read into memory.
+pub const MAX_TAR_METADATA: u64 = 1024 * 1024;
+
+/// The extended metadata that applies to the next entry.
+#[derive(Default)]
+struct NextMeta {
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+    pax: Option<Vec<u8>>,
+}
+
+fn without_nuls(mut v: Vec<u8>) -> Vec<u8> {
+    while v.last() == Some(&0) {
+        v.pop();
+    }
+    v
+}
+
+/// Reads a layer to its end, verifies it, and indexes it. Regular files that
+/// `opts.want` selects are spooled into temp files in `opts.spool`.
 pub fn scan_layer(
     source: &dyn BlobSource,
     layer: &LayerInfo,
-    wanted: &dyn Fn(&str) -> bool,
-    spool: &Path,
+    opts: &ScanOptions,
 ) -> Result<LayerScan> {
     let what = format!("layer {}", layer.digest);
     let raw = source.open_layer(layer)?;
@@ -199,78 +570,257 @@ pub fn scan_layer(
         real: real.clone(),
         padding_left: None,
     };
-    let mut archive = tar::Archive::new(padded);
+    let shared = Rc::new(RefCell::new(padded));
+    let mut archive = tar::Archive::new(Shared(shared.clone()));
+    // Bytes read behind the parser (see `Shared`), which its positions do not count.
+    let mut behind = 0u64;
     let mut index = LayerIndex::default();
     let mut captures = HashMap::new();
     let mut data_end = 0u64;
+    // Raw entries: GNU long names and PAX headers are read here, with a size cap,
+    // rather than whole by the tar crate.
     let entries = archive
         .entries()
-        .with_context(|| format!("{what}: reading tar"))?;
-    for (ordinal, entry) in entries.enumerate() {
+        .with_context(|| format!("{what}: reading tar"))?
+        .raw(true);
+    let mut next = NextMeta::default();
+    let mut ordinal = 0usize;
+    let mut settled_parent: Option<String> = None;
+    let mut epoch = 0u32;
+    for entry in entries {
         let mut entry = entry.with_context(|| format!("{what}: corrupt tar stream"))?;
-        let raw_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let name = normalize_name(&raw_name).with_context(|| what.clone())?;
-        data_end = data_end.max(entry.raw_file_position() + entry.size());
-        let base = name.rsplit('/').next().unwrap_or("");
-        let parent = parent_of(&name);
-        if name
-            .split('/')
-            .any(|c| c.starts_with(META_PREFIX) && c != OPAQUE_MARKER)
-        {
-            continue; // .wh..wh.plnk and other AUFS metadata
-        }
-        if base == OPAQUE_MARKER {
-            index.opaque.insert(parent.to_string());
-            continue;
-        }
-        if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
-            index.whiteouts.insert(child_of(parent, hidden));
-            continue;
-        }
-        if name.is_empty() {
-            continue; // the root directory itself
-        }
+        data_end = data_end.max(behind + entry.raw_file_position() + entry.size());
         let header = entry.header();
-        let kind = entry_kind(header.entry_type());
-        let link = match kind {
-            EntryKind::Symlink | EntryKind::Hardlink => {
-                let target = entry
-                    .link_name_bytes()
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .ok_or_else(|| anyhow!("{what}: link {raw_name:?} has no target"))?;
-                Some(if kind == EntryKind::Hardlink {
-                    normalize_name(&target)
-                        .with_context(|| format!("{what}: hardlink {raw_name:?}"))?
-                } else {
-                    target
-                })
-            }
-            _ => None,
-        };
-        let meta = EntryMeta {
-            kind,
-            mode: header
-                .mode()
-                .with_context(|| format!("{what}: {raw_name:?}: bad mode"))?,
-            size: entry.size(),
-            link,
-            ordinal,
-            implicit: false,
-        };
-        if kind == EntryKind::File && wanted(&name) {
-            let mut tmp = NamedTempFile::new_in(spool)
-                .with_context(|| format!("creating a temp file in {}", spool.display()))?;
-            io::copy(&mut entry, tmp.as_file_mut())
-                .with_context(|| format!("{what}: reading {raw_name:?}"))?;
-            captures.insert(name.clone(), tmp);
-        } else {
-            captures.remove(&name);
+        let etype = header.entry_type();
+        let recognised = header.as_gnu().is_some() || header.as_ustar().is_some();
+        if etype.is_pax_global_extensions() {
+            continue; // `git archive`'s comment: no entry, and no file
         }
-        index.insert_entry(name, meta);
+        if recognised
+            && (etype.is_gnu_longname()
+                || etype.is_gnu_longlink()
+                || etype.is_pax_local_extensions())
+        {
+            let kind = if etype.is_pax_local_extensions() {
+                "PAX extended header"
+            } else {
+                "GNU long name"
+            };
+            let size = entry.size();
+            if size > MAX_TAR_METADATA {
+                bail!(
+                    "{what}: {kind} {:?} at byte {} is {size} bytes, over the limit of \
+                     {MAX_TAR_METADATA}",
+                    String::from_utf8_lossy(&entry.path_bytes()),
+                    entry.raw_header_position()
+                );
+            }
+            let mut buf = Vec::with_capacity(size as usize);
+            (&mut entry)
+                .take(MAX_TAR_METADATA + 1)
+                .read_to_end(&mut buf)
+                .with_context(|| format!("{what}: reading a {kind}"))?;
+            let slot = if etype.is_pax_local_extensions() {
+                &mut next.pax
+            } else if etype.is_gnu_longname() {
+                &mut next.long_name
+            } else {
+                &mut next.long_link
+            };
+            if slot.is_some() {
+                bail!(
+                    "{what}: two {kind}s for one entry at byte {}",
+                    entry.raw_header_position()
+                );
+            }
+            *slot = Some(buf);
+            continue;
+        }
+        let meta_for_entry = std::mem::take(&mut next);
+        let mut name_bytes = meta_for_entry
+            .long_name
+            .map(without_nuls)
+            .unwrap_or_else(|| entry.path_bytes().into_owned());
+        let mut link_bytes = meta_for_entry
+            .long_link
+            .map(without_nuls)
+            .or_else(|| entry.link_name_bytes().map(|b| b.into_owned()));
+        let mut pax_size = None;
+        if let Some(pax) = &meta_for_entry.pax {
+            for ext in tar::PaxExtensions::new(pax) {
+                let ext = ext.with_context(|| format!("{what}: malformed PAX header"))?;
+                match ext.key_bytes() {
+                    b"path" => name_bytes = ext.value_bytes().to_vec(),
+                    b"linkpath" => link_bytes = Some(ext.value_bytes().to_vec()),
+                    b"size" => {
+                        pax_size = Some(ext.value().ok().and_then(|v| v.parse::<u64>().ok()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Data the parser does not know of: a size that only a PAX record gives.
+        let mut beside = 0u64;
+        match pax_size {
+            None => {}
+            Some(Some(s)) if s == entry.size() => {}
+            Some(Some(s)) if entry.size() == 0 => beside = s,
+            Some(bad) => bail!(
+                "{what}: entry {:?} has a PAX size record ({}) that contradicts its header \
+                 size ({})",
+                String::from_utf8_lossy(&name_bytes),
+                bad.map_or("unreadable".to_string(), |s| s.to_string()),
+                entry.size()
+            ),
+        }
+        if beside > 0 {
+            data_end = data_end.max(behind + entry.raw_file_position() + beside);
+        }
+        let mut beside_data = Shared(shared.clone()).take(beside);
+        'entry: {
+            let this = ordinal;
+            ordinal += 1;
+            let raw_name = String::from_utf8_lossy(&name_bytes).into_owned();
+            let name = normalize_name(&raw_name).with_context(|| what.clone())?;
+            if name
+                .split('/')
+                .any(|c| c.starts_with(META_PREFIX) && c != OPAQUE_MARKER)
+            {
+                break 'entry; // .wh..wh.plnk and other AUFS metadata
+            }
+            if name.is_empty() {
+                break 'entry; // the root directory itself (`./`, kaniko's `/`)
+            }
+            let base = name.rsplit('/').next().unwrap_or("");
+            let parent = parent_of(&name);
+            let settled =
+                settled_parent.as_deref() == Some(parent) || index.settles(parent, opts.bottom);
+            settled_parent = settled.then(|| parent.to_string());
+            if base == OPAQUE_MARKER {
+                if settled {
+                    index.opaque.insert(parent.to_string());
+                } else {
+                    index
+                        .pending
+                        .push(parent, "", this, epoch, PendingKind::Opaque, None)
+                        .with_context(|| what.clone())?;
+                }
+                break 'entry;
+            }
+            if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
+                if settled {
+                    index.whiteouts.insert(child_of(parent, hidden));
+                } else {
+                    index
+                        .pending
+                        .push(parent, hidden, this, epoch, PendingKind::Whiteout, None)
+                        .with_context(|| what.clone())?;
+                }
+                break 'entry;
+            }
+            let header = entry.header();
+            let kind = entry_kind(header.entry_type());
+            let link = match kind {
+                EntryKind::Symlink | EntryKind::Hardlink => {
+                    let target = link_bytes
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .ok_or_else(|| anyhow!("{what}: link {raw_name:?} has no target"))?;
+                    Some(if kind == EntryKind::Hardlink {
+                        normalize_name(&target)
+                            .with_context(|| format!("{what}: hardlink {raw_name:?}"))?
+                    } else {
+                        target
+                    })
+                }
+                _ => None,
+            };
+            let mode = header
+                .mode()
+                .with_context(|| format!("{what}: {raw_name:?}: bad mode"))?;
+            let size = entry.size().max(beside);
+            let wanted = kind == EntryKind::File
+                && match opts.want {
+                    Want::Names(f) => f(&name),
+                    Want::Ordinal(o) => o == this,
+                };
+            if wanted {
+                let capture = if size > opts.max_file_size {
+                    Capture::TooBig { size }
+                } else {
+                    let mut tmp = NamedTempFile::new_in(opts.spool).with_context(|| {
+                        format!("creating a temp file in {}", opts.spool.display())
+                    })?;
+                    if beside > 0 {
+                        io::copy(&mut beside_data, tmp.as_file_mut())
+                    } else {
+                        io::copy(&mut entry, tmp.as_file_mut())
+                    }
+                    .with_context(|| format!("{what}: reading {raw_name:?}"))?;
+                    Capture::File {
+                        file: tmp,
+                        mode,
+                        size,
+                        name: name.clone(),
+                    }
+                };
+                captures.insert(this, capture);
+            }
+            let meta = EntryMeta {
+                kind,
+                mode,
+                size,
+                link,
+                ordinal: this,
+                implicit: false,
+                by_hash: false,
+            };
+            if kind != EntryKind::Dir
+                && settled_parent.as_deref().is_some_and(|p| {
+                    p.strip_prefix(name.as_str())
+                        .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+                })
+            {
+                settled_parent = None; // it replaces a directory named before
+            }
+            let this_epoch = epoch;
+            if matches!(kind, EntryKind::Dir | EntryKind::Symlink) {
+                epoch = epoch.saturating_add(1);
+            }
+            let plain_file = matches!(kind, EntryKind::File | EntryKind::Other) && !wanted;
+            if !settled {
+                let (what_kind, meta) = if plain_file {
+                    (PendingKind::File(kind), None)
+                } else {
+                    (PendingKind::Entry, Some(meta))
+                };
+                index
+                    .pending
+                    .push(parent, base, this, this_epoch, what_kind, meta)
+                    .with_context(|| what.clone())?;
+            } else if plain_file {
+                index.insert_hashed(&name, this, kind)?;
+            } else {
+                index.insert_entry(name, meta);
+            }
+        }
+        if beside > 0 {
+            // The rest of the data, and its padding to the next 512-byte block.
+            let padding = beside.wrapping_neg() % 512;
+            io::copy(&mut beside_data, &mut io::sink())
+                .and_then(|_| io::copy(&mut Shared(shared.clone()).take(padding), &mut io::sink()))
+                .with_context(|| format!("{what}: reading entry data"))?;
+            behind += beside + padding;
+        }
     }
+    if next.long_name.is_some() || next.long_link.is_some() || next.pax.is_some() {
+        bail!("{what}: the tar stream ends with extended headers but no entry for them");
+    }
+    index.finish_hashed();
+    index.hashed.shrink_to_fit();
     let mut rest = archive.into_inner();
     io::copy(&mut rest, &mut io::sink()).with_context(|| format!("{what}: reading to the end"))?;
     drop(rest);
+    drop(shared);
     if data_end > real.get() {
         bail!(
             "{what} is truncated: its last entry ends at byte {data_end}, the stream at {}",

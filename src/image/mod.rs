@@ -91,11 +91,28 @@ pub trait BlobSource {
 pub struct Image {
     pub info: ImageInfo,
     source: Box<dyn BlobSource>,
+    max_file_size: u64,
 }
+
+/// The default limit on a file read out of an image: an MCD is under 200 MB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 1 << 30;
 
 impl Image {
     pub fn new(info: ImageInfo, source: Box<dyn BlobSource>) -> Self {
-        Image { info, source }
+        Image {
+            info,
+            source,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+        }
+    }
+
+    /// The largest regular file (by its tar header) that may be read out.
+    pub fn max_file_size(&self) -> u64 {
+        self.max_file_size
+    }
+
+    pub fn set_max_file_size(&mut self, bytes: u64) {
+        self.max_file_size = bytes;
     }
 
     pub fn source(&self) -> &dyn BlobSource {
@@ -104,16 +121,34 @@ impl Image {
 }
 
 /// Options that choose among the images a reference may name.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct OpenOptions {
     /// The platform to pick from a multi-arch index.
     pub platform: Platform,
     /// Registry access and the cache, for `docker://` references.
     pub registry: crate::registry::RegistryOptions,
+    /// The largest file (by its tar header) that may be read out of the image.
+    pub max_file_size: u64,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            platform: Platform::default(),
+            registry: Default::default(),
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+        }
+    }
 }
 
 /// Opens an image: reads and verifies its manifest and configuration.
 pub fn open(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
+    let mut image = open_transport(reference, opts)?;
+    image.set_max_file_size(opts.max_file_size);
+    Ok(image)
+}
+
+fn open_transport(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
     match reference {
         ImageRef::Oci { dir, tag } => {
             oci::open(reference, files::DirTree::new(dir)?, tag.as_deref(), opts)

@@ -98,6 +98,11 @@ pub(crate) fn choose_platform<'a>(
     if let Some(d) = found.first() {
         return Ok(d);
     }
+    // An entry without `platform` matches any platform (as containers/image reads
+    // it); the image's config still has to name the platform asked for.
+    if let Some(d) = manifests.iter().find(|d| d.platform().is_none()) {
+        return Ok(d);
+    }
     let offered: Vec<String> = manifests
         .iter()
         .map(|d| platform_of(d).map_or("(no platform)".to_string(), |p| p.to_string()))
@@ -112,7 +117,8 @@ pub(crate) fn choose_platform<'a>(
 fn read_blob(tree: &dyn FileTree, desc: &Descriptor) -> Result<(Digest, Vec<u8>)> {
     let digest = descriptor_digest(desc)?;
     let path = digest.layout_path();
-    let bytes = read_member(tree, &path, MAX_METADATA_BYTES)?
+    let limit = desc.size().min(MAX_METADATA_BYTES);
+    let bytes = read_member(tree, &path, limit)?
         .ok_or_else(|| anyhow!("{}: blob {digest} is missing", tree.describe()))?;
     check_blob(&bytes, &digest, Some(desc.size()), &tree.describe())?;
     Ok((digest, bytes))
@@ -168,6 +174,20 @@ impl ConfigFacts {
         Ok(have)
     }
 
+    /// The config's `rootfs.diff_ids` must list one diff ID per manifest layer.
+    pub fn check_layer_count(&self, layers: usize, what: &str) -> Result<()> {
+        let Some(rootfs) = &self.rootfs else {
+            bail!("{what}: the image config has no rootfs.diff_ids");
+        };
+        if rootfs.diff_ids.len() != layers {
+            bail!(
+                "{what}: the manifest lists {layers} layers but the config's rootfs.diff_ids has {}",
+                rootfs.diff_ids.len()
+            );
+        }
+        Ok(())
+    }
+
     pub fn platform(&self) -> Platform {
         let d = Platform::default();
         Platform {
@@ -178,6 +198,26 @@ impl ConfigFacts {
     }
 }
 
+/// The `oci-layout` file must exist and name a layout version this reader knows (1.x).
+fn check_layout_version(tree: &dyn FileTree) -> Result<()> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Layout {
+        image_layout_version: String,
+    }
+    let what = tree.describe();
+    let bytes = read_member(tree, "oci-layout", 64 * 1024)?
+        .ok_or_else(|| anyhow!("{what}: not an OCI image layout (no oci-layout file)"))?;
+    let layout: Layout = serde_json::from_slice(&bytes).with_context(|| {
+        format!("{what}: oci-layout is not a JSON object with imageLayoutVersion")
+    })?;
+    let v = &layout.image_layout_version;
+    if v.split('.').next() != Some("1") || v.split('.').count() != 3 {
+        bail!("{what}: oci-layout has imageLayoutVersion {v:?}; only 1.x layouts are supported");
+    }
+    Ok(())
+}
+
 /// Resolves the manifest that `tag` and the platform name, following nested indexes.
 fn resolve_manifest(
     tree: &dyn FileTree,
@@ -185,6 +225,7 @@ fn resolve_manifest(
     opts: &OpenOptions,
 ) -> Result<(Digest, ImageManifest)> {
     let what = tree.describe();
+    check_layout_version(tree)?;
     let index_bytes = read_member(tree, "index.json", MAX_METADATA_BYTES)?
         .ok_or_else(|| anyhow!("{what}: not an OCI image layout (no index.json)"))?;
     let index: ImageIndex = serde_json::from_slice(&index_bytes)
@@ -282,6 +323,15 @@ impl<T: FileTree> BlobSource for LayoutSource<T> {
                 layer.digest
             )
         })?;
+        if m.size != layer.size {
+            bail!(
+                "{}: layer blob {} is {} bytes, the manifest says {}",
+                self.tree.describe(),
+                layer.digest,
+                m.size,
+                layer.size
+            );
+        }
         Ok(m.reader)
     }
 }
@@ -301,6 +351,10 @@ pub(crate) fn open<T: FileTree + 'static>(
         )
     })?;
     let layers = layers_of(&manifest)?;
+    facts.check_layer_count(
+        layers.len(),
+        &format!("{}: image config {config_digest}", tree.describe()),
+    )?;
     let info = ImageInfo {
         reference: reference.to_string(),
         manifest_digest: Some(manifest_digest),

@@ -214,6 +214,10 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
     let facts: ConfigFacts = serde_json::from_slice(&config_bytes)
         .with_context(|| format!("{what}: malformed image config {config_digest}"))?;
     let layers = layers_of(&manifest)?;
+    facts.check_layer_count(
+        layers.len(),
+        &format!("{what}: image config {config_digest}"),
+    )?;
     if !ropts.offline {
         fetcher.cache.tag(&cache_name(docker), &top_entry)?;
     }

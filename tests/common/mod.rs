@@ -26,7 +26,7 @@ use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
 /// Tools the generator and the comparison tests need; missing ones fail the tests.
-pub const REQUIRED_TOOLS: &[&str] = &["python3", "gcc", "zstd", "skopeo", "umoci"];
+pub const REQUIRED_TOOLS: &[&str] = &["python3", "gcc", "zstd", "skopeo", "umoci", "git"];
 
 /// How long one run of the binary may take before the test calls it hung.
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -215,6 +215,9 @@ pub struct NotedPath {
     pub path: String,
     #[serde(default)]
     pub note: Option<String>,
+    /// What the error message must name (the layer, the entry, the limit).
+    #[serde(default)]
+    pub needles: Vec<String>,
 }
 
 pub fn fixture_list() -> &'static FixtureList {
