@@ -20,7 +20,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::node::{apply_spec2, shared_dir, shared_program};
+use common::node::{apply_spec2, run, shared_dir, shared_program};
 use common::{crate_root, fixture, mcd_inject, sha256_hex};
 use mcd_inject::ignition::{decode_data_url, schema, SpecVersion};
 use serde_json::Value;
@@ -43,18 +43,6 @@ fn require_real_tools() {
             "{tool} is missing: apt-get install ignition systemd gzip"
         );
     }
-}
-
-fn run(cmd: &mut Command) -> (bool, String) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 /// `inject` into `dir/NAME.ign`; returns the path.

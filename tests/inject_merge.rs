@@ -218,8 +218,8 @@ fn reinjecting_replaces_our_entries_and_keeps_the_rest() {
     );
     // Another image replaces the delivery and keeps everything else.
     let reference = fixture("mco-4.6").reference("oci");
-    let other = run(
-        &[
+    let with_image = |base: &[u8]| {
+        let args = [
             "inject",
             "--image",
             &reference,
@@ -229,26 +229,12 @@ fn reinjecting_replaces_our_entries_and_keeps_the_rest() {
             "-",
             "--base",
             "-",
-        ],
-        &first.stdout,
-        &std::env::temp_dir(),
-    );
+        ];
+        run(&args, base, &std::env::temp_dir())
+    };
+    let other = with_image(&first.stdout);
     assert_eq!(other.code, Some(0), "{}", other.stderr);
-    let direct = run(
-        &[
-            "inject",
-            "--image",
-            &reference,
-            "--bootimage",
-            "4.8",
-            "--ign",
-            "-",
-            "--base",
-            "-",
-        ],
-        &base,
-        &std::env::temp_dir(),
-    );
+    let direct = with_image(&base);
     assert!(
         other.stdout == direct.stdout,
         "re-injecting another image is not idempotent"
