@@ -10,7 +10,11 @@ use crate::image::{ImageRef, OpenOptions, Platform};
 use crate::inject::{InjectConfig, Input, Remote, TargetArgs, VerifyConfig};
 use crate::osrelease::OsRelease;
 use crate::output::Output;
-use crate::registry::{AuthFiles, ProgressMode, RegistryOptions, RetryPolicy};
+use crate::registry::mirrors::DEFAULT_REGISTRIES_CONF;
+use crate::registry::{
+    AuthFiles, Credentials, Mirrors, ProgressMode, RegistryOptions, RetryPolicy,
+};
+use crate::release::Release;
 use crate::target::{from_os_release, OcpVersion};
 
 /// Deliver the machine-config-daemon that fits an old OpenShift bootimage through Ignition.
@@ -41,8 +45,17 @@ pub enum Command {
 pub struct ImageArgs {
     /// Image reference: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF],
     /// docker://HOST/REPO[:TAG|@DIGEST]
+    #[arg(
+        long,
+        value_name = "REF",
+        required_unless_present = "release",
+        conflicts_with = "release"
+    )]
+    pub image: Option<ImageRef>,
+    /// An OpenShift release image, by digest (or a local layout of one): the
+    /// machine-config-operator image it names is read.
     #[arg(long, value_name = "REF")]
-    pub image: ImageRef,
+    pub release: Option<ImageRef>,
     /// Platform to pick from a multi-arch index, os/arch[/variant].
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
     pub platform: Platform,
@@ -73,27 +86,101 @@ pub struct RegistryArgs {
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub mirrors: MirrorArgs,
+}
+
+/// Mirrors and credentials given on the command line (docs/registry.md).
+#[derive(Debug, Args)]
+pub struct MirrorArgs {
+    /// A containers-registries.conf(5) file (version 2), with the registries.conf.d
+    /// drop-ins beside it. Default: $CONTAINERS_REGISTRIES_CONF, else
+    /// /etc/containers/registries.conf when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub registries_conf: Option<PathBuf>,
+    /// OpenShift mirror objects (YAML): ImageDigestMirrorSet, ImageTagMirrorSet,
+    /// ImageContentSourcePolicy, or an install-config's imageDigestSources /
+    /// imageContentSources. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub idms: Vec<PathBuf>,
+    /// Credentials for every registry contacted, USER[:PASSWORD] (prompted for on a
+    /// terminal when missing); before any auth file.
+    #[arg(long, value_name = "USER[:PASSWORD]")]
+    pub creds: Option<String>,
+}
+
+impl MirrorArgs {
+    /// The mirror rules: the registries.conf (given or default), then the OpenShift files.
+    pub fn mirrors(&self) -> anyhow::Result<Mirrors> {
+        let env_conf = std::env::var_os("CONTAINERS_REGISTRIES_CONF")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let conf = match self.registries_conf.clone().or(env_conf) {
+            Some(p) => Some(p),
+            None => Some(PathBuf::from(DEFAULT_REGISTRIES_CONF)).filter(|p| p.exists()),
+        };
+        let mut m = match conf {
+            Some(p) => Mirrors::from_registries_conf(&p)?,
+            None => Mirrors::default(),
+        };
+        for f in &self.idms {
+            m.add_openshift_file(f)?;
+        }
+        Ok(m)
+    }
+
+    /// `--creds`, with the password asked for on the terminal when it is missing.
+    pub fn credentials(&self) -> anyhow::Result<Option<Credentials>> {
+        self.creds
+            .as_deref()
+            .map(crate::registry::auth::parse_creds)
+            .transpose()
+    }
 }
 
 impl RegistryArgs {
-    pub fn options(&self) -> RegistryOptions {
-        RegistryOptions {
-            auth_files: AuthFiles::from_env(self.authfile.clone()),
+    pub fn options(&self) -> anyhow::Result<RegistryOptions> {
+        let mut auth_files = AuthFiles::from_env(self.authfile.clone());
+        auth_files.creds = self.mirrors.credentials()?;
+        Ok(RegistryOptions {
+            auth_files,
             tls_verify: self.tls_verify,
             cert_dir: self.cert_dir.clone(),
             cache_dir: self.cache_dir.clone(),
             offline: self.offline,
             progress: ProgressMode::detect(self.quiet),
             retry: RetryPolicy::default(),
-        }
+            mirrors: self.mirrors.mirrors()?,
+        })
     }
 }
 
 impl ImageArgs {
-    pub fn open_options(&self) -> OpenOptions {
-        OpenOptions {
+    pub fn open_options(&self) -> anyhow::Result<OpenOptions> {
+        Ok(OpenOptions {
             platform: self.platform.clone(),
-            registry: self.registry.options(),
+            registry: self.registry.options()?,
+        })
+    }
+
+    /// The image to read (`--image`, or the MCO image `--release` names), the options
+    /// to open it with, and the release when one was given.
+    pub fn resolve(&self) -> anyhow::Result<(ImageRef, OpenOptions, Option<Release>)> {
+        let opts = self.open_options()?;
+        match (&self.image, &self.release) {
+            (Some(i), None) => Ok((i.clone(), opts, None)),
+            (None, Some(r)) => {
+                let rel = crate::release::resolve(r, &opts)?;
+                let mco = ImageRef::Docker(rel.mco_image.parse()?);
+                if !self.registry.quiet {
+                    eprintln!(
+                        "release {} ({}): machine-config-operator is {}",
+                        rel.reference, rel.version, rel.mco_image
+                    );
+                }
+                Ok((mco, opts, Some(rel)))
+            }
+            _ => bail!("give one of --image and --release"),
         }
     }
 }
@@ -202,14 +289,47 @@ pub struct InjectArgs {
     /// Remote mode: where to write the payload to serve.
     #[arg(long, value_name = "FILE", requires = "payload_url")]
     pub payload_out: Option<Output>,
+    #[command(flatten)]
+    pub json: JsonArgs,
+}
+
+/// `--json` and `--json-out` of inject and verify.
+#[derive(Debug, Args)]
+pub struct JsonArgs {
+    /// Print one JSON object describing the result on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write that JSON object to FILE instead (atomically); implies --json.
+    #[arg(long, value_name = "FILE")]
+    pub json_out: Option<Output>,
+}
+
+impl JsonArgs {
+    /// Where the JSON report goes, if anywhere.
+    pub fn target(&self) -> Option<Output> {
+        match (&self.json_out, self.json) {
+            (Some(o), _) => Some(o.clone()),
+            (None, true) => Some(Output::Stdout),
+            (None, false) => None,
+        }
+    }
 }
 
 impl InjectArgs {
     pub fn config(&self) -> anyhow::Result<InjectConfig> {
+        if self.ign == Output::Stdout && self.json.target() == Some(Output::Stdout) {
+            bail!("--ign - and --json both want stdout: write the JSON with --json-out FILE");
+        }
+        if let Some(o) = &self.json.json_out {
+            o.spool_dir()?;
+        }
+        let target = self.target.to_args()?;
+        let (image, open, release) = self.image.resolve()?;
         Ok(InjectConfig {
-            image: self.image.image.clone(),
-            open: self.image.open_options(),
-            target: self.target.to_args()?,
+            image,
+            open,
+            release,
+            target,
             binary_path: self.binary_path.clone(),
             force: self.force,
             ign: self.ign.clone(),
@@ -247,11 +367,17 @@ pub struct VerifyArgs {
     pub payload: Option<PathBuf>,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub json: JsonArgs,
 }
 
 impl VerifyArgs {
-    pub fn config(&self) -> VerifyConfig {
-        VerifyConfig {
+    pub fn config(&self) -> anyhow::Result<VerifyConfig> {
+        let registry = match &self.image {
+            Some(_) => self.registry.options()?,
+            None => RegistryOptions::default(),
+        };
+        Ok(VerifyConfig {
             ign: self.ign.clone(),
             target: self.bootimage.map(|b| TargetArgs {
                 bootimage: b,
@@ -263,13 +389,13 @@ impl VerifyArgs {
                     r,
                     OpenOptions {
                         platform: self.platform.clone(),
-                        registry: self.registry.options(),
+                        registry: registry.clone(),
                     },
                 )
             }),
             payload: self.payload.clone(),
             arch: self.platform.architecture.clone(),
-        }
+        })
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod auth;
 mod client;
+pub mod mirrors;
 pub mod progress;
 mod verify;
 
@@ -29,6 +30,7 @@ use crate::image::{
 pub use auth::{AuthFiles, Credentials};
 use client::Client;
 pub use client::RetryPolicy;
+pub use mirrors::{Endpoint, Mirrors};
 pub use progress::ProgressMode;
 use verify::VerifyingReader;
 
@@ -49,6 +51,8 @@ pub struct RegistryOptions {
     pub offline: bool,
     pub progress: ProgressMode,
     pub retry: RetryPolicy,
+    /// Mirrors to try before (or instead of) the source ([`mirrors`]).
+    pub mirrors: Mirrors,
 }
 
 impl Default for RegistryOptions {
@@ -61,6 +65,7 @@ impl Default for RegistryOptions {
             offline: false,
             progress: ProgressMode::Quiet,
             retry: RetryPolicy::default(),
+            mirrors: Mirrors::default(),
         }
     }
 }
@@ -175,28 +180,73 @@ fn media_type_of(bytes: &[u8], doc: &Document) -> String {
     })
 }
 
-/// Opens an image from a registry (or, offline, from the cache).
+/// Opens an image from a registry (or, offline, from the cache). With mirrors, the
+/// endpoints [`Mirrors::endpoints`] gives are tried in order; the first that serves the
+/// manifest and config serves the layers too. The error names every endpoint tried.
 pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Result<Image> {
     let ropts = &opts.registry;
-    let cache = ropts.cache()?;
-    let client = if ropts.offline {
-        None
+    if ropts.offline {
+        let fetcher = Fetcher {
+            reference: docker.clone(),
+            cache: ropts.cache()?,
+            client: None,
+        };
+        return open_with(reference, docker, opts, fetcher, None);
+    }
+    let endpoints = ropts.mirrors.endpoints(docker)?;
+    let mut failures = Vec::new();
+    for ep in &endpoints {
+        let attempt = endpoint_client(ep, ropts).and_then(|client| {
+            let fetcher = Fetcher {
+                reference: docker.clone(),
+                cache: ropts.cache()?,
+                client: Some(client),
+            };
+            let served_by = (endpoints.len() > 1 || ep.mirror).then(|| ep.to_string());
+            open_with(reference, docker, opts, fetcher, served_by)
+        });
+        match attempt {
+            Ok(img) => {
+                if ropts.progress != ProgressMode::Quiet && img.info.served_by.is_some() {
+                    eprintln!(
+                        "{docker}: served by {}{}",
+                        ep,
+                        if ep.mirror { " (mirror)" } else { " (source)" }
+                    );
+                }
+                return Ok(img);
+            }
+            Err(e) if endpoints.len() == 1 => return Err(e),
+            Err(e) => failures.push(format!("{ep}: {e:#}")),
+        }
+    }
+    bail!(
+        "{docker}: no mirror or source could serve it; tried, in order:\n  {}",
+        failures.join("\n  ")
+    )
+}
+
+/// A client for one endpoint: its own credentials and TLS settings.
+fn endpoint_client(ep: &Endpoint, ropts: &RegistryOptions) -> Result<Client> {
+    let creds = ropts.auth_files.find(&ep.registry, &ep.repository)?;
+    if ep.insecure {
+        let mut o = ropts.clone();
+        o.tls_verify = false;
+        Client::new(&ep.registry, &ep.repository, &o, creds)
     } else {
-        let creds = ropts
-            .auth_files
-            .find(&docker.registry, &docker.repository)?;
-        Some(Client::new(
-            &docker.registry,
-            &docker.repository,
-            ropts,
-            creds,
-        )?)
-    };
-    let fetcher = Fetcher {
-        reference: docker.clone(),
-        cache,
-        client,
-    };
+        Client::new(&ep.registry, &ep.repository, ropts, creds)
+    }
+}
+
+/// Reads and verifies the manifest and config through one fetcher.
+fn open_with(
+    reference: &ImageRef,
+    docker: &DockerRef,
+    opts: &OpenOptions,
+    fetcher: Fetcher,
+    served_by: Option<String>,
+) -> Result<Image> {
+    let ropts = &opts.registry;
     let (top_digest, top_bytes) = fetcher.top()?;
     let what = docker.to_string();
     let top_doc = parse_document(&top_bytes, &what)?;
@@ -223,6 +273,7 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
         config_digest,
         platform: facts.checked_platform(&opts.platform, &what)?,
         layers,
+        served_by,
     };
     Ok(Image::new(info, Box::new(RegistrySource { fetcher })))
 }
