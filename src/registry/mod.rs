@@ -216,7 +216,8 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
                 }
                 return Ok(img);
             }
-            Err(e) if endpoints.len() == 1 => return Err(e),
+            // Without mirrors, the source's own error.
+            Err(e) if endpoints.len() == 1 && !ep.mirror => return Err(e),
             Err(e) => failures.push(format!("{ep}: {e:#}")),
         }
     }
