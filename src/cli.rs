@@ -1,6 +1,6 @@
 //! Command-line types. They are turned into plain values before any work is done.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::{ArgAction, Args, Parser, Subcommand};
@@ -11,6 +11,8 @@ use crate::inject::{InjectConfig, Input, Remote, TargetArgs, VerifyConfig};
 use crate::osrelease::OsRelease;
 use crate::output::Output;
 use crate::registry::mirrors::DEFAULT_REGISTRIES_CONF;
+use crate::registry::policy::{DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
+use crate::registry::Policy;
 use crate::registry::{
     AuthFiles, Credentials, Mirrors, ProgressMode, RegistryOptions, RetryPolicy,
 };
@@ -107,6 +109,14 @@ pub struct MirrorArgs {
     /// terminal when missing); before any auth file.
     #[arg(long, value_name = "USER[:PASSWORD]")]
     pub creds: Option<String>,
+    /// A containers-policy.json(5) signature policy for registry images. Default:
+    /// /etc/containers/policy.json when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub signature_policy: Option<PathBuf>,
+    /// Where the lookaside (signature store) configuration is read, as skopeo's
+    /// --registries.d. Default: /etc/containers/registries.d.
+    #[arg(long = "registries.d", value_name = "DIR")]
+    pub registries_d: Option<PathBuf>,
 }
 
 impl MirrorArgs {
@@ -127,6 +137,22 @@ impl MirrorArgs {
             m.add_openshift_file(f)?;
         }
         Ok(m)
+    }
+
+    /// The signature policy: the given file, else the default one when it exists.
+    pub fn policy(&self) -> anyhow::Result<Option<Policy>> {
+        let path = match &self.signature_policy {
+            Some(p) => p.clone(),
+            None => match Path::new(DEFAULT_POLICY) {
+                p if p.exists() => p.to_path_buf(),
+                _ => return Ok(None),
+            },
+        };
+        let dir = self
+            .registries_d
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_REGISTRIES_D));
+        Ok(Some(Policy::load(&path, Some(dir))?))
     }
 
     /// `--creds`, with the password asked for on the terminal when it is missing.
@@ -151,6 +177,7 @@ impl RegistryArgs {
             progress: ProgressMode::detect(self.quiet),
             retry: RetryPolicy::default(),
             mirrors: self.mirrors.mirrors()?,
+            policy: self.mirrors.policy()?,
         })
     }
 }

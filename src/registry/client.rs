@@ -122,7 +122,7 @@ impl Challenge {
     }
 }
 
-fn install_crypto_provider() {
+pub(super) fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // Another part of the process may have installed one already; that is fine.

@@ -10,6 +10,7 @@
 pub mod auth;
 mod client;
 pub mod mirrors;
+pub mod policy;
 pub mod progress;
 mod verify;
 
@@ -31,6 +32,7 @@ pub use auth::{AuthFiles, Credentials};
 use client::Client;
 pub use client::RetryPolicy;
 pub use mirrors::{Endpoint, Mirrors};
+pub use policy::{Policy, PolicyRejected};
 pub use progress::ProgressMode;
 use verify::VerifyingReader;
 
@@ -53,6 +55,8 @@ pub struct RegistryOptions {
     pub retry: RetryPolicy,
     /// Mirrors to try before (or instead of) the source ([`mirrors`]).
     pub mirrors: Mirrors,
+    /// The signature policy images must satisfy ([`policy`]); `None` accepts anything.
+    pub policy: Option<Policy>,
 }
 
 impl Default for RegistryOptions {
@@ -66,6 +70,7 @@ impl Default for RegistryOptions {
             progress: ProgressMode::Quiet,
             retry: RetryPolicy::default(),
             mirrors: Mirrors::default(),
+            policy: None,
         }
     }
 }
@@ -216,8 +221,9 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
                 }
                 return Ok(img);
             }
-            // Without mirrors, the source's own error.
+            // Without mirrors, the source's own error; a policy refusal is no endpoint's.
             Err(e) if endpoints.len() == 1 && !ep.mirror => return Err(e),
+            Err(e) if e.downcast_ref::<PolicyRejected>().is_some() => return Err(e),
             Err(e) => failures.push(format!("{ep}: {e:#}")),
         }
     }
@@ -249,6 +255,11 @@ fn open_with(
 ) -> Result<Image> {
     let ropts = &opts.registry;
     let (top_digest, top_bytes) = fetcher.top()?;
+    // The policy is checked on the digest the top manifest has, before anything else
+    // of the image is read.
+    if let Some(p) = &ropts.policy {
+        p.check(docker, &top_digest)?;
+    }
     let what = docker.to_string();
     let top_doc = parse_document(&top_bytes, &what)?;
     let top_entry = CachedRef {
