@@ -852,3 +852,256 @@ fn release_from_the_source_and_a_mirror_down() {
         "{err}"
     );
 }
+
+// ------------------------------------------------------------------ signatures
+
+/// A GnuPG home with a signing key: (home, fingerprint, armored public key file).
+fn gpg_key(dir: &Path, name: &str) -> (PathBuf, String, PathBuf) {
+    let home = dir.join(format!("gnupg-{name}"));
+    fs::create_dir_all(&home).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let gpg = |args: &[&str]| {
+        run_ok(
+            Command::new("gpg")
+                .env("GNUPGHOME", &home)
+                .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+                .args(args),
+        )
+    };
+    gpg(&[
+        "--quick-gen-key",
+        &format!("{name} <{name}@example.com>"),
+        "rsa2048",
+        "sign",
+        "never",
+    ]);
+    let listing = String::from_utf8(gpg(&["--with-colons", "--list-keys"]).stdout).unwrap();
+    let fpr = listing
+        .lines()
+        .find(|l| l.starts_with("fpr:"))
+        .and_then(|l| l.split(':').nth(9))
+        .expect("a fingerprint")
+        .to_string();
+    let public = dir.join(format!("{name}.asc"));
+    let out = gpg(&["--armor", "--export", &fpr]);
+    fs::write(&public, out.stdout).unwrap();
+    (home, fpr, public)
+}
+
+/// `skopeo standalone-verify`: whether it accepts the signature.
+fn skopeo_verifies(home: &Path, manifest: &Path, reference: &str, fpr: &str, sig: &Path) -> bool {
+    Command::new("skopeo")
+        .env("GNUPGHOME", home)
+        .arg("standalone-verify")
+        .arg(manifest)
+        .arg(reference)
+        .arg(fpr)
+        .arg(sig)
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn release_signatures_under_a_signed_by_policy() {
+    require("gpg");
+    let w = World::new();
+    let dir = w.path("sig");
+    fs::create_dir_all(&dir).unwrap();
+    let (home, fpr, key) = gpg_key(&dir, "signer");
+    let (other_home, other_fpr, other_key) = gpg_key(&dir, "other");
+    let secret = w.pull_secret.display().to_string();
+    let src = w.source.clone();
+
+    // The release's top manifest (the index), as the registry holds it.
+    let raw = run_ok(
+        Command::new("skopeo")
+            .args([
+                "inspect",
+                "--raw",
+                "--cert-dir",
+                &w.ca_dir,
+                "--authfile",
+                &secret,
+            ])
+            .arg(format!("docker://{}", w.release)),
+    )
+    .stdout;
+    assert_eq!(format!("sha256:{}", sha256_hex(&raw)), w.release_digest);
+    let manifest = dir.join("manifest.json");
+    fs::write(&manifest, &raw).unwrap();
+    let identity = format!("{src}/ocp/release:4.16.3-multi");
+    let sign = |home: &Path, fpr: &str, manifest: &Path, out: &Path| {
+        run_ok(
+            Command::new("skopeo")
+                .env("GNUPGHOME", home)
+                .arg("standalone-sign")
+                .arg(manifest)
+                .arg(&identity)
+                .arg(fpr)
+                .arg("-o")
+                .arg(out),
+        );
+    };
+    let good = dir.join("good.sig");
+    sign(&home, &fpr, &manifest, &good);
+    let mut tampered_bytes = fs::read(&good).unwrap();
+    let mid = tampered_bytes.len() / 2;
+    tampered_bytes[mid] ^= 0x55;
+    let tampered = dir.join("tampered.sig");
+    fs::write(&tampered, &tampered_bytes).unwrap();
+    let by_other = dir.join("other.sig");
+    sign(&other_home, &other_fpr, &manifest, &by_other);
+    // A good signature of another manifest (the MCO's).
+    let mco_manifest = dir.join("mco.json");
+    let mco_raw = run_ok(
+        Command::new("skopeo")
+            .args([
+                "inspect",
+                "--raw",
+                "--cert-dir",
+                &w.ca_dir,
+                "--authfile",
+                &secret,
+            ])
+            .arg(format!("docker://{src}/ocp/art-dev@{}", w.mco_digest)),
+    )
+    .stdout;
+    fs::write(&mco_manifest, mco_raw).unwrap();
+    let other_manifest_sig = dir.join("other-manifest.sig");
+    sign(&home, &fpr, &mco_manifest, &other_manifest_sig);
+
+    // A lookaside store per case, and a policy asking for the signer's key.
+    let policy = |name: &str, key: &Path, scope: &str| {
+        let p = dir.join(format!("{name}.policy.json"));
+        let body = json!({
+            "default": [{"type": "insecureAcceptAnything"}],
+            "transports": {"docker": {scope: [
+                {"type": "signedBy", "keyType": "GPGKeys", "keyPath": key}
+            ]}}
+        });
+        fs::write(&p, serde_json::to_vec(&body).unwrap()).unwrap();
+        p.display().to_string()
+    };
+    let store = |name: &str, sig: Option<&Path>| {
+        let lookaside = dir.join(format!("lookaside-{name}"));
+        let at = lookaside.join(format!(
+            "ocp/release@sha256={}",
+            w.release_digest.trim_start_matches("sha256:")
+        ));
+        fs::create_dir_all(&at).unwrap();
+        if let Some(s) = sig {
+            fs::copy(s, at.join("signature-1")).unwrap();
+        }
+        let d = dir.join(format!("registries.d-{name}"));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(
+            d.join("default.yaml"),
+            format!(
+                "docker:\n  {src}/ocp:\n    lookaside: file://{}\n",
+                lookaside.display()
+            ),
+        )
+        .unwrap();
+        d.display().to_string()
+    };
+    let release_policy = policy("signer", &key, &format!("{src}/ocp/release"));
+    let inspect = |policy: &str, regd: &str| {
+        w.run(&[
+            "inspect",
+            "--release",
+            &w.release,
+            "--authfile",
+            &secret,
+            "--signature-policy",
+            policy,
+            "--registries.d",
+            regd,
+        ])
+    };
+
+    // Signed by the policy's key: accepted, by skopeo too.
+    let regd = store("good", Some(&good));
+    let out = inspect(&release_policy, &regd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(skopeo_verifies(&home, &manifest, &identity, &fpr, &good));
+
+    // Refused, each with its reason, and skopeo agrees.
+    for (name, sig, policy_key, skopeo_home, skopeo_fpr, want) in [
+        (
+            "tampered",
+            &tampered,
+            &key,
+            &home,
+            &fpr,
+            "no signature is acceptable",
+        ),
+        (
+            "wrong-key",
+            &by_other,
+            &key,
+            &home,
+            &fpr,
+            "not a valid signature by any of the policy's keys",
+        ),
+        (
+            "other-key-policy",
+            &good,
+            &other_key,
+            &home,
+            &other_fpr,
+            "not a valid signature by any of the policy's keys",
+        ),
+        (
+            "other-manifest",
+            &other_manifest_sig,
+            &key,
+            &home,
+            &fpr,
+            "it signs manifest",
+        ),
+    ] {
+        let regd = store(name, Some(sig));
+        let pol = policy(name, policy_key, &format!("{src}/ocp/release"));
+        let out = inspect(&pol, &regd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name} was accepted:\n{err}");
+        assert!(
+            err.contains("refused by the signature policy") && err.contains(want),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("backtrace"), "{name}: {err}");
+        assert!(
+            !skopeo_verifies(skopeo_home, &manifest, &identity, skopeo_fpr, sig),
+            "skopeo standalone-verify accepts the {name} case"
+        );
+    }
+    // Unsigned.
+    let regd = store("unsigned", None);
+    let out = inspect(&release_policy, &regd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("none was found"), "{err}");
+
+    // The MCO image has its own scope: a policy over all of SOURCE/ocp wants a signature
+    // of the MCO too, and it has none.
+    let regd = store("mco", Some(&good));
+    let all = policy("all", &key, &format!("{src}/ocp"));
+    let out = inspect(&all, &regd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{src}/ocp/art-dev@{}", w.mco_digest))
+            && err.contains("none was found"),
+        "{err}"
+    );
+}

@@ -517,14 +517,14 @@ fn verify_signature(
 fn signed_payload(sig: &[u8], keys: &[pgp::composed::SignedPublicKey]) -> Result<Vec<u8>> {
     use pgp::types::KeyDetails as _;
     let mut msg = pgp::composed::Message::from_bytes(sig)
-        .map_err(|e| anyhow!("not an OpenPGP message: {e}"))?;
+        .map_err(|e| anyhow!("not an OpenPGP message: {}", brief(&e.to_string())))?;
     for _ in 0..4 {
         if !msg.is_compressed() {
             break;
         }
         msg = msg
             .decompress()
-            .map_err(|e| anyhow!("cannot decompress the signature: {e}"))?;
+            .map_err(|e| anyhow!("cannot decompress the signature: {}", brief(&e.to_string())))?;
     }
     if !msg.is_signed() {
         bail!("the OpenPGP message is not signed");
@@ -533,7 +533,7 @@ fn signed_payload(sig: &[u8], keys: &[pgp::composed::SignedPublicKey]) -> Result
     (&mut msg)
         .take(MAX_SIGNATURE_BYTES + 1)
         .read_to_end(&mut payload)
-        .map_err(|e| anyhow!("cannot read the signed message: {e}"))?;
+        .map_err(|e| anyhow!("cannot read the signed message: {}", brief(&e.to_string())))?;
     if payload.len() as u64 > MAX_SIGNATURE_BYTES {
         bail!("the signed payload is too big");
     }
@@ -552,6 +552,13 @@ fn signed_payload(sig: &[u8], keys: &[pgp::composed::SignedPublicKey]) -> Result
         "it is not a valid signature by any of the policy's keys ({})",
         fps.join(", ")
     )
+}
+
+/// An OpenPGP library message without the debugging detail some of them carry.
+fn brief(s: &str) -> String {
+    let s = s.split(", backtrace").next().unwrap_or(s);
+    let s: String = s.chars().take(200).collect();
+    s.replace('\n', " ")
 }
 
 fn same_repo(a: &DockerRef, b: &DockerRef) -> bool {
