@@ -167,6 +167,9 @@ fn start_htpasswd_registry(dir: &Path, name: &str, creds: &Creds) -> (Service, S
     )
 }
 
+/// The identity token (OAuth2 refresh token) the source's issuer accepts.
+const REFRESH_TOKEN: &str = "refresh-token-for-release-tests";
+
 /// The source: token auth, with its own issuer.
 fn start_token_registry(dir: &Path, creds: &Creds) -> (Vec<Service>, String) {
     let tls = PathBuf::from(env("MCD_TEST_REGISTRY_TLS_DIR"));
@@ -185,6 +188,7 @@ fn start_token_registry(dir: &Path, creds: &Creds) -> (Vec<Service>, String) {
             "release-test",
         ])
         .args(["--user", &creds.user, "--password", &creds.password])
+        .args(["--refresh-token", REFRESH_TOKEN])
         .arg("--port-file")
         .arg(&port_file)
         .stdout(Stdio::null())
@@ -365,6 +369,7 @@ struct World {
     mco_digest: String,
     arm_mco_digest: String,
     ca_dir: String,
+    source_creds: Creds,
     /// Right credentials for the source and the mirror, wrong ones for mirror2.
     pull_secret: PathBuf,
 }
@@ -480,6 +485,7 @@ impl World {
             mco_digest,
             arm_mco_digest,
             ca_dir,
+            source_creds,
             pull_secret,
         }
     }
@@ -836,6 +842,67 @@ fn release_from_the_source_and_a_mirror_down() {
         stderr.contains(&format!("served by {}/ocp/release (source)", w.source)),
         "{stderr}"
     );
+
+    // An identity token instead of a password: the OAuth2 refresh-token flow.
+    let with_token = w.path("identitytoken.json");
+    fs::write(
+        &with_token,
+        serde_json::to_vec(&json!({"auths": {w.source.as_str(): {
+            "auth": base64::engine::general_purpose::STANDARD.encode("<token>:"),
+            "identitytoken": REFRESH_TOKEN
+        }}}))
+        .unwrap(),
+    )
+    .unwrap();
+    let with_token_s = with_token.display().to_string();
+    let out = w.ok(&[
+        "inspect",
+        "--release",
+        &w.release,
+        "--authfile",
+        &with_token_s,
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["release"]["mco_digest"], w.mco_digest);
+    let wrong_token = w.path("wrong-identitytoken.json");
+    fs::write(
+        &wrong_token,
+        serde_json::to_vec(&json!({"auths": {w.source.as_str(): {"identitytoken": "stale"}}}))
+            .unwrap(),
+    )
+    .unwrap();
+    let err = w.fails(&[
+        "inspect",
+        "--release",
+        &w.release,
+        "--authfile",
+        &wrong_token.display().to_string(),
+    ]);
+    assert!(err.contains("token issuer refused"), "{err}");
+    assert!(!err.contains("stale"), "the token was printed:\n{err}");
+
+    // --creds, for every registry contacted, before any auth file.
+    let out = w.ok(&[
+        "inspect",
+        "--release",
+        &w.release,
+        "--creds",
+        &w.source_creds.pair(),
+    ]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(&w.source_creds.password));
+    let creds = format!("{}:{}", w.source_creds.user, "wrong");
+    let err = w.fails(&[
+        "inspect",
+        "--release",
+        &w.release,
+        "--authfile",
+        &secret,
+        "--creds",
+        &creds,
+    ]);
+    assert!(err.contains("from --creds"), "{err}");
+    assert!(!err.contains(":wrong"), "{err}");
 
     // A release given by tag is refused, before anything is fetched.
     let by_tag = format!("{}/ocp/release:4.16.3-multi", w.source);

@@ -410,6 +410,64 @@ mod tests {
     }
 
     #[test]
+    fn containers_auth_order_and_legacy_dockercfg() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let entry = |u: &str| format!(r#"{{"auths":{{"r.io":{{"auth":"{}"}}}}}}"#, b64(u));
+        let mut files = AuthFiles {
+            home: Some(d.join("home")),
+            ..AuthFiles::default()
+        };
+        let user = |f: &AuthFiles| f.find("r.io", "a").unwrap().map(|c| c.username);
+        assert_eq!(user(&files), None);
+        // ~/.dockercfg: the legacy format, without "auths".
+        write(
+            d,
+            "home/.dockercfg",
+            &format!(
+                r#"{{"https://r.io":{{"auth":"{}","email":"e"}}}}"#,
+                b64("cfg:x")
+            ),
+        );
+        assert_eq!(user(&files).as_deref(), Some("cfg"));
+        write(d, "home/.docker/config.json", &entry("docker:x"));
+        assert_eq!(user(&files).as_deref(), Some("docker"));
+        files.docker_config = Some(d.join("dc"));
+        write(d, "dc/config.json", &entry("dockerconfig:x"));
+        assert_eq!(user(&files).as_deref(), Some("dockerconfig"));
+        write(d, "home/.config/containers/auth.json", &entry("config:x"));
+        assert_eq!(user(&files).as_deref(), Some("config"));
+        files.xdg_config_home = Some(d.join("xdg"));
+        write(d, "xdg/containers/auth.json", &entry("xdgconfig:x"));
+        assert_eq!(user(&files).as_deref(), Some("xdgconfig"));
+        files.xdg_runtime_dir = Some(d.join("run"));
+        write(d, "run/containers/auth.json", &entry("runtime:x"));
+        assert_eq!(user(&files).as_deref(), Some("runtime"));
+        files.creds = Some(parse_creds("flag:pw").unwrap());
+        assert_eq!(user(&files).as_deref(), Some("flag"));
+    }
+
+    #[test]
+    fn identity_tokens_and_creds() {
+        let body = r#"{"auths": {"r.io": {"auth": "PHRva2VuPjo=", "identitytoken": "rt"}}}"#;
+        let c = find_in(body.as_bytes(), Path::new("f"), "r.io", "a")
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.identity_token.as_deref(), Some("rt"));
+        let only = r#"{"auths": {"r.io": {"identitytoken": "rt"}}}"#;
+        let c = find_in(only.as_bytes(), Path::new("f"), "r.io", "a")
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.identity_token.as_deref(), Some("rt"));
+        let c = parse_creds("u:p:with:colons").unwrap();
+        assert_eq!(
+            (c.username.as_str(), c.password.as_str()),
+            ("u", "p:with:colons")
+        );
+        assert!(parse_creds(":p").is_err());
+    }
+
+    #[test]
     fn secrets_stay_out_of_debug_and_errors() {
         let c = Credentials {
             username: "user".into(),

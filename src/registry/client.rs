@@ -374,6 +374,9 @@ impl Client {
 
     fn credential_hint(&self) -> String {
         match &self.credentials {
+            Some(c) if c.identity_token.is_some() => {
+                format!("; credentials used: an identity token from {}", c.source)
+            }
             Some(c) => format!(
                 "; credentials used: user {:?} from {}",
                 c.username, c.source
