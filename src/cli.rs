@@ -513,6 +513,31 @@ mod tests {
     }
 
     #[test]
+    fn release_and_json_flags() {
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["mcd-inject", "inject", "--bootimage", "4.2"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args).map(|c| c.command)
+        };
+        // --release replaces --image; one of them is required, not both.
+        assert!(parse(&["--release", "r.example/ocp/release@sha256:0000000000000000000000000000000000000000000000000000000000000000", "--ign", "x"]).is_ok());
+        assert!(parse(&["--ign", "x"]).is_err());
+        assert!(parse(&["--image", "oci:x", "--release", "oci:y", "--ign", "x"]).is_err());
+        // The config and the JSON cannot both go to stdout.
+        let Ok(Command::Inject(a)) = parse(&["--image", "oci:x", "--ign", "-", "--json"]) else {
+            panic!("parse failed")
+        };
+        let e = a.config().unwrap_err();
+        assert!(format!("{e}").contains("--json-out"), "{e}");
+        let Ok(Command::Inject(a)) =
+            parse(&["--image", "oci:x", "--ign", "-", "--json-out", "r.json"])
+        else {
+            panic!("parse failed")
+        };
+        assert_eq!(a.json.target(), Some(Output::File("r.json".into())));
+    }
+
+    #[test]
     fn tls_verify_takes_a_value() {
         let parse = |extra: &[&str]| {
             let mut args = vec!["mcd-inject", "pull", "--image", "127.0.0.1:5000/a:b"];
