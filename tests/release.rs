@@ -370,8 +370,9 @@ struct World {
     arm_mco_digest: String,
     ca_dir: String,
     source_creds: Creds,
-    /// Right credentials for the source and the mirror, wrong ones for mirror2.
-    pull_secret: PathBuf,
+    /// The pull secret: right credentials for the source and the mirror, wrong ones for
+    /// mirror2.
+    secret: String,
 }
 
 fn skopeo_copy(args: &[&str]) -> String {
@@ -486,7 +487,7 @@ impl World {
             arm_mco_digest,
             ca_dir,
             source_creds,
-            pull_secret,
+            secret: pull_secret.display().to_string(),
         }
     }
 
@@ -532,6 +533,20 @@ impl World {
                 s = self.source,
             ),
         )
+    }
+
+    /// `CMD --release RELEASE EXTRA...`.
+    fn rel_noauth<'a>(&'a self, cmd: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut v = vec![cmd, "--release", self.release.as_str()];
+        v.extend_from_slice(extra);
+        v
+    }
+
+    /// `CMD --release RELEASE --authfile PULL-SECRET EXTRA...`.
+    fn rel<'a>(&'a self, cmd: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut v = self.rel_noauth(cmd, &["--authfile", self.secret.as_str()]);
+        v.extend_from_slice(extra);
+        v
     }
 
     /// Runs mcd-inject with its own HOME, XDG dirs and cache (unless args give one).
@@ -589,9 +604,7 @@ impl World {
         let out_dir = tempfile::tempdir_in(self.dir.path()).unwrap();
         let ign = out_dir.path().join("out.ign");
         let ign_s = ign.display().to_string();
-        let secret = self.pull_secret.display().to_string();
-        let mut args = vec!["inject", "--release", &self.release, "--authfile", &secret];
-        args.extend_from_slice(&["--bootimage", "4.2", "--ign", &ign_s, "--json"]);
+        let mut args = self.rel("inject", &["--bootimage", "4.2", "--ign", &ign_s, "--json"]);
         args.extend_from_slice(extra);
         let out = self.ok(&args);
         let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
@@ -641,21 +654,10 @@ fn release_through_mirrors_with_the_source_down() {
     // The provenance in the config carries the release.
     let ign = w.path("verify.ign");
     let ign_s = ign.display().to_string();
-    let secret = w.pull_secret.display().to_string();
-    w.ok(&[
+    w.ok(&w.rel(
         "inject",
-        "--release",
-        &w.release,
-        "--idms",
-        &idms,
-        "--authfile",
-        &secret,
-        "--bootimage",
-        "4.2",
-        "--ign",
-        &ign_s,
-        "-q",
-    ]);
+        &["--idms", &idms, "--bootimage", "4.2", "--ign", &ign_s, "-q"],
+    ));
     let vj = w.ok(&["verify", &ign_s, "--json"]);
     let vj: Value = serde_json::from_slice(&vj.stdout).unwrap();
     assert_eq!(vj["ok"], true, "{vj:#}");
@@ -713,15 +715,7 @@ fn release_through_mirrors_with_the_source_down() {
     // Only the mirror with wrong credentials, and NeverContactSource: every endpoint
     // tried is named with why, and the source is not among them.
     let bad = w.idms("bad.yaml", &[&w.mirror2], "NeverContactSource");
-    let err = w.fails(&[
-        "inspect",
-        "--release",
-        &w.release,
-        "--idms",
-        &bad,
-        "--authfile",
-        &secret,
-    ]);
+    let err = w.fails(&w.rel("inspect", &["--idms", &bad]));
     assert!(
         err.contains(&format!("{}/mirror/release", w.mirror2)),
         "{err}"
@@ -737,15 +731,7 @@ fn release_through_mirrors_with_the_source_down() {
     );
     // Allowed to contact the source, which is down: both are listed, in order.
     let bad_allowed = w.idms("bad-allowed.yaml", &[&w.mirror2], "");
-    let err = w.fails(&[
-        "inspect",
-        "--release",
-        &w.release,
-        "--idms",
-        &bad_allowed,
-        "--authfile",
-        &secret,
-    ]);
+    let err = w.fails(&w.rel("inspect", &["--idms", &bad_allowed]));
     let m2_at = err.find(&format!("  {}/mirror/release:", w.mirror2));
     let src_at = err.find(&format!("  {src}/ocp/release:"));
     assert!(
@@ -754,18 +740,10 @@ fn release_through_mirrors_with_the_source_down() {
     );
 
     // Multi-arch: --platform picks the release manifest, and so the MCO.
-    let out = w.ok(&[
+    let out = w.ok(&w.rel(
         "inspect",
-        "--release",
-        &w.release,
-        "--idms",
-        &idms,
-        "--authfile",
-        &secret,
-        "--platform",
-        "linux/arm64/v8",
-        "--json",
-    ]);
+        &["--idms", &idms, "--platform", "linux/arm64/v8", "--json"],
+    ));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["release"]["mco_digest"], w.arm_mco_digest);
     assert_eq!(v["image"]["platform"], "linux/arm64/v8");
@@ -773,36 +751,26 @@ fn release_through_mirrors_with_the_source_down() {
 
     // pull --release fills a cache from which --offline runs work, with no mirror config.
     let cache = w.path("pulled-cache").display().to_string();
-    w.ok(&[
-        "pull",
-        "--release",
-        &w.release,
-        "--idms",
-        &idms,
-        "--authfile",
-        &secret,
-        "--cache-dir",
-        &cache,
-    ]);
-    let out = w.ok(&[
+    w.ok(&w.rel("pull", &["--idms", &idms, "--cache-dir", &cache]));
+    let out = w.ok(&w.rel_noauth(
         "extract",
-        "--release",
-        &w.release,
-        "--offline",
-        "--cache-dir",
-        &cache,
-        "--path",
-        "/usr/bin/machine-config-daemon.rhel8",
-        "-o",
-        "-",
-    ]);
+        &[
+            "--offline",
+            "--cache-dir",
+            &cache,
+            "--path",
+            "/usr/bin/machine-config-daemon.rhel8",
+            "-o",
+            "-",
+        ],
+    ));
     assert!(out.stdout.starts_with(b"\x7fELF"));
 }
 
 #[test]
 fn release_from_the_source_and_a_mirror_down() {
     let w = World::new();
-    let secret = w.pull_secret.display().to_string();
+    let secret = w.secret.clone();
     // No mirrors: the source serves, with token auth from the pull secret.
     let v = w.inject(&[]);
     w.assert_release(&v);
@@ -815,21 +783,19 @@ fn release_from_the_source_and_a_mirror_down() {
     let out_dir = tempfile::tempdir_in(w.dir.path()).unwrap();
     let ign = out_dir.path().join("x.ign").display().to_string();
     let json_out = out_dir.path().join("report.json").display().to_string();
-    let out = w.ok(&[
+    let out = w.ok(&w.rel(
         "inject",
-        "--release",
-        &w.release,
-        "--idms",
-        &idms,
-        "--authfile",
-        &secret,
-        "--bootimage",
-        "4.2",
-        "--ign",
-        &ign,
-        "--json-out",
-        &json_out,
-    ]);
+        &[
+            "--idms",
+            &idms,
+            "--bootimage",
+            "4.2",
+            "--ign",
+            &ign,
+            "--json-out",
+            &json_out,
+        ],
+    ));
     assert!(out.stdout.is_empty(), "--json-out keeps stdout empty");
     let v: Value = serde_json::from_slice(&fs::read(&json_out).unwrap()).unwrap();
     w.assert_release(&v);
@@ -855,14 +821,7 @@ fn release_from_the_source_and_a_mirror_down() {
     )
     .unwrap();
     let with_token_s = with_token.display().to_string();
-    let out = w.ok(&[
-        "inspect",
-        "--release",
-        &w.release,
-        "--authfile",
-        &with_token_s,
-        "--json",
-    ]);
+    let out = w.ok(&w.rel_noauth("inspect", &["--authfile", &with_token_s, "--json"]));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["release"]["mco_digest"], w.mco_digest);
     let wrong_token = w.path("wrong-identitytoken.json");
@@ -872,35 +831,18 @@ fn release_from_the_source_and_a_mirror_down() {
             .unwrap(),
     )
     .unwrap();
-    let err = w.fails(&[
+    let err = w.fails(&w.rel_noauth(
         "inspect",
-        "--release",
-        &w.release,
-        "--authfile",
-        &wrong_token.display().to_string(),
-    ]);
+        &["--authfile", &wrong_token.display().to_string()],
+    ));
     assert!(err.contains("token issuer refused"), "{err}");
     assert!(!err.contains("stale"), "the token was printed:\n{err}");
 
     // --creds, for every registry contacted, before any auth file.
-    let out = w.ok(&[
-        "inspect",
-        "--release",
-        &w.release,
-        "--creds",
-        &w.source_creds.pair(),
-    ]);
+    let out = w.ok(&w.rel_noauth("inspect", &["--creds", &w.source_creds.pair()]));
     assert!(!String::from_utf8_lossy(&out.stderr).contains(&w.source_creds.password));
     let creds = format!("{}:{}", w.source_creds.user, "wrong");
-    let err = w.fails(&[
-        "inspect",
-        "--release",
-        &w.release,
-        "--authfile",
-        &secret,
-        "--creds",
-        &creds,
-    ]);
+    let err = w.fails(&w.rel("inspect", &["--creds", &creds]));
     assert!(err.contains("from --creds"), "{err}");
     assert!(!err.contains(":wrong"), "{err}");
 
@@ -982,23 +924,24 @@ fn release_signatures_under_a_signed_by_policy() {
     fs::create_dir_all(&dir).unwrap();
     let (home, fpr, key) = gpg_key(&dir, "signer");
     let (other_home, other_fpr, other_key) = gpg_key(&dir, "other");
-    let secret = w.pull_secret.display().to_string();
+    let secret = w.secret.clone();
     let src = w.source.clone();
 
     // The release's top manifest (the index), as the registry holds it.
-    let raw = run_ok(
-        Command::new("skopeo")
-            .args([
-                "inspect",
-                "--raw",
-                "--cert-dir",
-                &w.ca_dir,
-                "--authfile",
-                &secret,
-            ])
-            .arg(format!("docker://{}", w.release)),
-    )
-    .stdout;
+    let raw_manifest = |reference: &str| {
+        let mut cmd = Command::new("skopeo");
+        cmd.args([
+            "inspect",
+            "--raw",
+            "--cert-dir",
+            &w.ca_dir,
+            "--authfile",
+            &secret,
+        ])
+        .arg(format!("docker://{reference}"));
+        run_ok(&mut cmd).stdout
+    };
+    let raw = raw_manifest(&w.release);
     assert_eq!(format!("sha256:{}", sha256_hex(&raw)), w.release_digest);
     let manifest = dir.join("manifest.json");
     fs::write(&manifest, &raw).unwrap();
@@ -1026,19 +969,7 @@ fn release_signatures_under_a_signed_by_policy() {
     sign(&other_home, &other_fpr, &manifest, &by_other);
     // A good signature of another manifest (the MCO's).
     let mco_manifest = dir.join("mco.json");
-    let mco_raw = run_ok(
-        Command::new("skopeo")
-            .args([
-                "inspect",
-                "--raw",
-                "--cert-dir",
-                &w.ca_dir,
-                "--authfile",
-                &secret,
-            ])
-            .arg(format!("docker://{src}/ocp/art-dev@{}", w.mco_digest)),
-    )
-    .stdout;
+    let mco_raw = raw_manifest(&format!("{src}/ocp/art-dev@{}", w.mco_digest));
     fs::write(&mco_manifest, mco_raw).unwrap();
     let other_manifest_sig = dir.join("other-manifest.sig");
     sign(&home, &fpr, &mco_manifest, &other_manifest_sig);
@@ -1079,17 +1010,10 @@ fn release_signatures_under_a_signed_by_policy() {
     };
     let release_policy = policy("signer", &key, &format!("{src}/ocp/release"));
     let inspect = |policy: &str, regd: &str| {
-        w.run(&[
+        w.run(&w.rel(
             "inspect",
-            "--release",
-            &w.release,
-            "--authfile",
-            &secret,
-            "--signature-policy",
-            policy,
-            "--registries.d",
-            regd,
-        ])
+            &["--signature-policy", policy, "--registries.d", regd],
+        ))
     };
 
     // Signed by the policy's key: accepted, by skopeo too.

@@ -73,12 +73,7 @@ def make_handler(args):
                 self.send_error(404)
                 return
             if self.headers.get("Authorization") != expected:
-                body = b'{"details":"invalid credentials"}'
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.refuse(b'{"details":"invalid credentials"}')
                 return
             self.issue(urllib.parse.parse_qs(url.query), "token")
 
@@ -93,14 +88,16 @@ def make_handler(args):
                 and form.get("refresh_token") == [args.refresh_token]
             )
             if not ok:
-                body = b'{"error":"invalid_grant"}'
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.refuse(b'{"error":"invalid_grant"}')
                 return
             self.issue(form, "access_token")
+
+        def refuse(self, body):
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def issue(self, q, key):
             access = [a for a in (parse_scope(s) for s in q.get("scope", [])) if a]
