@@ -739,6 +739,46 @@ fn release_through_mirrors_with_the_source_down() {
         "both endpoints in order:\n{err}"
     );
 
+    // Tag pulls: an ImageTagMirrorSet mirror serves them; a digest-only mirror does not.
+    let itms = w.write(
+        "itms.yaml",
+        &format!(
+            "apiVersion: config.openshift.io/v1\nkind: ImageTagMirrorSet\nmetadata:\n  name: t\n\
+             spec:\n  imageTagMirrors:\n  - source: {src}/ocp/art-dev\n    mirrors: [{}/mirror/art-dev]\n",
+            w.mirror
+        ),
+    );
+    let by_tag = format!("{src}/ocp/art-dev:mco-amd64");
+    let out = w.ok(&[
+        "inspect",
+        "--image",
+        &by_tag,
+        "--idms",
+        &itms,
+        "--authfile",
+        &w.secret,
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["image"]["manifest_digest"], w.mco_digest);
+    assert_eq!(
+        v["image"]["served_by"],
+        format!("{}/mirror/art-dev", w.mirror)
+    );
+    let err = w.fails(&[
+        "inspect",
+        "--image",
+        &by_tag,
+        "--idms",
+        &idms,
+        "--authfile",
+        &w.secret,
+    ]);
+    assert!(
+        err.contains(&format!("registry {src}, repository ocp/art-dev")),
+        "a tag pull must go to the source only under an IDMS:\n{err}"
+    );
+
     // Multi-arch: --platform picks the release manifest, and so the MCO.
     let out = w.ok(&w.rel(
         "inspect",
