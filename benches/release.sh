@@ -8,21 +8,24 @@
 #
 # The release image is laid out as `oc adm release new` does: a base layer, a layer with
 # a cluster-version-operator binary, and a top layer with /release-manifests
-# (image-references, release-metadata, and manifests). The MCO image is the mco-4.16
-# fixture. Both are pushed with skopeo to the token-auth registry that
+# (image-references, release-metadata, and manifests). The MCO image has a base layer
+# and a top layer with a RHEL 9 and a RHEL 8 machine-config-daemon (the fixture programs
+# padded to a real MCD's size). Both are pushed with skopeo to the token-auth registry that
 # scripts/registry-services.sh starts (the source), mirrored by digest to its htpasswd TLS
 # registry (the mirror), and the source is stopped before measuring.
 #
-# Needs: cargo, python3, skopeo, docker-registry, jq, curl, /usr/bin/time.
+# Needs: cargo, python3, gcc, skopeo, docker-registry, jq, curl, /usr/bin/time.
 set -euo pipefail
 
 RUNS=${RUNS:-5}
 BASE_MIB=${BASE_MIB:-80}
 CVO_MIB=${CVO_MIB:-100}
+MCO_BASE_MIB=${MCO_BASE_MIB:-80}
+MCD_MIB=${MCD_MIB:-60}
 
 cd "$(dirname "$0")/.."
 root=$PWD
-for tool in cargo python3 skopeo docker-registry jq curl /usr/bin/time; do
+for tool in cargo python3 gcc skopeo docker-registry jq curl /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "benches/release.sh: $tool is not installed" >&2; exit 1; }
 done
 
@@ -45,10 +48,35 @@ mirror=$MCD_TEST_REGISTRY_BASIC
 ca=$MCD_TEST_REGISTRY_CA_DIR
 src_creds=$MCD_TEST_REGISTRY_TOKEN_USER:$MCD_TEST_REGISTRY_TOKEN_PASSWORD
 mirror_creds=$MCD_TEST_REGISTRY_BASIC_USER:$MCD_TEST_REGISTRY_BASIC_PASSWORD
-fx=$MCD_TEST_REGISTRY_FIXTURES
 
+echo "generating the MCO image ..." >&2
+python3 - "$work/mco" "$work/gcc" "$MCO_BASE_MIB" "$MCD_MIB" <<'PY'
+import sys
+from pathlib import Path
+
+sys.path.insert(0, "fixtures")
+sys.path.insert(0, "benches")
+import generate as g  # noqa: E402
+from bench_data import pseudo_binary  # noqa: E402
+
+layout, gcc_dir, base_mib, mcd_mib = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+g.GZIP_LEVEL = 6
+MIB = 1 << 20
+gcc_dir.mkdir(parents=True)
+b = g.Binaries(gcc_dir)
+# The fixture programs, padded with binary-like bytes to the size of a real MCD.
+mcd9 = b.dynamic_mcd(9, "v4.16.0-bench")
+mcd8 = b.dynamic_mcd(8, "v4.16.0-bench")
+mcd9 += pseudo_binary("mcd9", mcd_mib * MIB - len(mcd9))
+mcd8 += pseudo_binary("mcd8", mcd_mib * MIB - len(mcd8))
+base = g.base_layer(g.RHEL9_4, extra=[
+    g.X(f"usr/lib64/base/lib{i}.so", pseudo_binary(f"mco-base-{i}", base_mib * MIB // 8)) for i in range(8)])
+top = g.mcd_top({"machine-config-daemon": mcd9, "machine-config-daemon.rhel8": mcd8}, "4.16")
+writer = g.LayoutWriter(layout)
+writer.finish(writer.image(g.Image([base, top])))
+PY
 skopeo copy -q --dest-cert-dir "$ca" --dest-creds "$src_creds" --digestfile "$work/mco.digest" \
-  "oci:$fx/layouts/mco-4.16:latest" "docker://$src/ocp/art-dev:mco"
+  "oci:$work/mco:latest" "docker://$src/ocp/art-dev:mco"
 mco_digest=$(cat "$work/mco.digest")
 
 echo "generating the release image ..." >&2
@@ -87,8 +115,8 @@ PY
 skopeo copy -q --dest-cert-dir "$ca" --dest-creds "$src_creds" --digestfile "$work/release.digest" \
   "oci:$work/release:latest" "docker://$src/ocp/release:4.16.3"
 release_digest=$(cat "$work/release.digest")
-for r in "release@$release_digest:release:4.16.3" "art-dev@$mco_digest:art-dev:mco"; do
-  IFS=: read -r from repo tag <<<"$r"
+for r in "release@$release_digest|release|4.16.3" "art-dev@$mco_digest|art-dev|mco"; do
+  IFS='|' read -r from repo tag <<<"$r"
   skopeo copy -q --preserve-digests --src-cert-dir "$ca" --src-creds "$src_creds" \
     --dest-cert-dir "$ca" --dest-creds "$mirror_creds" \
     "docker://$src/ocp/$from" "docker://$mirror/mirror/$repo:$tag"
@@ -118,7 +146,7 @@ blob_bytes() { # DIR: bytes of the blobs under DIR/blobs
   find "$1/blobs" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}'
 }
 release_total=$(blob_bytes "$work/release")
-mco_total=$(blob_bytes "$fx/layouts/mco-4.16")
+mco_total=$(blob_bytes "$work/mco")
 
 results=$work/results
 reset() { rm -rf "$work/cache" "$work/out.ign" "$work/out.json" "$work/copy"; }
@@ -136,19 +164,26 @@ measure "mcd-inject inject --release, cold cache, via the mirror" "$inject_ok" -
   --cert-dir "$ca" --cache-dir "$work/cache" --bootimage 4.2 --ign "$work/out.ign" \
   --json-out "$work/out.json"
 fetched=$(blob_bytes "$work/cache")
+measure "mcd-inject inspect --release, cold cache, via the mirror (no config written)" \
+  '[ -s "$work/out.json" ]' -- bash -c '"$1" inspect -q --json --release "$2" --idms "$3" \
+  --authfile "$4" --cert-dir "$5" --cache-dir "$6/cache" >"$6/out.json"' \
+  _ "$bin" "$release" "$work/idms.yaml" "$work/pull-secret.json" "$ca" "$work"
 measure "skopeo copy of the release and MCO images from the mirror" "$copy_ok" -- bash -c '
-  skopeo copy -q --src-cert-dir "$1" --src-creds "$2" "docker://$3/mirror/release@$4" "oci:$6/copy/release:x" &&
-  skopeo copy -q --src-cert-dir "$1" --src-creds "$2" "docker://$3/mirror/art-dev@$5" "oci:$6/copy/mco:x"' \
-  _ "$ca" "$mirror_creds" "$mirror" "$release_digest" "$mco_digest" "$work"
+  mkdir -p "$6/copy" &&
+  skopeo copy -q --src-cert-dir "$1" --authfile "$2" "docker://$3/mirror/release@$4" "oci:$6/copy/release:x" &&
+  skopeo copy -q --src-cert-dir "$1" --authfile "$2" "docker://$3/mirror/art-dev@$5" "oci:$6/copy/mco:x"' \
+  _ "$ca" "$work/pull-secret.json" "$mirror" "$release_digest" "$mco_digest" "$work"
 copied=$(blob_bytes "$work/copy/release")
 copied=$((copied + $(blob_bytes "$work/copy/mco")))
 
 cpu=$(cpu_name)
 echo
 echo "Release image: 3 gzip layers, $(mib "$release_total") MiB of blobs (base ${BASE_MIB} MiB, a ${CVO_MIB} MiB" \
-  "cluster-version-operator, a top layer of release manifests); MCO image: the mco-4.16 fixture," \
-  "$(awk -v b="$mco_total" 'BEGIN {printf "%.1f", b / 1048576}') MiB. Source: token-auth docker-registry, stopped; mirror: htpasswd over TLS, both" \
-  "on loopback. Host: $(nproc) CPUs, ${cpu:-unknown CPU}; median of $RUNS runs; ratios over the first row."
+  "cluster-version-operator, a top layer of release manifests); MCO image: 2 gzip layers," \
+  "$(mib "$mco_total") MiB of blobs (base ${MCO_BASE_MIB} MiB; two ${MCD_MIB} MiB MCD builds, RHEL 9 and RHEL 8). inject" \
+  "writes a spec 2.2 config for bootimage 4.2 with the RHEL 8 build inline. Source: token-auth docker-registry, stopped; mirror: htpasswd over TLS, both" \
+  "on loopback. Host: $(nproc) CPUs, ${cpu:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end;" \
+  "median of $RUNS runs; ratios over the first row."
 echo
 table
 echo

@@ -1066,6 +1066,36 @@ fn release_signatures_under_a_signed_by_policy() {
     );
     assert!(skopeo_verifies(&home, &manifest, &identity, &fpr, &good));
 
+    // The same store served over http (`python3 -m http.server` on loopback).
+    let port = free_port();
+    let server = Service {
+        child: Some(
+            Command::new("python3")
+                .args(["-m", "http.server", "--bind", "127.0.0.1", &port.to_string()])
+                .arg("--directory")
+                .arg(dir.join("lookaside-good"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting python3 -m http.server"),
+        ),
+    };
+    wait_listening(port, "http.server", Path::new("/dev/null"));
+    let http_regd = dir.join("registries.d-http");
+    fs::create_dir_all(&http_regd).unwrap();
+    fs::write(
+        http_regd.join("default.yaml"),
+        format!("default-docker:\n  sigstore: http://127.0.0.1:{port}\n"),
+    )
+    .unwrap();
+    let out = inspect(&release_policy, &http_regd.display().to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(server);
+
     // Refused, each with its reason, and skopeo agrees.
     for (name, sig, policy_key, skopeo_home, skopeo_fpr, want) in [
         (
