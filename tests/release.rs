@@ -1071,7 +1071,13 @@ fn release_signatures_under_a_signed_by_policy() {
     let server = Service {
         child: Some(
             Command::new("python3")
-                .args(["-m", "http.server", "--bind", "127.0.0.1", &port.to_string()])
+                .args([
+                    "-m",
+                    "http.server",
+                    "--bind",
+                    "127.0.0.1",
+                    &port.to_string(),
+                ])
                 .arg("--directory")
                 .arg(dir.join("lookaside-good"))
                 .stdout(Stdio::null())
