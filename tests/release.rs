@@ -132,7 +132,7 @@ fn start_registry(dir: &Path, name: &str, port: u16, auth_yaml: &str) -> Service
     fs::create_dir_all(root.join("storage")).unwrap();
     let config = format!(
         "version: 0.1\nlog: {{level: warn, accesslog: {{disabled: true}}}}\nstorage:\n  \
-         filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: {name}\n  \
+         filesystem: {{rootdirectory: {}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: {name}\n  \
          tls: {{certificate: {}, key: {}}}\n  debug: {{addr: ''}}\n{auth_yaml}\n",
         root.join("storage").display(),
         tls.join("server.crt").display(),
@@ -370,6 +370,7 @@ struct World {
     arm_mco_digest: String,
     ca_dir: String,
     source_creds: Creds,
+    mirror_creds: Creds,
     /// The pull secret: right credentials for the source and the mirror, wrong ones for
     /// mirror2.
     secret: String,
@@ -487,6 +488,7 @@ impl World {
             arm_mco_digest,
             ca_dir,
             source_creds,
+            mirror_creds,
             secret: pull_secret.display().to_string(),
         }
     }
@@ -848,6 +850,69 @@ fn release_from_the_source_and_a_mirror_down() {
         stderr.contains(&format!("served by {}/ocp/release (source)", w.source)),
         "{stderr}"
     );
+
+    // A mirror that lacks a layer of the MCO image: the source, after it, serves that
+    // layer; with NeverContactSource, the run fails naming the layer.
+    let raw = run_ok(
+        Command::new("skopeo")
+            .args(["inspect", "--raw", "--cert-dir", &w.ca_dir, "--creds"])
+            .arg(w.mirror_creds.pair())
+            .arg(format!(
+                "docker://{}/mirror/art-dev@{}",
+                w.mirror, w.mco_digest
+            )),
+    )
+    .stdout;
+    let manifest: Value = serde_json::from_slice(&raw).unwrap();
+    let top = manifest["layers"].as_array().unwrap().last().unwrap()["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    run_ok(
+        Command::new("curl")
+            .args(["-sf", "-X", "DELETE", "--cacert"])
+            .arg(Path::new(&w.ca_dir).join("ca.crt"))
+            .arg("-u")
+            .arg(w.mirror_creds.pair())
+            .arg(format!(
+                "https://{}/v2/mirror/art-dev/blobs/{top}",
+                w.mirror
+            )),
+    );
+    let partial = w.idms("partial.yaml", &[&w.mirror], "");
+    let ign2 = out_dir.path().join("partial.ign").display().to_string();
+    let out = w.ok(&w.rel(
+        "inject",
+        &[
+            "--idms",
+            &partial,
+            "--bootimage",
+            "4.2",
+            "--ign",
+            &ign2,
+            "--json",
+        ],
+    ));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    w.assert_release(&v);
+    assert_eq!(
+        v["image"]["served_by"],
+        format!("{}/mirror/art-dev", w.mirror)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "layer {top} served by {}/ocp/art-dev (source)",
+            w.source
+        )),
+        "{stderr}"
+    );
+    let never = w.idms("partial-never.yaml", &[&w.mirror], "NeverContactSource");
+    let err = w.fails(&w.rel(
+        "inject",
+        &["--idms", &never, "--bootimage", "4.2", "--ign", &ign2],
+    ));
+    assert!(err.contains(&top), "{err}");
 
     // An identity token instead of a password: the OAuth2 refresh-token flow.
     let with_token = w.path("identitytoken.json");

@@ -196,11 +196,11 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
             cache: ropts.cache()?,
             client: None,
         };
-        return open_with(reference, docker, opts, fetcher, None);
+        return open_with(reference, docker, opts, fetcher, None, None);
     }
     let endpoints = ropts.mirrors.endpoints(docker)?;
     let mut failures = Vec::new();
-    for ep in &endpoints {
+    for (i, ep) in endpoints.iter().enumerate() {
         let attempt = endpoint_client(ep, ropts).and_then(|client| {
             let fetcher = Fetcher {
                 reference: docker.clone(),
@@ -208,7 +208,10 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
                 client: Some(client),
             };
             let served_by = (endpoints.len() > 1 || ep.mirror).then(|| ep.to_string());
-            open_with(reference, docker, opts, fetcher, served_by)
+            // Digest pulls: a layer this endpoint lacks may come from the ones after it.
+            let fallbacks = (docker.digest.is_some() && i + 1 < endpoints.len())
+                .then(|| Fallbacks::new(ep, &endpoints[i + 1..], ropts));
+            open_with(reference, docker, opts, fetcher, served_by, fallbacks)
         });
         match attempt {
             Ok(img) => {
@@ -252,6 +255,7 @@ fn open_with(
     opts: &OpenOptions,
     fetcher: Fetcher,
     served_by: Option<String>,
+    fallbacks: Option<Fallbacks>,
 ) -> Result<Image> {
     let ropts = &opts.registry;
     let (top_digest, top_bytes) = fetcher.top()?;
@@ -287,7 +291,10 @@ fn open_with(
         layers,
         served_by,
     };
-    Ok(Image::new(info, Box::new(RegistrySource { fetcher })))
+    Ok(Image::new(
+        info,
+        Box::new(RegistrySource { fetcher, fallbacks }),
+    ))
 }
 
 /// Follows indexes down to the image manifest for the requested platform.
@@ -318,9 +325,31 @@ fn resolve(
     bail!("{what}: indexes nested more than {MAX_INDEX_DEPTH} deep")
 }
 
-/// Layers from the cache, else from the registry (teed into the cache).
+/// Layers from the cache, else from the registry (teed into the cache); with mirrors,
+/// a layer the serving endpoint cannot give is asked of the endpoints after it.
 struct RegistrySource {
     fetcher: Fetcher,
+    fallbacks: Option<Fallbacks>,
+}
+
+/// The endpoints after the one that served an image's manifest, with their clients made
+/// when first needed.
+struct Fallbacks {
+    served_by: String,
+    endpoints: Vec<Endpoint>,
+    clients: Vec<std::cell::OnceCell<Client>>,
+    opts: RegistryOptions,
+}
+
+impl Fallbacks {
+    fn new(ep: &Endpoint, rest: &[Endpoint], opts: &RegistryOptions) -> Fallbacks {
+        Fallbacks {
+            served_by: ep.to_string(),
+            endpoints: rest.to_vec(),
+            clients: rest.iter().map(|_| std::cell::OnceCell::new()).collect(),
+            opts: opts.clone(),
+        }
+    }
 }
 
 impl BlobSource for RegistrySource {
@@ -341,11 +370,48 @@ impl BlobSource for RegistrySource {
             )));
         }
         let client = f.client(&format!("layer {}", layer.digest))?;
-        Ok(Box::new(client.blob_stream(
-            &layer.digest,
-            layer.size,
-            &f.cache,
-        )?))
+        let err = match client.blob_stream(&layer.digest, layer.size, &f.cache) {
+            Ok(stream) => return Ok(Box::new(stream)),
+            Err(e) => e,
+        };
+        let Some(fb) = &self.fallbacks else {
+            return Err(err);
+        };
+        let mut tried = vec![format!("{}: {err:#}", fb.served_by)];
+        for (ep, cell) in fb.endpoints.iter().zip(&fb.clients) {
+            if cell.get().is_none() {
+                match endpoint_client(ep, &fb.opts) {
+                    Ok(c) => {
+                        let _ = cell.set(c);
+                    }
+                    Err(e) => {
+                        tried.push(format!("{ep}: {e:#}"));
+                        continue;
+                    }
+                }
+            }
+            let c = cell.get().expect("set above");
+            match c.blob_stream(&layer.digest, layer.size, &f.cache) {
+                Ok(stream) => {
+                    if fb.opts.progress != ProgressMode::Quiet {
+                        eprintln!(
+                            "{}: layer {} served by {ep}{}",
+                            f.reference,
+                            layer.digest,
+                            if ep.mirror { " (mirror)" } else { " (source)" }
+                        );
+                    }
+                    return Ok(Box::new(stream));
+                }
+                Err(e) => tried.push(format!("{ep}: {e:#}")),
+            }
+        }
+        bail!(
+            "{}: no mirror or source could serve layer {}; tried, in order:\n  {}",
+            f.reference,
+            layer.digest,
+            tried.join("\n  ")
+        )
     }
 }
 
