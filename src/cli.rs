@@ -384,8 +384,11 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "N", requires = "bootimage")]
     pub target_rhel: Option<u32>,
     /// Also check that the payload is the binary inject chooses from this image.
-    #[arg(long, value_name = "REF")]
+    #[arg(long, value_name = "REF", conflicts_with = "release")]
     pub image: Option<ImageRef>,
+    /// The same, for the MCO image of this OpenShift release image (by digest).
+    #[arg(long, value_name = "REF")]
+    pub release: Option<ImageRef>,
     /// Platform of the node and of the image, os/arch[/variant].
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
     pub platform: Platform,
@@ -400,9 +403,20 @@ pub struct VerifyArgs {
 
 impl VerifyArgs {
     pub fn config(&self) -> anyhow::Result<VerifyConfig> {
-        let registry = match &self.image {
-            Some(_) => self.registry.options()?,
-            None => RegistryOptions::default(),
+        let registry = match (&self.image, &self.release) {
+            (None, None) => RegistryOptions::default(),
+            _ => self.registry.options()?,
+        };
+        let image = match &self.release {
+            Some(r) => {
+                let opts = OpenOptions {
+                    platform: self.platform.clone(),
+                    registry: registry.clone(),
+                };
+                let rel = crate::release::resolve(r, &opts)?;
+                Some(ImageRef::Docker(rel.mco_image.parse()?))
+            }
+            None => self.image.clone(),
         };
         Ok(VerifyConfig {
             ign: self.ign.clone(),
@@ -411,7 +425,7 @@ impl VerifyArgs {
                 spec: None,
                 rhel: self.target_rhel,
             }),
-            image: self.image.clone().map(|r| {
+            image: image.map(|r| {
                 (
                     r,
                     OpenOptions {

@@ -666,6 +666,43 @@ fn release_through_mirrors_with_the_source_down() {
     assert_eq!(vj["provenance"]["release"]["version"], "4.16.3");
     assert_eq!(vj["provenance"]["release"]["mco_digest"], w.mco_digest);
     assert_eq!(vj["binary_sha256"], v["binary"]["sha256"]);
+    // verify --release: the payload is what inject chooses from the release's MCO.
+    let vr = w.ok(&w.rel("verify", &[&ign_s, "--idms", &idms, "--json"]));
+    let vr: Value = serde_json::from_slice(&vr.stdout).unwrap();
+    assert_eq!(vr["ok"], true, "{vr:#}");
+    let passed = vr["passed"].as_array().unwrap();
+    assert!(
+        passed
+            .iter()
+            .any(|p| p.as_str().unwrap().contains("the binary inject chooses")),
+        "{vr:#}"
+    );
+    // A config that does not match fails verify --json with exit 1, after the object.
+    let other = w.path("other.ign");
+    let other_s = other.display().to_string();
+    let fx = PathBuf::from(env("MCD_TEST_REGISTRY_FIXTURES"));
+    let mco_416 = format!("oci:{}:latest", fx.join("layouts/mco-4.16").display());
+    w.ok(&[
+        "inject",
+        "--image",
+        &mco_416,
+        "--bootimage",
+        "4.2",
+        "--ign",
+        &other_s,
+        "-q",
+    ]);
+    let out = w.run(&w.rel("verify", &[&other_s, "--idms", &idms, "--json"]));
+    assert_eq!(out.status.code(), Some(1));
+    let vr: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(vr["ok"], false, "{vr:#}");
+    assert!(
+        vr["problems"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("inject would choose"),
+        "{vr:#}"
+    );
 
     // ICSP, install-config (both keys) and registries.conf say the same.
     let icsp = w.write(
