@@ -1,6 +1,6 @@
 //! Command-line types. They are turned into plain values before any work is done.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::{ArgAction, Args, Parser, Subcommand};
@@ -97,7 +97,7 @@ pub struct RegistryArgs {
 pub struct MirrorArgs {
     /// A containers-registries.conf(5) file (version 2), with the registries.conf.d
     /// drop-ins beside it. Default: $CONTAINERS_REGISTRIES_CONF, else
-    /// /etc/containers/registries.conf when it exists.
+    /// ~/.config/containers/registries.conf, else /etc/containers/registries.conf.
     #[arg(long, value_name = "FILE")]
     pub registries_conf: Option<PathBuf>,
     /// OpenShift mirror objects (YAML): ImageDigestMirrorSet, ImageTagMirrorSet,
@@ -110,11 +110,12 @@ pub struct MirrorArgs {
     #[arg(long, value_name = "USER[:PASSWORD]")]
     pub creds: Option<String>,
     /// A containers-policy.json(5) signature policy for registry images. Default:
-    /// /etc/containers/policy.json when it exists.
+    /// ~/.config/containers/policy.json, else /etc/containers/policy.json.
     #[arg(long, value_name = "FILE")]
     pub signature_policy: Option<PathBuf>,
     /// Where the lookaside (signature store) configuration is read, as skopeo's
-    /// --registries.d. Default: /etc/containers/registries.d.
+    /// --registries.d. Default: ~/.config/containers/registries.d, else
+    /// /etc/containers/registries.d.
     #[arg(long = "registries.d", value_name = "DIR")]
     pub registries_d: Option<PathBuf>,
 }
@@ -127,7 +128,7 @@ impl MirrorArgs {
             .map(PathBuf::from);
         let conf = match self.registries_conf.clone().or(env_conf) {
             Some(p) => Some(p),
-            None => Some(PathBuf::from(DEFAULT_REGISTRIES_CONF)).filter(|p| p.exists()),
+            None => first_existing(user_config("registries.conf"), DEFAULT_REGISTRIES_CONF),
         };
         let mut m = match conf {
             Some(p) => Mirrors::from_registries_conf(&p)?,
@@ -143,15 +144,15 @@ impl MirrorArgs {
     pub fn policy(&self) -> anyhow::Result<Option<Policy>> {
         let path = match &self.signature_policy {
             Some(p) => p.clone(),
-            None => match Path::new(DEFAULT_POLICY) {
-                p if p.exists() => p.to_path_buf(),
-                _ => return Ok(None),
+            None => match first_existing(user_config("policy.json"), DEFAULT_POLICY) {
+                Some(p) => p,
+                None => return Ok(None),
             },
         };
-        let dir = self
-            .registries_d
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_REGISTRIES_D));
+        let dir = self.registries_d.clone().unwrap_or_else(|| {
+            first_existing(user_config("registries.d"), DEFAULT_REGISTRIES_D)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_REGISTRIES_D))
+        });
         Ok(Some(Policy::load(&path, Some(dir))?))
     }
 
@@ -162,6 +163,25 @@ impl MirrorArgs {
             .map(crate::registry::auth::parse_creds)
             .transpose()
     }
+}
+
+/// `$XDG_CONFIG_HOME/containers/NAME` (default `~/.config`), where the containers tools
+/// look for a user's own configuration before the system's.
+fn user_config(name: &str) -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")))?;
+    Some(base.join("containers").join(name))
+}
+
+/// The user's file when it exists, else the system's when it exists.
+fn first_existing(user: Option<PathBuf>, system: &str) -> Option<PathBuf> {
+    user.into_iter()
+        .chain([PathBuf::from(system)])
+        .find(|p| p.exists())
 }
 
 impl RegistryArgs {

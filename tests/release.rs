@@ -553,6 +553,12 @@ impl World {
 
     /// Runs mcd-inject with its own HOME, XDG dirs and cache (unless args give one).
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with_config(args, None)
+    }
+
+    /// With `config`: that directory is `XDG_CONFIG_HOME` and no registries.conf is
+    /// forced, so the user's `containers/` files there are the defaults.
+    fn run_with_config(&self, args: &[&str], config: Option<&Path>) -> Output {
         let home = tempfile::tempdir_in(self.dir.path()).unwrap();
         let empty_conf = home.path().join("registries.conf");
         fs::write(&empty_conf, "").unwrap();
@@ -572,9 +578,15 @@ impl World {
             .env("HOME", &vars["home"])
             .env("XDG_RUNTIME_DIR", &vars["run"])
             .env("XDG_CACHE_HOME", &vars["cache"])
-            .env("XDG_CONFIG_HOME", &vars["config"])
-            .env("CONTAINERS_REGISTRIES_CONF", &empty_conf)
             .stdin(Stdio::null());
+        match config {
+            Some(c) => cmd
+                .env("XDG_CONFIG_HOME", c)
+                .env_remove("CONTAINERS_REGISTRIES_CONF"),
+            None => cmd
+                .env("XDG_CONFIG_HOME", &vars["config"])
+                .env("CONTAINERS_REGISTRIES_CONF", &empty_conf),
+        };
         cmd.output().expect("run mcd-inject")
     }
 
@@ -745,6 +757,19 @@ fn release_through_mirrors_with_the_source_down() {
         w.assert_release(&v);
         assert_eq!(v["release"]["served_by"], served, "{args:?}");
     }
+
+    // The user's registries.conf ($XDG_CONFIG_HOME/containers) is the default.
+    let user_config = w.path("user-config");
+    fs::create_dir_all(user_config.join("containers")).unwrap();
+    fs::copy(&conf, user_config.join("containers/registries.conf")).unwrap();
+    let out = w.run_with_config(&w.rel("inspect", &["--json"]), Some(&user_config));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["release"]["served_by"], served);
 
     // Wrong credentials on the first mirror only: the second one serves.
     let two = w.idms("two.yaml", &[&w.mirror2, &w.mirror], "");
@@ -1167,6 +1192,18 @@ fn release_signatures_under_a_signed_by_policy() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(skopeo_verifies(&home, &manifest, &identity, &fpr, &good));
+
+    // The user's policy.json and registries.d ($XDG_CONFIG_HOME/containers) are the
+    // defaults: with the tampered store there, the release is refused without options.
+    let user_config = dir.join("user-config");
+    fs::create_dir_all(user_config.join("containers")).unwrap();
+    fs::copy(&release_policy, user_config.join("containers/policy.json")).unwrap();
+    let bad_store = store("user-tampered", Some(&tampered));
+    fs::rename(&bad_store, user_config.join("containers/registries.d")).unwrap();
+    let out = w.run_with_config(&w.rel("inspect", &[]), Some(&user_config));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("refused by the signature policy"), "{err}");
 
     // The same store served over http (`python3 -m http.server` on loopback).
     let port = free_port();
