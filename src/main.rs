@@ -57,16 +57,13 @@ fn run(cli: Cli) -> Result<()> {
         Command::Pull(a) => {
             let (r, opts, release) = a.image.resolve()?;
             if let Some(rel) = &release {
-                // The release image too, so that `--release ... --offline` works later.
-                let rr = a.image.release.as_ref().expect("resolved from --release");
-                let report = registry::pull(rr, &opts)?;
+                // Reading the release cached what `--release ... --offline` needs of it
+                // (its manifests and the layers that hold /release-manifests), not the
+                // rest of the release image.
                 if !a.image.registry.quiet {
                     eprintln!(
-                        "{}: release {} with {} layers ({} fetched now)",
-                        rel.reference,
-                        rel.version,
-                        report.image.layers.len(),
-                        report.fetched
+                        "{}: release {}: its manifests are cached",
+                        rel.reference, rel.version
                     );
                 }
             }

@@ -856,6 +856,12 @@ fn release_through_mirrors_with_the_source_down() {
     // pull --release fills a cache from which --offline runs work, with no mirror config.
     let cache = w.path("pulled-cache").display().to_string();
     w.ok(&w.rel("pull", &["--idms", &idms, "--cache-dir", &cache]));
+    // Not the release's 3 MiB base layer: only what reading its manifests needed.
+    let cached: u64 = fs::read_dir(w.path("pulled-cache/blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(cached < 3 << 20, "pull --release cached {cached} bytes");
     let out = w.ok(&w.rel_noauth(
         "extract",
         &[
