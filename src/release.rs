@@ -197,12 +197,12 @@ mod tests {
     #[test]
     fn finds_the_mco_tag() {
         let s = stream(&format!(
-            r#"{{"name":"cli","from":{{"kind":"DockerImage","name":"quay.io/o/art@{D}"}}}},
+            r#"{{"name":"cli","from":{{"kind":"DockerImage","name":"registry.example/o/art@{D}"}}}},
                {{"name":"machine-config-operator","annotations":{{}},
-                 "from":{{"kind":"DockerImage","name":"quay.io/o/art@{D}"}}}}"#
+                 "from":{{"kind":"DockerImage","name":"registry.example/o/art@{D}"}}}}"#
         ));
         let r = mco_reference(s.as_bytes(), "x").unwrap();
-        assert_eq!(r.to_string(), format!("quay.io/o/art@{D}"));
+        assert_eq!(r.to_string(), format!("registry.example/o/art@{D}"));
     }
 
     #[test]
@@ -211,7 +211,7 @@ mod tests {
             (stream(""), "no \"machine-config-operator\" tag"),
             (
                 stream(
-                    r#"{"name":"machine-config-operator","from":{"kind":"DockerImage","name":"quay.io/o/art:latest"}}"#,
+                    r#"{"name":"machine-config-operator","from":{"kind":"DockerImage","name":"registry.example/o/art:latest"}}"#,
                 ),
                 "not by digest",
             ),

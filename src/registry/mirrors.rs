@@ -507,8 +507,8 @@ mod tests {
             r#"
 unqualified-search-registries = ["registry.example"]
 [[registry]]
-prefix = "quay.io/openshift-release-dev"
-location = "quay.io/openshift-release-dev"
+prefix = "registry.example/openshift-release-dev"
+location = "registry.example/openshift-release-dev"
 [[registry.mirror]]
 location = "mirror.example:5000/ocp"
 pull-from-mirror = "digest-only"
@@ -518,7 +518,7 @@ pull-from-mirror = "tag-only"
 insecure = true
 
 [[registry]]
-prefix = "quay.io/openshift-release-dev/ocp-v4.0-art-dev"
+prefix = "registry.example/openshift-release-dev/ocp-v4.0-art-dev"
 blocked = true
 mirror-by-digest-only = true
 [[registry.mirror]]
@@ -532,31 +532,35 @@ location = "mirror.example:5000/corp"
             "t.conf",
         )
         .unwrap();
-        let by_digest = format!("quay.io/openshift-release-dev/ocp-release@{D}");
+        let by_digest = format!("registry.example/openshift-release-dev/ocp-release@{D}");
         assert_eq!(
             names(&m, &by_digest),
             [
                 "mirror.example:5000/ocp/ocp-release",
-                "quay.io/openshift-release-dev/ocp-release"
+                "registry.example/openshift-release-dev/ocp-release"
             ]
         );
         let eps = m
-            .endpoints(&r("quay.io/openshift-release-dev/ocp-release:4.16"))
+            .endpoints(&r(
+                "registry.example/openshift-release-dev/ocp-release:4.16",
+            ))
             .unwrap();
         assert_eq!(eps[0].to_string(), "tags.example/ocp/ocp-release");
         assert!(eps[0].insecure && eps[0].mirror && !eps[1].mirror);
         // The longest prefix wins; blocked leaves only the mirror; digest-only by the
         // legacy flag.
-        let art = format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@{D}");
+        let art = format!("registry.example/openshift-release-dev/ocp-v4.0-art-dev@{D}");
         assert_eq!(names(&m, &art), ["mirror.example:5000/art"]);
         let e = m
-            .endpoints(&r("quay.io/openshift-release-dev/ocp-v4.0-art-dev:x"))
+            .endpoints(&r(
+                "registry.example/openshift-release-dev/ocp-v4.0-art-dev:x",
+            ))
             .unwrap_err();
         assert!(format!("{e}").contains("blocked"), "{e}");
         // Prefixes match at path boundaries only; wildcards match subdomains.
         assert_eq!(
-            names(&m, "quay.io/openshift-release-devx/a:1"),
-            ["quay.io/openshift-release-devx/a"]
+            names(&m, "registry.example/openshift-release-devx/a:1"),
+            ["registry.example/openshift-release-devx/a"]
         );
         assert_eq!(
             names(&m, "reg.corp.example/team/app:1"),
@@ -615,7 +619,7 @@ kind: ImageDigestMirrorSet
 metadata: {name: release}
 spec:
   imageDigestMirrors:
-  - source: quay.io/openshift-release-dev/ocp-release
+  - source: registry.example/openshift-release-dev/ocp-release
     mirrors: [mirror.example:5000/ocp/release, backup.example/ocp/release]
     mirrorSourcePolicy: NeverContactSource
 ---
@@ -624,7 +628,7 @@ kind: ImageTagMirrorSet
 metadata: {name: tags}
 spec:
   imageTagMirrors:
-  - source: quay.io/openshift-release-dev/ocp-release
+  - source: registry.example/openshift-release-dev/ocp-release
     mirrors: [tags.example/ocp/release]
 ---
 apiVersion: operator.openshift.io/v1alpha1
@@ -632,13 +636,13 @@ kind: ImageContentSourcePolicy
 metadata: {name: art}
 spec:
   repositoryDigestMirrors:
-  - source: quay.io/openshift-release-dev/ocp-v4.0-art-dev
+  - source: registry.example/openshift-release-dev/ocp-v4.0-art-dev
     mirrors: [mirror.example:5000/ocp/art]
 "#,
             "m.yaml",
         )
         .unwrap();
-        let rel = format!("quay.io/openshift-release-dev/ocp-release@{D}");
+        let rel = format!("registry.example/openshift-release-dev/ocp-release@{D}");
         assert_eq!(
             names(&m, &rel),
             [
@@ -647,15 +651,18 @@ spec:
             ]
         );
         assert_eq!(
-            names(&m, "quay.io/openshift-release-dev/ocp-release:4.16"),
+            names(
+                &m,
+                "registry.example/openshift-release-dev/ocp-release:4.16"
+            ),
             ["tags.example/ocp/release"]
         );
-        let art = format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@{D}");
+        let art = format!("registry.example/openshift-release-dev/ocp-v4.0-art-dev@{D}");
         assert_eq!(
             names(&m, &art),
             [
                 "mirror.example:5000/ocp/art",
-                "quay.io/openshift-release-dev/ocp-v4.0-art-dev"
+                "registry.example/openshift-release-dev/ocp-v4.0-art-dev"
             ]
         );
     }
@@ -669,14 +676,17 @@ spec:
             let mut m = Mirrors::default();
             m.add_openshift_yaml(
                 &format!(
-                    "apiVersion: v1\nbaseDomain: example.com\n{key}:\n- source: quay.io/ocp/release\n  mirrors:\n  - mirror.example/ocp/release{policy}\n"
+                    "apiVersion: v1\nbaseDomain: example.com\n{key}:\n- source: registry.example/ocp/release\n  mirrors:\n  - mirror.example/ocp/release{policy}\n"
                 ),
                 "install-config.yaml",
             )
             .unwrap();
-            let got = names(&m, &format!("quay.io/ocp/release@{D}"));
+            let got = names(&m, &format!("registry.example/ocp/release@{D}"));
             if policy.is_empty() {
-                assert_eq!(got, ["mirror.example/ocp/release", "quay.io/ocp/release"]);
+                assert_eq!(
+                    got,
+                    ["mirror.example/ocp/release", "registry.example/ocp/release"]
+                );
             } else {
                 assert_eq!(got, ["mirror.example/ocp/release"]);
             }

@@ -646,7 +646,7 @@ mod tests {
         let p = Policy::parse(
             br#"{"default":[{"type":"reject"}],
                 "transports":{"docker":{
-                    "quay.io/ocp":[{"type":"insecureAcceptAnything"}],
+                    "registry.example/ocp":[{"type":"insecureAcceptAnything"}],
                     "*.example.com":[{"type":"signedBy","keyType":"GPGKeys","keyPath":"/k"}]},
                   "docker-daemon":{"":[{"type":"insecureAcceptAnything"}]}}}"#,
             "p.json",
@@ -655,8 +655,8 @@ mod tests {
         .unwrap();
         let scope = |s: &str| p.requirements(&r(s)).1;
         assert_eq!(
-            scope("quay.io/ocp/release:1"),
-            "transports.docker.\"quay.io/ocp\""
+            scope("registry.example/ocp/release:1"),
+            "transports.docker.\"registry.example/ocp\""
         );
         assert_eq!(
             scope("a.example.com/x:1"),
@@ -668,7 +668,7 @@ mod tests {
             .unwrap_err();
         assert!(e.downcast_ref::<PolicyRejected>().is_some());
         assert!(format!("{e}").contains("rejected"), "{e}");
-        p.check(&r("quay.io/ocp/release:1"), &D.parse().unwrap())
+        p.check(&r("registry.example/ocp/release:1"), &D.parse().unwrap())
             .unwrap();
     }
 
@@ -696,10 +696,10 @@ mod tests {
 
     #[test]
     fn identities() {
-        let by_digest = r(&format!("quay.io/ocp/release@{D}"));
-        let tagged = r("quay.io/ocp/release:4.16.3");
-        let signed = r("quay.io/ocp/release:4.16.3");
-        let other = r("quay.io/ocp/other:4.16.3");
+        let by_digest = r(&format!("registry.example/ocp/release@{D}"));
+        let tagged = r("registry.example/ocp/release:4.16.3");
+        let signed = r("registry.example/ocp/release:4.16.3");
+        let other = r("registry.example/ocp/other:4.16.3");
         let m =
             |id: &SignedIdentity, a: &DockerRef, s: &DockerRef| identity_matches(id, a, s).unwrap();
         use SignedIdentity::*;
@@ -708,14 +708,18 @@ mod tests {
         assert!(m(&MatchRepoDigestOrExact, &tagged, &signed));
         assert!(!m(
             &MatchRepoDigestOrExact,
-            &r("quay.io/ocp/release:4.16.4"),
+            &r("registry.example/ocp/release:4.16.4"),
             &signed
         ));
         assert!(!m(&MatchExact, &by_digest, &signed));
-        assert!(m(&MatchRepository, &r("quay.io/ocp/release:x"), &signed));
+        assert!(m(
+            &MatchRepository,
+            &r("registry.example/ocp/release:x"),
+            &signed
+        ));
         let remap = RemapIdentity {
             prefix: "mirror.example/ocp".into(),
-            signed_prefix: "quay.io/ocp".into(),
+            signed_prefix: "registry.example/ocp".into(),
         };
         assert!(m(
             &remap,
