@@ -1019,6 +1019,60 @@ fn release_from_the_source_and_a_mirror_down() {
     assert!(err.contains("from --creds"), "{err}");
     assert!(!err.contains(":wrong"), "{err}");
 
+    // --creds USER alone: the password is asked for on the terminal (a pty made by
+    // `script`), and refused clearly without one.
+    require("script");
+    let tty_home = w.path("tty-home");
+    fs::create_dir_all(&tty_home).unwrap();
+    let conf = tty_home.join("registries.conf");
+    fs::write(&conf, "").unwrap();
+    let cmdline = format!(
+        "{} inspect -q --json --release {} --cert-dir {} --creds {}",
+        env!("CARGO_BIN_EXE_mcd-inject"),
+        w.release,
+        w.ca_dir,
+        w.source_creds.user
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &cmdline, "/dev/null"])
+        .env("HOME", &tty_home)
+        .env("XDG_CACHE_HOME", &tty_home)
+        .env("XDG_CONFIG_HOME", &tty_home)
+        .env("CONTAINERS_REGISTRIES_CONF", &conf)
+        .env_remove("REGISTRY_AUTH_FILE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running script");
+    // Type the password only once asked (before that, the terminal itself would echo it).
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("Password for") {
+        let n = std::io::Read::read(&mut stdout, &mut buf).unwrap();
+        assert!(n > 0, "no prompt: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // rpassword turns echo off right after printing the prompt; a person types later.
+    std::thread::sleep(Duration::from_secs(1));
+    writeln!(child.stdin.take().unwrap(), "{}", w.source_creds.password).unwrap();
+    std::io::Read::read_to_end(&mut stdout, &mut seen).unwrap();
+    let status = child.wait().unwrap();
+    let text = String::from_utf8_lossy(&seen);
+    assert!(status.success(), "{text}");
+    assert!(
+        text.contains(&format!("Password for {}:", w.source_creds.user)),
+        "{text}"
+    );
+    assert!(text.contains(&w.mco_digest), "{text}");
+    assert!(
+        !text.contains(&w.source_creds.password),
+        "the password was echoed:\n{text}"
+    );
+    let err = w.fails(&w.rel_noauth("inspect", &["--creds", &w.source_creds.user]));
+    assert!(err.contains("no password given"), "{err}");
+
     // A release given by tag is refused, before anything is fetched.
     let by_tag = format!("{}/ocp/release:4.16.3-multi", w.source);
     let err = w.fails(&["inspect", "--release", &by_tag, "--authfile", &secret]);
