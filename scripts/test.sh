@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc python3 skopeo umoci zstd jq ignition systemd time docker-registry apache2-utils openssl curl gpg gpg-agent)
+packages=(gcc python3 skopeo umoci zstd jq ignition systemd time docker-registry apache2-utils openssl curl gpg gpg-agent bsdutils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
