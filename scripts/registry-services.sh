@@ -11,7 +11,9 @@
 #   basic  docker-registry over TLS (a CA made here), htpasswd Basic auth
 #   token  docker-registry over TLS, `auth: token`, trusting tests/support/token_issuer.py
 # It pushes fixtures (mco-small, mco-4.16, mco-multiarch with --all) to every registry
-# with skopeo, and writes STATEDIR/env with the MCD_TEST_REGISTRY_* variables.
+# with skopeo, and writes STATEDIR/env with the MCD_TEST_REGISTRY_* variables
+# (MCD_TEST_REGISTRY_TLS_DIR holds the server and token-signing keys, for tests that
+# start registries of their own, such as tests/release.rs).
 # The fault proxy (tests/support/fault_proxy.py) is started by the tests themselves.
 # Fixtures come from $MCD_INJECT_FIXTURES (generated there when missing).
 set -euo pipefail
@@ -166,6 +168,7 @@ export MCD_TEST_REGISTRY_TOKEN=127.0.0.1:$token_port
 export MCD_TEST_REGISTRY_TOKEN_USER=$token_user
 export MCD_TEST_REGISTRY_TOKEN_PASSWORD=$token_pass
 export MCD_TEST_REGISTRY_CA_DIR=$state/tls/ca
+export MCD_TEST_REGISTRY_TLS_DIR=$state/tls
 export MCD_TEST_REGISTRY_FIXTURES=$(fixtures_dir)
 EOF
   echo "registries up: anon 127.0.0.1:$anon_port, basic 127.0.0.1:$basic_port (TLS)," \

@@ -10,7 +10,13 @@ use crate::image::{ImageRef, OpenOptions, Platform};
 use crate::inject::{InjectConfig, Input, Remote, TargetArgs, VerifyConfig};
 use crate::osrelease::OsRelease;
 use crate::output::Output;
-use crate::registry::{AuthFiles, ProgressMode, RegistryOptions, RetryPolicy};
+use crate::registry::mirrors::DEFAULT_REGISTRIES_CONF;
+use crate::registry::policy::{DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
+use crate::registry::Policy;
+use crate::registry::{
+    AuthFiles, Credentials, Mirrors, ProgressMode, RegistryOptions, RetryPolicy,
+};
+use crate::release::Release;
 use crate::target::{from_os_release, OcpVersion};
 
 /// Deliver the machine-config-daemon that fits an old OpenShift bootimage through Ignition.
@@ -41,8 +47,17 @@ pub enum Command {
 pub struct ImageArgs {
     /// Image reference: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF],
     /// docker://HOST/REPO[:TAG|@DIGEST]
+    #[arg(
+        long,
+        value_name = "REF",
+        required_unless_present = "release",
+        conflicts_with = "release"
+    )]
+    pub image: Option<ImageRef>,
+    /// An OpenShift release image, by digest (or a local layout of one): the
+    /// machine-config-operator image it names is read.
     #[arg(long, value_name = "REF")]
-    pub image: ImageRef,
+    pub release: Option<ImageRef>,
     /// Platform to pick from a multi-arch index, os/arch[/variant].
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
     pub platform: Platform,
@@ -77,28 +92,147 @@ pub struct RegistryArgs {
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub mirrors: MirrorArgs,
+}
+
+/// Mirrors and credentials given on the command line (docs/registry.md).
+#[derive(Debug, Args)]
+pub struct MirrorArgs {
+    /// A containers-registries.conf(5) file (version 2), with the registries.conf.d
+    /// drop-ins beside it. Default: $CONTAINERS_REGISTRIES_CONF, else
+    /// ~/.config/containers/registries.conf, else /etc/containers/registries.conf.
+    #[arg(long, value_name = "FILE")]
+    pub registries_conf: Option<PathBuf>,
+    /// OpenShift mirror objects (YAML): ImageDigestMirrorSet, ImageTagMirrorSet,
+    /// ImageContentSourcePolicy, or an install-config's imageDigestSources /
+    /// imageContentSources. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub idms: Vec<PathBuf>,
+    /// Credentials for every registry contacted, USER[:PASSWORD] (prompted for on a
+    /// terminal when missing); before any auth file.
+    #[arg(long, value_name = "USER[:PASSWORD]")]
+    pub creds: Option<String>,
+    /// A containers-policy.json(5) signature policy for registry images. Default:
+    /// ~/.config/containers/policy.json, else /etc/containers/policy.json.
+    #[arg(long, value_name = "FILE")]
+    pub signature_policy: Option<PathBuf>,
+    /// Where the lookaside (signature store) configuration is read, as skopeo's
+    /// --registries.d. Default: ~/.config/containers/registries.d, else
+    /// /etc/containers/registries.d.
+    #[arg(long = "registries.d", value_name = "DIR")]
+    pub registries_d: Option<PathBuf>,
+}
+
+impl MirrorArgs {
+    /// The mirror rules: the registries.conf (given or default), then the OpenShift files.
+    pub fn mirrors(&self) -> anyhow::Result<Mirrors> {
+        let env_conf = std::env::var_os("CONTAINERS_REGISTRIES_CONF")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let conf = match self.registries_conf.clone().or(env_conf) {
+            Some(p) => Some(p),
+            None => first_existing(user_config("registries.conf"), DEFAULT_REGISTRIES_CONF),
+        };
+        let mut m = match conf {
+            Some(p) => Mirrors::from_registries_conf(&p)?,
+            None => Mirrors::default(),
+        };
+        for f in &self.idms {
+            m.add_openshift_file(f)?;
+        }
+        Ok(m)
+    }
+
+    /// The signature policy: the given file, else the default one when it exists.
+    pub fn policy(&self) -> anyhow::Result<Option<Policy>> {
+        let path = match &self.signature_policy {
+            Some(p) => p.clone(),
+            None => match first_existing(user_config("policy.json"), DEFAULT_POLICY) {
+                Some(p) => p,
+                None => return Ok(None),
+            },
+        };
+        let dir = self.registries_d.clone().unwrap_or_else(|| {
+            first_existing(user_config("registries.d"), DEFAULT_REGISTRIES_D)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_REGISTRIES_D))
+        });
+        Ok(Some(Policy::load(&path, Some(dir))?))
+    }
+
+    /// `--creds`, with the password asked for on the terminal when it is missing.
+    pub fn credentials(&self) -> anyhow::Result<Option<Credentials>> {
+        self.creds
+            .as_deref()
+            .map(crate::registry::auth::parse_creds)
+            .transpose()
+    }
+}
+
+/// `$XDG_CONFIG_HOME/containers/NAME` (default `~/.config`), where the containers tools
+/// look for a user's own configuration before the system's.
+fn user_config(name: &str) -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")))?;
+    Some(base.join("containers").join(name))
+}
+
+/// The user's file when it exists, else the system's when it exists.
+fn first_existing(user: Option<PathBuf>, system: &str) -> Option<PathBuf> {
+    user.into_iter()
+        .chain([PathBuf::from(system)])
+        .find(|p| p.exists())
 }
 
 impl RegistryArgs {
-    pub fn options(&self) -> RegistryOptions {
-        RegistryOptions {
-            auth_files: AuthFiles::from_env(self.authfile.clone()),
+    pub fn options(&self) -> anyhow::Result<RegistryOptions> {
+        let mut auth_files = AuthFiles::from_env(self.authfile.clone());
+        auth_files.creds = self.mirrors.credentials()?;
+        Ok(RegistryOptions {
+            auth_files,
             tls_verify: self.tls_verify,
             cert_dir: self.cert_dir.clone(),
             cache_dir: self.cache_dir.clone(),
             offline: self.offline,
             progress: ProgressMode::detect(self.quiet),
             retry: RetryPolicy::default(),
-        }
+            mirrors: self.mirrors.mirrors()?,
+            policy: self.mirrors.policy()?,
+        })
     }
 }
 
 impl ImageArgs {
-    pub fn open_options(&self) -> OpenOptions {
-        OpenOptions {
+    pub fn open_options(&self) -> anyhow::Result<OpenOptions> {
+        Ok(OpenOptions {
             platform: self.platform.clone(),
-            registry: self.registry.options(),
+            registry: self.registry.options()?,
             max_file_size: self.max_file_size,
+        })
+    }
+
+    /// The image to read (`--image`, or the MCO image `--release` names), the options
+    /// to open it with, and the release when one was given.
+    pub fn resolve(&self) -> anyhow::Result<(ImageRef, OpenOptions, Option<Release>)> {
+        let opts = self.open_options()?;
+        match (&self.image, &self.release) {
+            (Some(i), None) => Ok((i.clone(), opts, None)),
+            (None, Some(r)) => {
+                let rel = crate::release::resolve(r, &opts)?;
+                let mco = ImageRef::Docker(rel.mco_image.parse()?);
+                if !self.registry.quiet {
+                    eprintln!(
+                        "release {} ({}): machine-config-operator is {}",
+                        rel.reference, rel.version, rel.mco_image
+                    );
+                }
+                Ok((mco, opts, Some(rel)))
+            }
+            _ => bail!("give one of --image and --release"),
         }
     }
 }
@@ -205,14 +339,47 @@ pub struct InjectArgs {
     /// Remote mode: where to write the payload to serve.
     #[arg(long, value_name = "FILE", requires = "payload_url")]
     pub payload_out: Option<Output>,
+    #[command(flatten)]
+    pub json: JsonArgs,
+}
+
+/// `--json` and `--json-out` of inject and verify.
+#[derive(Debug, Args)]
+pub struct JsonArgs {
+    /// Print one JSON object describing the result on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write that JSON object to FILE instead (atomically); implies --json.
+    #[arg(long, value_name = "FILE")]
+    pub json_out: Option<Output>,
+}
+
+impl JsonArgs {
+    /// Where the JSON report goes, if anywhere.
+    pub fn target(&self) -> Option<Output> {
+        match (&self.json_out, self.json) {
+            (Some(o), _) => Some(o.clone()),
+            (None, true) => Some(Output::Stdout),
+            (None, false) => None,
+        }
+    }
 }
 
 impl InjectArgs {
     pub fn config(&self) -> anyhow::Result<InjectConfig> {
+        if self.ign == Output::Stdout && self.json.target() == Some(Output::Stdout) {
+            bail!("--ign - and --json both want stdout: write the JSON with --json-out FILE");
+        }
+        if let Some(o) = &self.json.json_out {
+            o.spool_dir()?;
+        }
+        let target = self.target.to_args()?;
+        let (image, open, release) = self.image.resolve()?;
         Ok(InjectConfig {
-            image: self.image.image.clone(),
-            open: self.image.open_options(),
-            target: self.target.to_args()?,
+            image,
+            open,
+            release,
+            target,
             binary_path: self.binary_path.clone(),
             force: self.force,
             ign: self.ign.clone(),
@@ -240,8 +407,11 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "N", requires = "bootimage")]
     pub target_rhel: Option<u32>,
     /// Also check that the payload is the binary inject chooses from this image.
-    #[arg(long, value_name = "REF")]
+    #[arg(long, value_name = "REF", conflicts_with = "release")]
     pub image: Option<ImageRef>,
+    /// The same, for the MCO image of this OpenShift release image (by digest).
+    #[arg(long, value_name = "REF")]
+    pub release: Option<ImageRef>,
     /// Platform of the node and of the image, os/arch[/variant].
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
     pub platform: Platform,
@@ -253,30 +423,48 @@ pub struct VerifyArgs {
     pub max_file_size: u64,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub json: JsonArgs,
 }
 
 impl VerifyArgs {
-    pub fn config(&self) -> VerifyConfig {
-        VerifyConfig {
+    pub fn config(&self) -> anyhow::Result<VerifyConfig> {
+        let registry = match (&self.image, &self.release) {
+            (None, None) => RegistryOptions::default(),
+            _ => self.registry.options()?,
+        };
+        let image = match &self.release {
+            Some(r) => {
+                let opts = OpenOptions {
+                    platform: self.platform.clone(),
+                    registry: registry.clone(),
+                    max_file_size: self.max_file_size,
+                };
+                let rel = crate::release::resolve(r, &opts)?;
+                Some(ImageRef::Docker(rel.mco_image.parse()?))
+            }
+            None => self.image.clone(),
+        };
+        Ok(VerifyConfig {
             ign: self.ign.clone(),
             target: self.bootimage.map(|b| TargetArgs {
                 bootimage: b,
                 spec: None,
                 rhel: self.target_rhel,
             }),
-            image: self.image.clone().map(|r| {
+            image: image.map(|r| {
                 (
                     r,
                     OpenOptions {
                         platform: self.platform.clone(),
-                        registry: self.registry.options(),
+                        registry: registry.clone(),
                         max_file_size: self.max_file_size,
                     },
                 )
             }),
             payload: self.payload.clone(),
             arch: self.platform.architecture.clone(),
-        }
+        })
     }
 }
 
@@ -383,6 +571,31 @@ mod tests {
             args.extend(bad.iter().copied());
             assert!(Cli::try_parse_from(&args).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn release_and_json_flags() {
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["mcd-inject", "inject", "--bootimage", "4.2"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args).map(|c| c.command)
+        };
+        // --release replaces --image; one of them is required, not both.
+        assert!(parse(&["--release", "r.example/ocp/release@sha256:0000000000000000000000000000000000000000000000000000000000000000", "--ign", "x"]).is_ok());
+        assert!(parse(&["--ign", "x"]).is_err());
+        assert!(parse(&["--image", "oci:x", "--release", "oci:y", "--ign", "x"]).is_err());
+        // The config and the JSON cannot both go to stdout.
+        let Ok(Command::Inject(a)) = parse(&["--image", "oci:x", "--ign", "-", "--json"]) else {
+            panic!("parse failed")
+        };
+        let e = a.config().unwrap_err();
+        assert!(format!("{e}").contains("--json-out"), "{e}");
+        let Ok(Command::Inject(a)) =
+            parse(&["--image", "oci:x", "--ign", "-", "--json-out", "r.json"])
+        else {
+            panic!("parse failed")
+        };
+        assert_eq!(a.json.target(), Some(Output::File("r.json".into())));
     }
 
     #[test]

@@ -13,9 +13,10 @@ use crate::elf;
 use crate::ignition::units::{self, Delivery};
 use crate::ignition::{self, merge, schema, verify, Source, SpecVersion};
 use crate::image::layer::normalize_name;
-use crate::image::{self, ImageRef, OpenOptions};
+use crate::image::{self, ImageInfo, ImageRef, OpenOptions};
 use crate::inspect::{self, Inspection};
 use crate::output::Output;
+use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
 
@@ -93,6 +94,8 @@ pub struct InjectConfig {
     pub ign: Output,
     pub base: Option<Input>,
     pub remote: Option<Remote>,
+    /// The release the image was taken from (`--release`).
+    pub release: Option<Release>,
 }
 
 /// What `inject` did, for the caller to report.
@@ -104,6 +107,13 @@ pub struct InjectReport {
     pub config_bytes: u64,
     /// Lines for stderr: replacements, translations, warnings.
     pub notes: Vec<String>,
+    /// The image the binary came from.
+    pub image: ImageInfo,
+    /// sha256 of the config as written.
+    pub config_sha256: String,
+    /// sha512 of the (gzip) payload, as the config checks it.
+    pub payload_sha512: String,
+    pub release: Option<Release>,
 }
 
 /// The image's candidates, inspected.
@@ -245,8 +255,14 @@ fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload>
     })
 }
 
-fn provenance(ins: &Inspection, path: &str, sha256: &str, target: &Target) -> Vec<u8> {
-    let p = json!({
+fn provenance(
+    ins: &Inspection,
+    path: &str,
+    sha256: &str,
+    target: &Target,
+    release: Option<&Release>,
+) -> Vec<u8> {
+    let mut p = json!({
         "image": ins.image.reference,
         "manifest_digest": ins.image.manifest_digest.as_ref().map(|d| d.to_string()),
         "config_digest": ins.image.config_digest.to_string(),
@@ -260,6 +276,14 @@ fn provenance(ins: &Inspection, path: &str, sha256: &str, target: &Target) -> Ve
         },
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
     });
+    if let Some(r) = release {
+        p["release"] = json!({
+            "reference": r.reference,
+            "digest": r.digest.as_ref().map(|d| d.to_string()),
+            "version": r.version,
+            "mco_digest": r.mco_digest.to_string(),
+        });
+    }
     ignition::to_bytes(&p)
 }
 
@@ -328,7 +352,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         payload,
         payload_sha512: gz.sha512.clone(),
         binary_sha256: sha256.clone(),
-        provenance: provenance(&ins, &bin.path, &sha256, &target),
+        provenance: provenance(&ins, &bin.path, &sha256, &target, cfg.release.as_ref()),
         legacy_firstboot: target.has_legacy_firstboot(),
     };
     let ours = units::config(&delivery).render(target.spec)?;
@@ -364,6 +388,9 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         notes.push(v2_size_warning(size));
     }
 
+    let config_sha256 =
+        sha256_of(t.as_file_mut()).with_context(|| format!("reading back {}", cfg.ign))?;
+
     // Everything is ready: commit the payload (remote mode), then the config.
     staged.push((cfg.ign.clone(), t));
     for (out, t) in staged {
@@ -375,7 +402,27 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         target,
         config_bytes: size,
         notes,
+        image: ins.image.clone(),
+        config_sha256,
+        payload_sha512: gz.sha512.clone(),
+        release: cfg.release.clone(),
     })
+}
+
+/// The sha256 of a file from its start, in hex.
+fn sha256_of(f: &mut std::fs::File) -> std::io::Result<String> {
+    use sha2::Sha256;
+    use std::io::Seek;
+    f.seek(std::io::SeekFrom::Start(0))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf)? {
+            0 => break,
+            n => h.update(&buf[..n]),
+        }
+    }
+    Ok(hex::encode(h.finalize()))
 }
 
 /// The warning for big inline spec 2.x configs (DESIGN.md §7: about 1 s per MB and
@@ -408,6 +455,12 @@ pub struct VerifyConfig {
 pub struct VerifyReport {
     pub passed: Vec<String>,
     pub problems: Vec<String>,
+    /// The config's spec.
+    pub spec: String,
+    /// sha256 of the binary the payload holds, when it could be read.
+    pub binary_sha256: Option<String>,
+    /// The config's provenance record.
+    pub provenance: Option<Value>,
 }
 
 /// Runs `verify`.
@@ -522,7 +575,13 @@ pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
             Err(e) => problems.push(format!("{e:#}")),
         }
     }
-    Ok(VerifyReport { passed, problems })
+    Ok(VerifyReport {
+        passed,
+        problems,
+        spec: v.spec.as_str().to_string(),
+        binary_sha256: v.binary_sha256.clone(),
+        provenance: v.provenance.clone(),
+    })
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //! - [`elf`], [`target`], [`select`]: ELF facts of candidate binaries, the bootimage
 //!   table, and verdicts with reasons.
 //! - [`ignition`]: the neutral config model, its renderers, merging and checking.
-//! - [`inject`]: the main job, and `verify`.
+//! - [`inject`]: the main job, and `verify`; [`report`]: their `--json` reports.
+//! - [`release`]: the MCO image an OpenShift release image names.
 
 pub mod cache;
 pub mod cli;
@@ -24,5 +25,7 @@ pub mod inspect;
 pub mod osrelease;
 pub mod output;
 pub mod registry;
+pub mod release;
+pub mod report;
 pub mod select;
 pub mod target;

@@ -155,6 +155,7 @@ pub(crate) fn open(
         config_digest,
         platform: facts.checked_platform(&opts.platform, &what)?,
         layers,
+        served_by: None,
     };
     Ok(Image::new(info, Box::new(ArchiveSource { tree })))
 }

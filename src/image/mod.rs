@@ -72,6 +72,10 @@ pub struct ImageInfo {
     pub platform: Platform,
     /// Layers bottom first, as in the manifest.
     pub layers: Vec<LayerInfo>,
+    /// The registry repository that served it, when a mirror did (or when mirrors were
+    /// configured for it): `host/repo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_by: Option<String>,
 }
 
 /// Streams stored blobs. Implementations hand out raw bytes; callers verify them.

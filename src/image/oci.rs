@@ -361,6 +361,7 @@ pub(crate) fn open<T: FileTree + 'static>(
         config_digest,
         platform: facts.checked_platform(&opts.platform, &tree.describe())?,
         layers,
+        served_by: None,
     };
     Ok(Image::new(info, Box::new(LayoutSource { tree })))
 }

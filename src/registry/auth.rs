@@ -1,10 +1,14 @@
 //! Registry credentials, found the way containers-auth.json(5) describes.
 //!
-//! Files, in order: `--authfile`, else `REGISTRY_AUTH_FILE` (either one, when given, is
-//! the only file read, as skopeo and podman do); otherwise
-//! `$XDG_RUNTIME_DIR/containers/auth.json`, then `~/.docker/config.json`. All share the
+//! `--creds USER[:PASSWORD]` comes first, for every registry. Then files, in order:
+//! `--authfile`, else `REGISTRY_AUTH_FILE` (either one, when given, is the only file
+//! read, as skopeo and podman do); otherwise `$XDG_RUNTIME_DIR/containers/auth.json`,
+//! `$XDG_CONFIG_HOME/containers/auth.json` (default `~/.config`),
+//! `$DOCKER_CONFIG/config.json` (default `~/.docker`), then the legacy `~/.dockercfg`
+//! (the same entries without the `auths` wrapper). All share the
 //! `{"auths": {KEY: {"auth": base64(user:password)}}}` format, as do OpenShift pull
-//! secrets. KEY is a host or a path prefix (`host/ns/repo`); the longest prefix that
+//! secrets; an entry with an `identitytoken` gets a registry token through the OAuth2
+//! refresh-token flow instead of a password. KEY is a host or a path prefix (`host/ns/repo`); the longest prefix that
 //! matches the repository wins, and the first file with a match is used. Within a file,
 //! a `credHelpers` entry for the registry comes first, then `auths`, then `credsStore`;
 //! a helper is the program `docker-credential-NAME` (its `get` protocol).
@@ -21,8 +25,33 @@ use serde::Deserialize;
 pub struct Credentials {
     pub username: String,
     pub password: String,
+    /// An OAuth2 refresh token (`identitytoken`), used instead of the password.
+    pub identity_token: Option<String>,
     /// Which file and key they came from, for messages.
     pub source: String,
+}
+
+/// Parses `--creds USER[:PASSWORD]`; a missing password is asked for on the terminal.
+pub fn parse_creds(s: &str) -> Result<Credentials> {
+    let (username, password) = match s.split_once(':') {
+        Some((u, p)) => (u.to_string(), p.to_string()),
+        None => {
+            let prompt = format!("Password for {s}: ");
+            let p = rpassword::prompt_password(prompt).map_err(|e| {
+                anyhow!("--creds {s}: no password given and none could be asked for ({e})")
+            })?;
+            (s.to_string(), p)
+        }
+    };
+    if username.is_empty() {
+        bail!("--creds: empty user name");
+    }
+    Ok(Credentials {
+        username,
+        password,
+        identity_token: None,
+        source: "--creds".to_string(),
+    })
 }
 
 impl fmt::Debug for Credentials {
@@ -45,6 +74,12 @@ pub struct AuthFiles {
     pub xdg_runtime_dir: Option<PathBuf>,
     /// `HOME`.
     pub home: Option<PathBuf>,
+    /// `XDG_CONFIG_HOME`.
+    pub xdg_config_home: Option<PathBuf>,
+    /// `DOCKER_CONFIG`.
+    pub docker_config: Option<PathBuf>,
+    /// `--creds`: used for every registry, before any file.
+    pub creds: Option<Credentials>,
 }
 
 impl AuthFiles {
@@ -59,6 +94,9 @@ impl AuthFiles {
             registry_auth_file: var("REGISTRY_AUTH_FILE"),
             xdg_runtime_dir: var("XDG_RUNTIME_DIR"),
             home: var("HOME"),
+            xdg_config_home: var("XDG_CONFIG_HOME"),
+            docker_config: var("DOCKER_CONFIG"),
+            creds: None,
         }
     }
 
@@ -71,14 +109,32 @@ impl AuthFiles {
         if let Some(d) = &self.xdg_runtime_dir {
             v.push((d.join("containers").join("auth.json"), false));
         }
+        let config = self
+            .xdg_config_home
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(".config")));
+        if let Some(d) = config {
+            v.push((d.join("containers").join("auth.json"), false));
+        }
+        let docker = self
+            .docker_config
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(".docker")));
+        if let Some(d) = docker {
+            v.push((d.join("config.json"), false));
+        }
         if let Some(h) = &self.home {
-            v.push((h.join(".docker").join("config.json"), false));
+            v.push((h.join(".dockercfg"), false));
         }
         v
     }
 
-    /// The credentials for `registry/repository`, if any file has them.
+    /// The credentials for `registry/repository`: `--creds`, else the first file that
+    /// has some.
     pub fn find(&self, registry: &str, repository: &str) -> Result<Option<Credentials>> {
+        if let Some(c) = &self.creds {
+            return Ok(Some(c.clone()));
+        }
         for (path, required) in self.candidates() {
             let bytes = match std::fs::read(&path) {
                 Ok(b) => b,
@@ -159,11 +215,18 @@ fn run_helper(name: &str, registry: &str, file: &Path) -> Result<Option<Credenti
     let reply: HelperReply = serde_json::from_slice(&out.stdout)
         .map_err(|_| anyhow!("{source}: {program} printed no Username/Secret JSON"))?;
     if reply.username == "<token>" {
-        bail!("{source}: identity tokens are not supported; log in with a user name and password");
+        // The helper holds an identity token (a refresh token), not a password.
+        return Ok(Some(Credentials {
+            username: String::new(),
+            password: String::new(),
+            identity_token: Some(reply.secret),
+            source,
+        }));
     }
     Ok(Some(Credentials {
         username: reply.username,
         password: reply.secret,
+        identity_token: None,
         source,
     }))
 }
@@ -173,6 +236,7 @@ struct AuthEntry {
     auth: Option<String>,
     username: Option<String>,
     password: Option<String>,
+    identitytoken: Option<String>,
 }
 
 /// Normalises a key: legacy docker keys are URLs (`https://index.docker.io/v1/`).
@@ -198,8 +262,18 @@ fn find_in(
     repository: &str,
 ) -> Result<Option<Credentials>> {
     // Never echo the file's content: serde's messages quote only positions and types.
-    let file: AuthFile = serde_json::from_slice(bytes)
-        .map_err(|e| anyhow!("auth file {} is malformed: {e}", path.display()))?;
+    let file: AuthFile = if path.file_name().is_some_and(|n| n == ".dockercfg") {
+        // The legacy format: the `auths` map itself.
+        AuthFile {
+            auths: serde_json::from_slice(bytes)
+                .map_err(|e| anyhow!("auth file {} is malformed: {e}", path.display()))?,
+            cred_helpers: Default::default(),
+            creds_store: None,
+        }
+    } else {
+        serde_json::from_slice(bytes)
+            .map_err(|e| anyhow!("auth file {} is malformed: {e}", path.display()))?
+    };
     if let Some(helper) = file
         .cred_helpers
         .iter()
@@ -222,6 +296,7 @@ fn find_in(
         };
     };
     let source = format!("{} (key {key:?})", path.display());
+    let identity_token = entry.identitytoken.clone().filter(|t| !t.is_empty());
     let (username, password) = match (&entry.auth, &entry.username, &entry.password) {
         (Some(a), _, _) if !a.is_empty() => {
             let decoded = base64::engine::general_purpose::STANDARD
@@ -235,11 +310,13 @@ fn find_in(
             (u.to_string(), p.to_string())
         }
         (_, Some(u), Some(p)) => (u.clone(), p.clone()),
+        _ if identity_token.is_some() => (String::new(), String::new()),
         _ => bail!("{source}: the entry has neither \"auth\" nor username and password"),
     };
     Ok(Some(Credentials {
         username,
         password,
+        identity_token,
         source,
     }))
 }
@@ -318,6 +395,9 @@ mod tests {
             registry_auth_file: None,
             xdg_runtime_dir: Some(d.join("run")),
             home: Some(d.join("home")),
+            xdg_config_home: None,
+            docker_config: None,
+            creds: None,
         };
         let user = |f: &AuthFiles| f.find("r.io", "a").unwrap().map(|c| c.username);
         assert_eq!(user(&files).as_deref(), Some("xdg"));
@@ -330,13 +410,73 @@ mod tests {
     }
 
     #[test]
+    fn containers_auth_order_and_legacy_dockercfg() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let entry = |u: &str| format!(r#"{{"auths":{{"r.io":{{"auth":"{}"}}}}}}"#, b64(u));
+        let mut files = AuthFiles {
+            home: Some(d.join("home")),
+            ..AuthFiles::default()
+        };
+        let user = |f: &AuthFiles| f.find("r.io", "a").unwrap().map(|c| c.username);
+        assert_eq!(user(&files), None);
+        // ~/.dockercfg: the legacy format, without "auths".
+        write(
+            d,
+            "home/.dockercfg",
+            &format!(
+                r#"{{"https://r.io":{{"auth":"{}","email":"e"}}}}"#,
+                b64("cfg:x")
+            ),
+        );
+        assert_eq!(user(&files).as_deref(), Some("cfg"));
+        write(d, "home/.docker/config.json", &entry("docker:x"));
+        assert_eq!(user(&files).as_deref(), Some("docker"));
+        files.docker_config = Some(d.join("dc"));
+        write(d, "dc/config.json", &entry("dockerconfig:x"));
+        assert_eq!(user(&files).as_deref(), Some("dockerconfig"));
+        write(d, "home/.config/containers/auth.json", &entry("config:x"));
+        assert_eq!(user(&files).as_deref(), Some("config"));
+        files.xdg_config_home = Some(d.join("xdg"));
+        write(d, "xdg/containers/auth.json", &entry("xdgconfig:x"));
+        assert_eq!(user(&files).as_deref(), Some("xdgconfig"));
+        files.xdg_runtime_dir = Some(d.join("run"));
+        write(d, "run/containers/auth.json", &entry("runtime:x"));
+        assert_eq!(user(&files).as_deref(), Some("runtime"));
+        files.creds = Some(parse_creds("flag:pw").unwrap());
+        assert_eq!(user(&files).as_deref(), Some("flag"));
+    }
+
+    #[test]
+    fn identity_tokens_and_creds() {
+        let body = r#"{"auths": {"r.io": {"auth": "PHRva2VuPjo=", "identitytoken": "rt"}}}"#;
+        let c = find_in(body.as_bytes(), Path::new("f"), "r.io", "a")
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.identity_token.as_deref(), Some("rt"));
+        let only = r#"{"auths": {"r.io": {"identitytoken": "rt"}}}"#;
+        let c = find_in(only.as_bytes(), Path::new("f"), "r.io", "a")
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.identity_token.as_deref(), Some("rt"));
+        let c = parse_creds("u:p:with:colons").unwrap();
+        assert_eq!(
+            (c.username.as_str(), c.password.as_str()),
+            ("u", "p:with:colons")
+        );
+        assert!(parse_creds(":p").is_err());
+    }
+
+    #[test]
     fn secrets_stay_out_of_debug_and_errors() {
         let c = Credentials {
             username: "user".into(),
             password: "hunter2".into(),
+            identity_token: Some("hunter3".into()),
             source: "f".into(),
         };
         assert!(!format!("{c:?}").contains("hunter2"));
+        assert!(!format!("{c:?}").contains("hunter3"));
         let bad = r#"{"auths": {"r.io": {"auth": "hunter2-not-base64!"}}}"#;
         let e = find_in(bad.as_bytes(), Path::new("f"), "r.io", "a").unwrap_err();
         assert!(!format!("{e:#}").contains("hunter2"));

@@ -11,7 +11,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
 use reqwest::blocking::{RequestBuilder, Response};
-use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_RANGE, RANGE, WWW_AUTHENTICATE};
+use reqwest::header::{
+    HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_RANGE, CONTENT_TYPE, RANGE, WWW_AUTHENTICATE,
+};
 use reqwest::StatusCode;
 
 use super::auth::Credentials;
@@ -120,7 +122,7 @@ impl Challenge {
     }
 }
 
-fn install_crypto_provider() {
+pub(super) fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // Another part of the process may have installed one already; that is fine.
@@ -372,6 +374,9 @@ impl Client {
 
     fn credential_hint(&self) -> String {
         match &self.credentials {
+            Some(c) if c.identity_token.is_some() => {
+                format!("; credentials used: an identity token from {}", c.source)
+            }
             Some(c) => format!(
                 "; credentials used: user {:?} from {}",
                 c.username, c.source
@@ -438,9 +443,23 @@ impl Client {
         }
         let what = "a token";
         let mut retries = 0;
+        // An identity token is an OAuth2 refresh token: POSTed to the realm, as
+        // containers/image does (distribution's oauth.md).
+        let refresh = self
+            .credentials
+            .as_ref()
+            .and_then(|c| c.identity_token.as_deref())
+            .map(|rt| oauth_form(&url, rt));
         let resp = loop {
-            let mut req = self.http.get(url.clone());
-            if let Some(b) = basic {
+            let mut req = match &refresh {
+                Some((realm, form)) => self
+                    .http
+                    .post(realm.clone())
+                    .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+                    .body(form.clone()),
+                None => self.http.get(url.clone()),
+            };
+            if let (Some(b), None) = (basic, &refresh) {
                 req = req.header(AUTHORIZATION, b);
             }
             match req.send() {
@@ -594,6 +613,24 @@ impl Client {
         let what = format!("{}: blob {digest}", self.describe());
         Ok(VerifyingReader::new(body, digest, size, what, Some(spool)))
     }
+}
+
+/// The OAuth2 refresh-token request for a token URL (`realm?service&scope`): the realm,
+/// and the form body with the service and scope moved into it.
+fn oauth_form(url: &reqwest::Url, refresh_token: &str) -> (reqwest::Url, String) {
+    let mut realm = url.clone();
+    realm.set_query(None);
+    let mut form = reqwest::Url::parse("form:").expect("a valid URL");
+    {
+        let mut q = form.query_pairs_mut();
+        q.append_pair("grant_type", "refresh_token");
+        q.append_pair("refresh_token", refresh_token);
+        q.append_pair("client_id", "mcd-inject");
+        for (k, v) in url.query_pairs() {
+            q.append_pair(&k, &v);
+        }
+    }
+    (realm, form.query().unwrap_or_default().to_string())
 }
 
 fn short(d: &Digest) -> String {

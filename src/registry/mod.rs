@@ -9,6 +9,8 @@
 
 pub mod auth;
 mod client;
+pub mod mirrors;
+pub mod policy;
 pub mod progress;
 mod verify;
 
@@ -29,6 +31,8 @@ use crate::image::{
 pub use auth::{AuthFiles, Credentials};
 use client::Client;
 pub use client::RetryPolicy;
+pub use mirrors::{Endpoint, Mirrors};
+pub use policy::{Policy, PolicyRejected};
 pub use progress::ProgressMode;
 use verify::VerifyingReader;
 
@@ -49,6 +53,10 @@ pub struct RegistryOptions {
     pub offline: bool,
     pub progress: ProgressMode,
     pub retry: RetryPolicy,
+    /// Mirrors to try before (or instead of) the source ([`mirrors`]).
+    pub mirrors: Mirrors,
+    /// The signature policy images must satisfy ([`policy`]); `None` accepts anything.
+    pub policy: Option<Policy>,
 }
 
 impl Default for RegistryOptions {
@@ -61,6 +69,8 @@ impl Default for RegistryOptions {
             offline: false,
             progress: ProgressMode::Quiet,
             retry: RetryPolicy::default(),
+            mirrors: Mirrors::default(),
+            policy: None,
         }
     }
 }
@@ -175,29 +185,85 @@ fn media_type_of(bytes: &[u8], doc: &Document) -> String {
     })
 }
 
-/// Opens an image from a registry (or, offline, from the cache).
+/// Opens an image from a registry (or, offline, from the cache). With mirrors, the
+/// endpoints [`Mirrors::endpoints`] gives are tried in order; the first that serves the
+/// manifest and config serves the layers too. The error names every endpoint tried.
 pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Result<Image> {
     let ropts = &opts.registry;
-    let cache = ropts.cache()?;
-    let client = if ropts.offline {
-        None
+    if ropts.offline {
+        let fetcher = Fetcher {
+            reference: docker.clone(),
+            cache: ropts.cache()?,
+            client: None,
+        };
+        return open_with(reference, docker, opts, fetcher, None, None);
+    }
+    let endpoints = ropts.mirrors.endpoints(docker)?;
+    let mut failures = Vec::new();
+    for (i, ep) in endpoints.iter().enumerate() {
+        let attempt = endpoint_client(ep, ropts).and_then(|client| {
+            let fetcher = Fetcher {
+                reference: docker.clone(),
+                cache: ropts.cache()?,
+                client: Some(client),
+            };
+            let served_by = (endpoints.len() > 1 || ep.mirror).then(|| ep.to_string());
+            // Digest pulls: a layer this endpoint lacks may come from the ones after it.
+            let fallbacks = (docker.digest.is_some() && i + 1 < endpoints.len())
+                .then(|| Fallbacks::new(ep, &endpoints[i + 1..], ropts));
+            open_with(reference, docker, opts, fetcher, served_by, fallbacks)
+        });
+        match attempt {
+            Ok(img) => {
+                if ropts.progress != ProgressMode::Quiet && img.info.served_by.is_some() {
+                    eprintln!(
+                        "{docker}: served by {}{}",
+                        ep,
+                        if ep.mirror { " (mirror)" } else { " (source)" }
+                    );
+                }
+                return Ok(img);
+            }
+            // Without mirrors, the source's own error; a policy refusal is no endpoint's.
+            Err(e) if endpoints.len() == 1 && !ep.mirror => return Err(e),
+            Err(e) if e.downcast_ref::<PolicyRejected>().is_some() => return Err(e),
+            Err(e) => failures.push(format!("{ep}: {e:#}")),
+        }
+    }
+    bail!(
+        "{docker}: no mirror or source could serve it; tried, in order:\n  {}",
+        failures.join("\n  ")
+    )
+}
+
+/// A client for one endpoint: its own credentials and TLS settings.
+fn endpoint_client(ep: &Endpoint, ropts: &RegistryOptions) -> Result<Client> {
+    let creds = ropts.auth_files.find(&ep.registry, &ep.repository)?;
+    if ep.insecure {
+        let mut o = ropts.clone();
+        o.tls_verify = false;
+        Client::new(&ep.registry, &ep.repository, &o, creds)
     } else {
-        let creds = ropts
-            .auth_files
-            .find(&docker.registry, &docker.repository)?;
-        Some(Client::new(
-            &docker.registry,
-            &docker.repository,
-            ropts,
-            creds,
-        )?)
-    };
-    let fetcher = Fetcher {
-        reference: docker.clone(),
-        cache,
-        client,
-    };
+        Client::new(&ep.registry, &ep.repository, ropts, creds)
+    }
+}
+
+/// Reads and verifies the manifest and config through one fetcher.
+fn open_with(
+    reference: &ImageRef,
+    docker: &DockerRef,
+    opts: &OpenOptions,
+    fetcher: Fetcher,
+    served_by: Option<String>,
+    fallbacks: Option<Fallbacks>,
+) -> Result<Image> {
+    let ropts = &opts.registry;
     let (top_digest, top_bytes) = fetcher.top()?;
+    // The policy is checked on the digest the top manifest has, before anything else
+    // of the image is read.
+    if let Some(p) = &ropts.policy {
+        p.check(docker, &top_digest)?;
+    }
     let what = docker.to_string();
     let top_doc = parse_document(&top_bytes, &what)?;
     let top_entry = CachedRef {
@@ -227,8 +293,12 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
         config_digest,
         platform: facts.checked_platform(&opts.platform, &what)?,
         layers,
+        served_by,
     };
-    Ok(Image::new(info, Box::new(RegistrySource { fetcher })))
+    Ok(Image::new(
+        info,
+        Box::new(RegistrySource { fetcher, fallbacks }),
+    ))
 }
 
 /// Follows indexes down to the image manifest for the requested platform.
@@ -259,9 +329,31 @@ fn resolve(
     bail!("{what}: indexes nested more than {MAX_INDEX_DEPTH} deep")
 }
 
-/// Layers from the cache, else from the registry (teed into the cache).
+/// Layers from the cache, else from the registry (teed into the cache); with mirrors,
+/// a layer the serving endpoint cannot give is asked of the endpoints after it.
 struct RegistrySource {
     fetcher: Fetcher,
+    fallbacks: Option<Fallbacks>,
+}
+
+/// The endpoints after the one that served an image's manifest, with their clients made
+/// when first needed.
+struct Fallbacks {
+    served_by: String,
+    endpoints: Vec<Endpoint>,
+    clients: Vec<std::cell::OnceCell<Client>>,
+    opts: RegistryOptions,
+}
+
+impl Fallbacks {
+    fn new(ep: &Endpoint, rest: &[Endpoint], opts: &RegistryOptions) -> Fallbacks {
+        Fallbacks {
+            served_by: ep.to_string(),
+            endpoints: rest.to_vec(),
+            clients: rest.iter().map(|_| std::cell::OnceCell::new()).collect(),
+            opts: opts.clone(),
+        }
+    }
 }
 
 impl BlobSource for RegistrySource {
@@ -282,11 +374,48 @@ impl BlobSource for RegistrySource {
             )));
         }
         let client = f.client(&format!("layer {}", layer.digest))?;
-        Ok(Box::new(client.blob_stream(
-            &layer.digest,
-            layer.size,
-            &f.cache,
-        )?))
+        let err = match client.blob_stream(&layer.digest, layer.size, &f.cache) {
+            Ok(stream) => return Ok(Box::new(stream)),
+            Err(e) => e,
+        };
+        let Some(fb) = &self.fallbacks else {
+            return Err(err);
+        };
+        let mut tried = vec![format!("{}: {err:#}", fb.served_by)];
+        for (ep, cell) in fb.endpoints.iter().zip(&fb.clients) {
+            if cell.get().is_none() {
+                match endpoint_client(ep, &fb.opts) {
+                    Ok(c) => {
+                        let _ = cell.set(c);
+                    }
+                    Err(e) => {
+                        tried.push(format!("{ep}: {e:#}"));
+                        continue;
+                    }
+                }
+            }
+            let c = cell.get().expect("set above");
+            match c.blob_stream(&layer.digest, layer.size, &f.cache) {
+                Ok(stream) => {
+                    if fb.opts.progress != ProgressMode::Quiet {
+                        eprintln!(
+                            "{}: layer {} served by {ep}{}",
+                            f.reference,
+                            layer.digest,
+                            if ep.mirror { " (mirror)" } else { " (source)" }
+                        );
+                    }
+                    return Ok(Box::new(stream));
+                }
+                Err(e) => tried.push(format!("{ep}: {e:#}")),
+            }
+        }
+        bail!(
+            "{}: no mirror or source could serve layer {}; tried, in order:\n  {}",
+            f.reference,
+            layer.digest,
+            tried.join("\n  ")
+        )
     }
 }
 

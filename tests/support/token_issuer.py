@@ -3,12 +3,16 @@
 
 It implements the token endpoint of the distribution token-auth spec: GET
 /token?service=S&scope=repository:NAME:ACTIONS with HTTP Basic credentials. Valid
-credentials get a JWT granting the requested actions; anything else gets 401. The JWT is
+credentials get a JWT granting the requested actions; anything else gets 401. With
+--refresh-token, it also implements the OAuth2 form (distribution's oauth.md): POST
+/token with grant_type=refresh_token, refresh_token, service and scope gets an
+access_token when the refresh token matches. The JWT is
 RS256-signed with `openssl dgst -sha256 -sign` and carries the signing certificate in its
 `x5c` header, which the registry checks against its `rootcertbundle`.
 
 Usage: token_issuer.py --key KEY.pem --cert CERT.pem --issuer ISS --service SVC
                        --user USER --password PASSWORD --port-file FILE
+                       [--refresh-token TOKEN]
 It binds 127.0.0.1 on a free port and writes that port to FILE once it listens.
 """
 
@@ -69,14 +73,33 @@ def make_handler(args):
                 self.send_error(404)
                 return
             if self.headers.get("Authorization") != expected:
-                body = b'{"details":"invalid credentials"}'
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.refuse(b'{"details":"invalid credentials"}')
                 return
-            q = urllib.parse.parse_qs(url.query)
+            self.issue(urllib.parse.parse_qs(url.query), "token")
+
+        def do_POST(self):
+            url = urllib.parse.urlparse(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+            ok = (
+                url.path == "/token"
+                and args.refresh_token
+                and form.get("grant_type") == ["refresh_token"]
+                and form.get("refresh_token") == [args.refresh_token]
+            )
+            if not ok:
+                self.refuse(b'{"error":"invalid_grant"}')
+                return
+            self.issue(form, "access_token")
+
+        def refuse(self, body):
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def issue(self, q, key):
             access = [a for a in (parse_scope(s) for s in q.get("scope", [])) if a]
             now = int(time.time())
             payload = {
@@ -90,7 +113,7 @@ def make_handler(args):
                 "access": access,
             }
             token = sign(args, payload)
-            body = json.dumps({"token": token, "expires_in": 600}).encode()
+            body = json.dumps({key: token, "expires_in": 600}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -104,6 +127,7 @@ def main():
     p = argparse.ArgumentParser()
     for a in ("key", "cert", "issuer", "service", "user", "password", "port-file"):
         p.add_argument("--" + a, required=True)
+    p.add_argument("--refresh-token")
     args = p.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_handler(args))
     tmp = args.port_file + ".tmp"

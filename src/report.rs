@@ -1,0 +1,81 @@
+//! The `--json` reports of `inject` and `verify`: one object with what a CI job asserts
+//! on (docs/inject.md lists the fields).
+
+use serde_json::{json, Value};
+
+use crate::image::ImageInfo;
+use crate::inject::{InjectReport, VerifyReport};
+use crate::release::Release;
+
+fn is_warning(line: &str) -> bool {
+    let l = line.trim_start().to_ascii_lowercase();
+    l.starts_with("warning")
+}
+
+fn image_json(i: &ImageInfo) -> Value {
+    json!({
+        "reference": i.reference,
+        "manifest_digest": i.manifest_digest.as_ref().map(|d| d.to_string()),
+        "config_digest": i.config_digest.to_string(),
+        "platform": i.platform.to_string(),
+        "served_by": i.served_by,
+    })
+}
+
+fn release_json(r: &Release) -> Value {
+    json!({
+        "reference": r.reference,
+        "digest": r.digest.as_ref().map(|d| d.to_string()),
+        "manifest_digest": r.manifest_digest.as_ref().map(|d| d.to_string()),
+        "version": r.version,
+        "mco_image": r.mco_image,
+        "mco_digest": r.mco_digest.to_string(),
+        "served_by": r.served_by,
+    })
+}
+
+/// The report of one `inject` run; `config` names the output (`-` for stdout).
+pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) -> Value {
+    let (warnings, notes): (Vec<&String>, Vec<&String>) =
+        r.notes.iter().partition(|n| is_warning(n));
+    json!({
+        "binary": { "path": r.chosen, "sha256": r.binary_sha256 },
+        "image": image_json(&r.image),
+        "release": r.release.as_ref().map(release_json),
+        "target": {
+            "bootimage": r.target.bootimage.to_string(),
+            "rhel": r.target.rhel,
+            "spec": r.target.spec.as_str(),
+        },
+        "config": { "path": config, "size": r.config_bytes, "sha256": r.config_sha256 },
+        "payload": { "sha512": r.payload_sha512, "url": payload_url },
+        "notes": notes,
+        "warnings": warnings,
+        "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
+    })
+}
+
+/// The report of one `verify` run.
+pub fn verify_json(r: &VerifyReport, config: &str) -> Value {
+    json!({
+        "config": config,
+        "ok": r.problems.is_empty(),
+        "spec": r.spec,
+        "binary_sha256": r.binary_sha256,
+        "provenance": r.provenance,
+        "passed": r.passed,
+        "problems": r.problems,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_told_from_notes() {
+        assert!(is_warning("WARNING: --force: delivering"));
+        assert!(is_warning("warning: the spec 2.2 config is 40 MB"));
+        assert!(!is_warning("replaced /etc/x of the base"));
+    }
+}
