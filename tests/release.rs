@@ -220,9 +220,25 @@ fn start_token_registry(dir: &Path, creds: &Creds) -> (Vec<Service>, String) {
 // ------------------------------------------------------------------ the release image
 
 /// A gzip-compressed tar of `files`: (blob, diff ID).
+/// A gzip layer of these files, each after the entries of its parent directories, as
+/// image builders write them (a layer that names its parents settles the paths under
+/// them without the layers below).
 fn layer(files: &[(&str, &[u8])]) -> (Vec<u8>, String) {
     let mut tar = tar::Builder::new(Vec::new());
+    let mut dirs = std::collections::BTreeSet::new();
     for (name, data) in files {
+        let mut parent = String::new();
+        for part in name.split('/').collect::<Vec<_>>().split_last().unwrap().1 {
+            parent = format!("{parent}{part}/");
+            if dirs.insert(parent.clone()) {
+                let mut h = tar::Header::new_gnu();
+                h.set_size(0);
+                h.set_mode(0o755);
+                h.set_mtime(0);
+                h.set_entry_type(tar::EntryType::Directory);
+                tar.append_data(&mut h, &parent, std::io::empty()).unwrap();
+            }
+        }
         let mut h = tar::Header::new_gnu();
         h.set_size(data.len() as u64);
         h.set_mode(0o644);
