@@ -28,7 +28,6 @@ const LOCK_FILE: &str = ".mcd-inject.lock";
 const INDEX: &str = "index.json";
 /// References whose images may be incomplete here (same format as `index.json`).
 const PARTIAL_REFS: &str = "mcd-inject-refs.json";
-const TEMP_PREFIX: &str = ".partial-";
 
 /// A descriptor as the cache index records it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,9 +132,7 @@ impl Cache {
 
     /// A temp file for a blob being fetched, in the cache so that the commit is a rename.
     pub fn temp_blob(&self) -> Result<NamedTempFile> {
-        tempfile::Builder::new()
-            .prefix(TEMP_PREFIX)
-            .tempfile_in(&self.root)
+        crate::tempfiles::file_in(&self.root)
             .with_context(|| format!("creating a temp file in {}", self.root.display()))
     }
 
@@ -263,7 +260,11 @@ mod tests {
         let leftovers: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with(TEMP_PREFIX))
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(crate::tempfiles::PREFIX)
+            })
             .collect();
         assert!(leftovers.is_empty());
     }

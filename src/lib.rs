@@ -26,3 +26,4 @@ pub mod output;
 pub mod registry;
 pub mod select;
 pub mod target;
+pub mod tempfiles;
