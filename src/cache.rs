@@ -11,6 +11,11 @@
 //! always a valid layout for skopeo and umoci. Entries are annotated with the full
 //! reference (`host/repo:tag` or `host/repo@sha256:...`); updates of both files are
 //! serialised by a lock file.
+//!
+//! A damaged cache heals itself online: a cached blob that fails its digest is removed
+//! and fetched again, and an index file that cannot be parsed is rebuilt empty, each
+//! with a warning. An `--offline` run cannot repair it and fails with a message that
+//! says how to.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -41,6 +46,16 @@ pub struct CachedRef {
 #[derive(Clone, Debug)]
 pub struct Cache {
     root: PathBuf,
+    /// Offline runs report damage instead of repairing it.
+    offline: bool,
+}
+
+/// How an offline run is told to repair the cache.
+const REPAIR_HINT: &str = "run the same command without --offline, or \
+    `mcd-inject pull --image IMAGE`, to repair the cache";
+
+fn warn(message: &str) {
+    let _ = writeln!(io::stderr(), "warning: {message}");
 }
 
 impl Cache {
@@ -58,8 +73,15 @@ impl Cache {
 
     /// Opens a cache directory, creating the layout when it does not exist yet.
     pub fn open(root: &Path) -> Result<Self> {
+        Self::open_with(root, false)
+    }
+
+    /// Opens a cache directory for an offline run (`offline`: damage is reported, not
+    /// repaired) or an online one.
+    pub fn open_with(root: &Path, offline: bool) -> Result<Self> {
         let cache = Cache {
             root: root.to_path_buf(),
+            offline,
         };
         let blobs = root.join("blobs").join("sha256");
         fs::create_dir_all(&blobs)
@@ -70,6 +92,11 @@ impl Cache {
         }
         if !root.join("index.json").exists() {
             cache.write_atomic("index.json", &empty_index())?;
+        }
+        if !offline {
+            // Heal damaged index files now, under the lock (warnings say so).
+            cache.read_index(INDEX)?;
+            cache.read_index(PARTIAL_REFS)?;
         }
         Ok(cache)
     }
@@ -98,7 +125,8 @@ impl Cache {
         }
     }
 
-    /// Reads a small cached blob whole and checks its digest; a corrupt one is removed.
+    /// Reads a small cached blob whole and checks its digest. A damaged one is removed:
+    /// online it is then reported missing (to be fetched again), offline it is an error.
     pub fn read_metadata(&self, digest: &Digest) -> Result<Option<Vec<u8>>> {
         let Some(f) = self.open_blob(digest)? else {
             return Ok(None);
@@ -107,12 +135,70 @@ impl Cache {
         f.take(MAX_METADATA_BYTES + 1)
             .read_to_end(&mut bytes)
             .with_context(|| format!("reading cached blob {digest}"))?;
-        if bytes.len() as u64 > MAX_METADATA_BYTES || &Digest::of(&bytes) != digest {
-            // Someone altered the cache: forget the blob, it will be fetched again.
-            let _ = fs::remove_file(self.blob_path(digest));
+        if bytes.len() as u64 > MAX_METADATA_BYTES {
+            self.damaged(digest, "it is larger than any manifest or config")?;
+            return Ok(None);
+        }
+        let actual = Digest::of(&bytes);
+        if &actual != digest {
+            self.damaged(digest, &format!("its content hashes to {actual}"))?;
             return Ok(None);
         }
         Ok(Some(bytes))
+    }
+
+    /// Checks a cached blob's size and digest by reading it whole. A damaged one is
+    /// removed and reported as missing online (so that it is fetched again); offline it
+    /// is an error.
+    pub fn verify_blob(&self, digest: &Digest, size: u64) -> Result<bool> {
+        let Some(mut f) = self.open_blob(digest)? else {
+            return Ok(false);
+        };
+        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+        let mut buf = vec![0; 1 << 20];
+        let mut len = 0u64;
+        loop {
+            let n = match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).with_context(|| format!("reading cached blob {digest}")),
+            };
+            sha2::Digest::update(&mut hasher, &buf[..n]);
+            len += n as u64;
+        }
+        let actual = Digest::from_hasher(hasher);
+        if len != size {
+            self.damaged(
+                digest,
+                &format!("it has {len} bytes, its descriptor says {size}"),
+            )?;
+            return Ok(false);
+        }
+        if &actual != digest {
+            self.damaged(digest, &format!("its content hashes to {actual}"))?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Deals with a cached blob that failed verification: removed; a warning online
+    /// (the caller fetches it again), an error that says how to repair offline.
+    fn damaged(&self, digest: &Digest, why: &str) -> Result<()> {
+        let path = self.blob_path(digest);
+        let _ = fs::remove_file(&path);
+        if self.offline {
+            bail!(
+                "cached blob {digest} in {} was damaged ({why}) and has been removed; \
+                 {REPAIR_HINT}",
+                self.root.display()
+            );
+        }
+        warn(&format!(
+            "cached blob {digest} in {} was damaged ({why}); fetching it again",
+            self.root.display()
+        ));
+        Ok(())
     }
 
     /// Stores a whole blob after checking its digest.
@@ -207,12 +293,24 @@ impl Cache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => empty_index(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        let v: Value = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not valid JSON", path.display()))?;
-        if !v["manifests"].is_array() {
-            bail!("{} is not an OCI image index", path.display());
+        match parse_index(&bytes) {
+            Ok(v) => Ok(v),
+            Err(why) if self.offline => bail!(
+                "the cache index {} is damaged ({why}); {REPAIR_HINT} \
+                 (it is rebuilt, and images pulled before need pulling again)",
+                path.display()
+            ),
+            Err(why) => {
+                warn(&format!(
+                    "the cache index {} was damaged ({why}); rebuilt it empty \
+                     (images pulled before need pulling again for --offline runs)",
+                    path.display()
+                ));
+                let empty = empty_index();
+                self.write_atomic(file, &empty)?;
+                Ok(serde_json::from_slice(&empty)?)
+            }
         }
-        Ok(v)
     }
 
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<()> {
@@ -237,6 +335,20 @@ impl Cache {
             .with_context(|| format!("locking {}", path.display()))?;
         Ok(f)
     }
+}
+
+/// An index file's JSON, or why it is not an OCI image index.
+fn parse_index(bytes: &[u8]) -> std::result::Result<Value, String> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+    let entries = v["manifests"]
+        .as_array()
+        .ok_or("not an OCI image index: no manifests list")?;
+    if entries.iter().any(|m| {
+        !m["digest"].is_string() || !m["annotations"].is_object() && !m["annotations"].is_null()
+    }) {
+        return Err("not an OCI image index: an entry without a digest".into());
+    }
+    Ok(v)
 }
 
 fn empty_index() -> Vec<u8> {

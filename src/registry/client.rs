@@ -208,7 +208,7 @@ fn retry_after(asked: Option<&str>) -> std::result::Result<(Option<Duration>, St
 }
 
 /// Reads a response body whole, up to `limit` bytes.
-fn read_limited(resp: Response, limit: u64, what: &str) -> Result<Vec<u8>> {
+fn read_limited(resp: impl Read, limit: u64, what: &str) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     resp.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
@@ -557,7 +557,12 @@ impl Client {
                 .get("docker-content-digest")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            match read_limited(resp, MAX_METADATA_BYTES, what) {
+            let body = LowSpeed {
+                inner: resp,
+                policy: &self.retry,
+                window: SpeedWindow::new(),
+            };
+            match read_limited(body, MAX_METADATA_BYTES, what) {
                 Ok(bytes) => return Ok((bytes, claimed)),
                 Err(e) if e.downcast_ref::<io::Error>().is_some() => {
                     self.backoff(&mut retries, what, &format!("{e:#}"), None)
@@ -688,6 +693,34 @@ impl SpeedWindow {
         let rate = self.bytes as f64 / elapsed.as_secs_f64();
         *self = SpeedWindow::new();
         (rate < limit as f64).then_some(rate)
+    }
+}
+
+/// A body that fails (to be fetched again) when it arrives below the low-speed limit.
+struct LowSpeed<'a, R> {
+    inner: R,
+    policy: &'a RetryPolicy,
+    window: SpeedWindow,
+}
+
+impl<R: Read> Read for LowSpeed<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let p = self.policy;
+        if let Some(rate) = self
+            .window
+            .add(n as u64, p.low_speed_limit, p.low_speed_time)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{rate:.0} bytes/s for {:.0} s, below the low-speed limit of {} bytes/s",
+                    p.low_speed_time.as_secs_f64(),
+                    p.low_speed_limit
+                ),
+            ));
+        }
+        Ok(n)
     }
 }
 

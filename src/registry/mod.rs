@@ -71,7 +71,7 @@ impl RegistryOptions {
             Some(d) => d.clone(),
             None => Cache::default_dir()?,
         };
-        Cache::open(&dir)
+        Cache::open_with(&dir, self.offline)
     }
 }
 
@@ -267,15 +267,24 @@ impl BlobSource for RegistrySource {
 
     fn open_layer(&self, layer: &LayerInfo) -> Result<Box<dyn Read + '_>> {
         let f = &self.fetcher;
-        if let Some(file) = f.cache.open_blob(&layer.digest)? {
-            let what = format!("cached blob {}", layer.digest);
-            return Ok(Box::new(VerifyingReader::new(
-                file,
-                &layer.digest,
-                layer.size,
-                what,
-                None,
-            )));
+        // Online, a cached layer is checked before it is used, so that a damaged one is
+        // fetched again instead of failing the run at its end; offline, the reader
+        // checks it on the way (and the cache says how to repair it).
+        let usable = f.client.is_none() || f.cache.verify_blob(&layer.digest, layer.size)?;
+        if let Some(file) = usable
+            .then(|| f.cache.open_blob(&layer.digest))
+            .transpose()?
+            .flatten()
+        {
+            let what = format!(
+                "cached blob {} in {}",
+                layer.digest,
+                f.cache.root().display()
+            );
+            return Ok(Box::new(
+                VerifyingReader::new(file, &layer.digest, layer.size, what, None)
+                    .from_cache_file(f.cache.blob_path(&layer.digest)),
+            ));
         }
         let client = f.client(&format!("layer {}", layer.digest))?;
         Ok(Box::new(client.blob_stream(
