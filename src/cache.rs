@@ -18,7 +18,7 @@
 //! says how to.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -147,12 +147,14 @@ impl Cache {
         Ok(Some(bytes))
     }
 
-    /// Checks a cached blob's size and digest by reading it whole. A damaged one is
-    /// removed and reported as missing online (so that it is fetched again); offline it
-    /// is an error.
-    pub fn verify_blob(&self, digest: &Digest, size: u64) -> Result<bool> {
+    /// Opens a cached blob and checks its size and digest by reading it whole; the
+    /// file comes back rewound, checked (its content cannot change under the open
+    /// handle: blobs only ever enter the cache by rename). A damaged blob is removed:
+    /// online it is reported missing (`None`, to be fetched again), offline it is an
+    /// error that says how to repair the cache.
+    pub fn open_verified(&self, digest: &Digest, size: u64) -> Result<Option<File>> {
         let Some(mut f) = self.open_blob(digest)? else {
-            return Ok(false);
+            return Ok(None);
         };
         let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
         let mut buf = vec![0; 1 << 20];
@@ -167,19 +169,21 @@ impl Cache {
             sha2::Digest::update(&mut hasher, &buf[..n]);
             len += n as u64;
         }
-        let actual = Digest::from_hasher(hasher);
         if len != size {
             self.damaged(
                 digest,
                 &format!("it has {len} bytes, its descriptor says {size}"),
             )?;
-            return Ok(false);
+            return Ok(None);
         }
+        let actual = Digest::from_hasher(hasher);
         if &actual != digest {
             self.damaged(digest, &format!("its content hashes to {actual}"))?;
-            return Ok(false);
+            return Ok(None);
         }
-        Ok(true)
+        f.seek(io::SeekFrom::Start(0))
+            .with_context(|| format!("reading cached blob {digest}"))?;
+        Ok(Some(f))
     }
 
     /// Deals with a cached blob that failed verification: removed; a warning online

@@ -30,7 +30,6 @@ pub use auth::{AuthFiles, Credentials};
 use client::Client;
 pub use client::RetryPolicy;
 pub use progress::ProgressMode;
-use verify::VerifyingReader;
 
 const MAX_INDEX_DEPTH: usize = 8;
 
@@ -262,29 +261,17 @@ struct RegistrySource {
 
 impl BlobSource for RegistrySource {
     fn verifies_blobs(&self) -> bool {
-        true // every reader it hands out is a VerifyingReader
+        // Every reader it hands out is a VerifyingReader, or a cached file checked whole.
+        true
     }
 
     fn open_layer(&self, layer: &LayerInfo) -> Result<Box<dyn Read + '_>> {
         let f = &self.fetcher;
-        // Online, a cached layer is checked before it is used, so that a damaged one is
-        // fetched again instead of failing the run at its end; offline, the reader
-        // checks it on the way (and the cache says how to repair it).
-        let usable = f.client.is_none() || f.cache.verify_blob(&layer.digest, layer.size)?;
-        if let Some(file) = usable
-            .then(|| f.cache.open_blob(&layer.digest))
-            .transpose()?
-            .flatten()
-        {
-            let what = format!(
-                "cached blob {} in {}",
-                layer.digest,
-                f.cache.root().display()
-            );
-            return Ok(Box::new(
-                VerifyingReader::new(file, &layer.digest, layer.size, what, None)
-                    .from_cache_file(f.cache.blob_path(&layer.digest)),
-            ));
+        // A cached layer is checked whole before it is used, so that a damaged one is
+        // fetched again (online) or reported with how to repair it (offline), rather
+        // than failing the run half-way through its decompression.
+        if let Some(file) = f.cache.open_verified(&layer.digest, layer.size)? {
+            return Ok(Box::new(file));
         }
         let client = f.client(&format!("layer {}", layer.digest))?;
         Ok(Box::new(client.blob_stream(

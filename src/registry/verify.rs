@@ -34,8 +34,6 @@ pub struct VerifyingReader<R> {
     sender: Option<SyncSender<Vec<u8>>>,
     worker: Option<JoinHandle<Outcome>>,
     cache: Option<Cache>,
-    /// The cache file being read, for a cached blob: removed when it fails.
-    cached_file: Option<std::path::PathBuf>,
     done: bool,
 }
 
@@ -65,28 +63,7 @@ impl<R: Read> VerifyingReader<R> {
             sender: Some(sender),
             worker: Some(worker),
             cache,
-            cached_file: None,
             done: false,
-        }
-    }
-
-    /// Marks the blob as read from the cache file `path`: when it fails verification the
-    /// file is removed, and the error says how to fetch it again.
-    pub fn from_cache_file(mut self, path: std::path::PathBuf) -> Self {
-        self.cached_file = Some(path);
-        self
-    }
-
-    fn damaged(&self, why: String) -> io::Error {
-        match &self.cached_file {
-            Some(path) => {
-                let _ = std::fs::remove_file(path);
-                corrupt(format!(
-                    "{why}; it has been removed from the cache: run the same command \
-                     without --offline, or `mcd-inject pull --image IMAGE`, to repair the cache"
-                ))
-            }
-            None => corrupt(why),
         }
     }
 
@@ -103,18 +80,16 @@ impl<R: Read> VerifyingReader<R> {
         self.done = true;
         let (actual, file) = self.outcome()?;
         if self.received != self.size {
-            return Err(self.damaged(format!(
+            return Err(corrupt(format!(
                 "{} is corrupt: {} bytes read, its descriptor says {}",
                 self.what, self.received, self.size
             )));
         }
         if actual != self.digest {
-            let what = &self.what;
-            return Err(self.damaged(if self.cached_file.is_some() {
-                format!("{what} is corrupt: its content hashes to {actual}")
-            } else {
-                format!("{what} is corrupt: its content hashes to {actual}; nothing was cached")
-            }));
+            return Err(corrupt(format!(
+                "{} is corrupt: its content hashes to {actual}; nothing was cached",
+                self.what
+            )));
         }
         if let (Some(file), Some(cache)) = (file, &self.cache) {
             cache
@@ -143,7 +118,7 @@ impl<R: Read> Read for VerifyingReader<R> {
         if self.received > self.size {
             self.done = true;
             let _ = self.outcome();
-            return Err(self.damaged(format!(
+            return Err(corrupt(format!(
                 "{} is longer than its descriptor's {} bytes",
                 self.what, self.size
             )));
