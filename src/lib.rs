@@ -17,6 +17,8 @@ pub mod cache;
 pub mod cli;
 pub mod elf;
 pub mod extract;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ignition;
 pub mod image;
 pub mod inject;

@@ -127,6 +127,13 @@ impl Challenge {
     }
 }
 
+/// Parses a `WWW-Authenticate` header into its scheme (lower case) and parameters
+/// (keys lower case): the entry point of the fuzz target for challenges.
+#[doc(hidden)]
+pub fn parse_challenge(header: &str) -> Option<(String, Vec<(String, String)>)> {
+    Challenge::parse(header).map(|c| (c.scheme, c.params))
+}
+
 fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

@@ -27,6 +27,8 @@ use crate::image::{
     BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, OpenOptions,
 };
 pub use auth::{AuthFiles, Credentials};
+#[doc(hidden)]
+pub use client::parse_challenge;
 use client::Client;
 pub use client::RetryPolicy;
 pub use progress::ProgressMode;
