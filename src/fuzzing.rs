@@ -18,9 +18,12 @@ use crate::image::{
     BlobSource, Compression, Digest, Image, ImageInfo, ImageRef, LayerInfo, Platform, Verification,
 };
 
+/// A fuzz target's body.
+pub type Target = fn(&[u8]);
+
 /// Every target, by name (the name of its file under `fuzz/fuzz_targets/` and of its
 /// directory of kept inputs under `fuzz/inputs/`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("image_reference", image_reference),
     ("www_authenticate", www_authenticate),
     ("manifest", manifest),
