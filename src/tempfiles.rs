@@ -175,7 +175,7 @@ pub fn set_deadline(limit: Duration) {
         exit_now(
             1,
             Some(&format!(
-                "error: the run took longer than --timeout {} s; stopped, nothing was written",
+                "error: the run took longer than --timeout {} s; stopped, no output was written",
                 limit.as_secs_f64()
             )),
         );

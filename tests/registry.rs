@@ -1136,65 +1136,54 @@ fn a_stalled_download_is_cut_and_resumed() {
     );
 }
 
+/// Runs inject through the fault proxy in `mode` with `extra` flags; it must fail with
+/// exit code 1, write nothing and leave no temp entry. Returns its stderr.
+fn failed_inject(mode: &str, extra: &[&str]) -> String {
+    let r = registries();
+    let proxy = Proxy::start(&r.anon, mode);
+    let sb = Sandbox::new();
+    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
+    let out = sb.path("out.ign");
+    let args = inject_args(&image, &out, extra);
+    let (code, stderr, _) = finish(spawn_in(&sb, &strs(&args)), Duration::from_secs(120));
+    assert_eq!(code, Some(1), "{mode} {extra:?}: {stderr}");
+    assert!(!out.exists(), "{mode} {extra:?}");
+    assert_eq!(
+        leftovers(sb.dir.path()),
+        Vec::<PathBuf>::new(),
+        "{mode} {extra:?}"
+    );
+    stderr
+}
+
 #[test]
 fn a_download_stalled_every_time_gives_up() {
-    let r = registries();
-    let _proxy = Proxy::start(&r.anon, "slow-all");
-    let sb = Sandbox::new();
-    let image = format!("{}/mco/mco-4.16:v1", _proxy.addr);
-    let out = sb.path("out.ign");
-    let args = inject_args(&image, &out, &["--low-speed-time", "500ms"]);
-    let (code, stderr, _) = finish(spawn_in(&sb, &strs(&args)), Duration::from_secs(120));
-    assert_eq!(code, Some(1), "{stderr}");
+    let stderr = failed_inject("slow-all", &["--low-speed-time", "500ms"]);
     assert!(
         stderr.contains("below the low-speed limit") && stderr.contains("gave up"),
         "{stderr}"
     );
-    assert!(!out.exists());
-    assert_eq!(leftovers(sb.dir.path()), Vec::<PathBuf>::new());
 }
 
 #[test]
 fn a_silent_registry_is_given_up_soon() {
-    let r = registries();
-    let proxy = Proxy::start(&r.anon, "silent");
-    let sb = Sandbox::new();
-    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
-    let out = sb.path("out.ign");
-    let args = inject_args(&image, &out, &["--low-speed-time", "1s"]);
-    let (code, stderr, _) = finish(spawn_in(&sb, &strs(&args)), Duration::from_secs(60));
-    assert_eq!(code, Some(1), "{stderr}");
+    let stderr = failed_inject("silent", &["--low-speed-time", "1s"]);
     assert!(stderr.contains("no answer within 1 s"), "{stderr}");
-    assert!(!out.exists());
-    assert_eq!(leftovers(sb.dir.path()), Vec::<PathBuf>::new());
 }
 
 #[test]
 fn a_long_retry_after_fails_at_once_saying_what_was_asked() {
-    let (sb, _proxy, run, _) = fault_run_with("429-long", &[]);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    let stderr = failed_inject("429-long", &[]);
     assert!(
         stderr.contains("asked to wait 3600 s") && stderr.contains("Retry-After"),
         "{stderr}"
     );
-    assert!(!sb.path("out").exists());
-    assert_eq!(leftovers(sb.dir.path()), Vec::<PathBuf>::new());
 }
 
 #[test]
 fn timeout_stops_the_whole_run_and_leaves_nothing() {
-    let r = registries();
-    let proxy = Proxy::start(&r.anon, "slow-all");
-    let sb = Sandbox::new();
-    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
-    let out = sb.path("out.ign");
-    let args = inject_args(&image, &out, &["--low-speed-limit", "0", "--timeout", "3s"]);
-    let (code, stderr, _) = finish(spawn_in(&sb, &strs(&args)), Duration::from_secs(60));
-    assert_eq!(code, Some(1), "{stderr}");
+    let stderr = failed_inject("slow-all", &["--low-speed-limit", "0", "--timeout", "3s"]);
     assert!(stderr.contains("--timeout 3 s"), "{stderr}");
-    assert!(!out.exists());
-    assert_eq!(leftovers(sb.dir.path()), Vec::<PathBuf>::new());
 }
 
 /// Starts an inject that stalls in a layer download, and waits until it has temp
