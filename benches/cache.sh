@@ -6,6 +6,8 @@
 # Prints a Markdown table for BENCHMARKS.md.
 #
 #   bash benches/cache.sh          # RUNS=5
+#   BEFORE_BIN=/path/to/older/mcd-inject bash benches/cache.sh
+#                                  # also the warm online run of another build, to compare
 #
 # The image: one gzip layer with four 55 MiB pseudo-binaries (benches/bench_data.py,
 # identical on every host), pushed with skopeo to a docker-registry that
@@ -88,6 +90,9 @@ extract=("$bin" extract -q --tls-verify=false --image "docker://$image" --path "
 
 echo "measuring, $RUNS runs each ..." >&2
 measure "mcd-inject extract, warm cache, online" "$out_ok" -- "${extract[@]}" --cache-dir "$work/warm"
+if [[ -n ${BEFORE_BIN:-} ]]; then
+  measure "BEFORE_BIN extract, warm cache, online" "$out_ok" -- "$BEFORE_BIN" "${extract[@]:1}" --cache-dir "$work/warm"
+fi
 measure "mcd-inject extract, warm cache, --offline" "$out_ok" -- "${extract[@]}" --cache-dir "$work/warm" --offline
 measure "lower bound: sha256sum of the cached blob, then tar -xzO" "$out_ok"' && [ "$(cut -d" " -f1 "$work/sum")" = "'"${top#sha256:}"'" ]' -- bash -c '
   sha256sum "$1" >"$2/sum" && tar -xzOf "$1" "${3#/}" >"$2/out"' _ "$blob" "$work" "$MCD_PATH"
