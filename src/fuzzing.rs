@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::ignition::units::{config, Delivery};
-use crate::ignition::{self, merge, schema, verify, Source, SPECS};
+use crate::ignition::{self, merge, schema, verify, Source, SpecVersion, SPECS};
 use crate::image::fs::MergedFs;
 use crate::image::oci::{self, Document};
 use crate::image::{
@@ -148,8 +148,8 @@ pub fn layers(data: &[u8]) {
 }
 
 /// What inject writes itself, per spec, for merging fuzzed bases into.
-fn ours() -> &'static Vec<(ignition::SpecVersion, Value)> {
-    static OURS: OnceLock<Vec<(ignition::SpecVersion, Value)>> = OnceLock::new();
+fn ours() -> &'static Vec<(SpecVersion, Value)> {
+    static OURS: OnceLock<Vec<(SpecVersion, Value)>> = OnceLock::new();
     OURS.get_or_init(|| {
         let d = Delivery {
             payload: Source::Inline(b"payload".to_vec()),
@@ -165,12 +165,29 @@ fn ours() -> &'static Vec<(ignition::SpecVersion, Value)> {
     })
 }
 
-/// Ignition configs: parsed, validated for every spec, merged as a `--base` into what
-/// inject writes, and checked by `verify`.
+/// A spool directory for the whole fuzzing process, named like every temp entry of the
+/// tool so that a later run sweeps it once the process is gone.
+fn spool() -> Option<&'static std::path::Path> {
+    static SPOOL: OnceLock<Option<tempfile::TempDir>> = OnceLock::new();
+    SPOOL
+        .get_or_init(|| crate::tempfiles::dir_in(&std::env::temp_dir()).ok())
+        .as_ref()
+        .map(|d| d.path())
+}
+
+/// Ignition configs: parsed, validated for the spec they declare, merged as a `--base`
+/// into what inject writes (for that spec, 2.2 and 3.4, with and without `--force`),
+/// and checked by `verify`.
 pub fn ignition_config(data: &[u8]) {
     if let Ok(v) = ignition::parse_json("fuzz", data) {
+        let declared = ignition::version_of(&v).and_then(|s| s.parse::<SpecVersion>().ok());
+        if let Some(spec) = declared {
+            let _ = schema::validate(&v, spec);
+        }
         for (spec, ours) in ours() {
-            let _ = schema::validate(&v, *spec);
+            if Some(*spec) != declared && ![SpecVersion::V2_2, SpecVersion::V3_4].contains(spec) {
+                continue;
+            }
             for force in [false, true] {
                 if let Ok((merged, _)) = merge::merge(&v, ours, *spec, force) {
                     let _ = ignition::to_bytes(&merged);
@@ -178,8 +195,8 @@ pub fn ignition_config(data: &[u8]) {
             }
         }
     }
-    if let Ok(spool) = tempfile::tempdir() {
-        let _ = verify::verify("fuzz", data, None, spool.path());
+    if let Some(spool) = spool() {
+        let _ = verify::verify("fuzz", data, None, spool);
     }
 }
 
