@@ -93,6 +93,8 @@ impl Cache {
         if !root.join("index.json").exists() {
             cache.write_atomic("index.json", &empty_index())?;
         }
+        // Temp files of runs that were killed (their process is gone).
+        crate::tempfiles::sweep_stale(root);
         if !offline {
             // Heal damaged index files now, under the lock (warnings say so).
             cache.read_index(INDEX)?;
@@ -383,6 +385,50 @@ mod tests {
             })
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn damaged_index_files_are_rebuilt_online_and_reported_offline() {
+        let dir = tempfile::tempdir().unwrap();
+        Cache::open(dir.path()).unwrap();
+        for garbage in [
+            &b"{ not json"[..],
+            br#"{"manifests": 3}"#,
+            br#"{"manifests": [{}]}"#,
+        ] {
+            fs::write(dir.path().join(INDEX), garbage).unwrap();
+            let offline = Cache::open_with(dir.path(), true).unwrap();
+            let e = offline.lookup("h/a:1").unwrap_err();
+            assert!(format!("{e:#}").contains("without --offline"), "{e:#}");
+            assert_eq!(fs::read(dir.path().join(INDEX)).unwrap(), garbage);
+            let online = Cache::open_with(dir.path(), false).unwrap();
+            assert_eq!(online.lookup("h/a:1").unwrap(), None);
+            assert_eq!(online.read_index(INDEX).unwrap()["manifests"], json!([]));
+        }
+    }
+
+    #[test]
+    fn damaged_blobs_are_removed_and_missing_online_an_error_offline() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let d = Digest::of(b"hello");
+        for offline in [false, true] {
+            cache.put_bytes(&d, b"hello").unwrap();
+            fs::write(cache.blob_path(&d), b"hellO").unwrap();
+            let c = Cache::open_with(dir.path(), offline).unwrap();
+            let got = c.open_verified(&d, 5);
+            assert_eq!(got.is_err(), offline);
+            assert!(!cache.has_blob(&d));
+            cache.put_bytes(&d, b"hello").unwrap();
+            fs::write(cache.blob_path(&d), b"hell").unwrap();
+            assert_eq!(c.read_metadata(&d).is_err(), offline);
+            assert!(!cache.has_blob(&d));
+        }
+        cache.put_bytes(&d, b"hello").unwrap();
+        let mut f = cache.open_verified(&d, 5).unwrap().unwrap();
+        let mut back = String::new();
+        f.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "hello");
     }
 
     #[test]
