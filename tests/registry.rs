@@ -1260,6 +1260,11 @@ fn config_digest(layout_name: &str) -> String {
     m["config"]["digest"].as_str().unwrap().to_string()
 }
 
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(data))
+}
+
 /// Changes one byte in the middle of a cached blob (same size, another digest).
 fn damage(cache: &Path, digest: &str) -> PathBuf {
     let path = cache.join("blobs/sha256").join(&digest["sha256:".len()..]);
@@ -1315,6 +1320,19 @@ fn a_damaged_cache_heals_online_and_offline_says_how_to_repair() {
     assert!(!top_path.exists(), "the damaged blob stayed in the cache");
     // ... and online it is fetched again, with a warning.
     damage_after_refetch(&sb, &image, &top, &want);
+
+    // pull repairs a damaged layer that no other command reads.
+    let bottom = manifest_layers("mco-4.16").remove(0);
+    let bottom_path = damage(&cache, &bottom);
+    let run = sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("fetching it again"), "{stderr}");
+    let healed = fs::read(&bottom_path).unwrap();
+    assert_eq!(
+        format!("sha256:{}", sha256_hex(&healed)),
+        bottom,
+        "pull did not repair the layer"
+    );
 
     // A damaged config: offline fails saying how to repair; online fetches it again.
     let config = config_digest("mco-4.16");

@@ -305,7 +305,9 @@ pub fn pull(reference: &ImageRef, opts: &OpenOptions) -> Result<PullReport> {
     let cache = opts.registry.cache()?;
     let mut fetched = 0;
     for layer in &image.info.layers {
-        if cache.has_blob(&layer.digest) {
+        // A cached layer that fails its digest is removed (with a warning) and fetched
+        // again: pull is also how a damaged cache is repaired.
+        if cache.open_verified(&layer.digest, layer.size)?.is_some() {
             continue;
         }
         let mut r = image.source().open_layer(layer)?;
