@@ -1,18 +1,21 @@
 //! The temp files and directories of a run, and what happens to them when the run ends
 //! early.
 //!
-//! Every temp file or directory the tool makes is named `.mcd-inject-PID-XXXXXX`: the
-//! tool's prefix and the id of the process that made it. A run remembers each directory
-//! it makes temp files in; when it is stopped by SIGINT, SIGTERM or SIGHUP, or when
-//! `--timeout` expires, it removes its own entries there before exiting. A run killed
-//! with SIGKILL cannot do that: the next run that makes a temp file in the same directory
-//! removes the entries whose process is gone.
+//! Every temp file or directory the tool makes is named `.mcd-inject-PID-NS-XXXXXX`: the
+//! tool's prefix, the id of the process that made it and the identity (inode) of its pid
+//! namespace. A run remembers each directory it makes temp files in; when it is stopped
+//! by SIGINT, SIGTERM or SIGHUP, or when `--timeout` expires, it removes its own entries
+//! there before exiting. A run killed with SIGKILL cannot do that: the next run that
+//! makes a temp file in the same directory (or opens the cache) removes the entries
+//! whose process is gone. A process id means something only in its own pid namespace,
+//! so entries made in another one (a container sharing the directory) are left alone
+//! unless they have not changed for a day.
 
 use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Mutex, MutexGuard, Once, OnceLock};
 use std::time::Duration;
 
 use tempfile::{NamedTempFile, TempDir};
@@ -29,19 +32,32 @@ fn dirs() -> MutexGuard<'static, Vec<PathBuf>> {
     DIRS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The name prefix of this process's temp entries.
-fn own_prefix() -> String {
-    format!("{PREFIX}{}-", std::process::id())
+/// Entries of another pid namespace are swept only after this long without a change.
+const FOREIGN_STALE: Duration = Duration::from_secs(24 * 3600);
+
+/// The identity of this process's pid namespace (0 where /proc does not tell).
+fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    static NS: OnceLock<u64> = OnceLock::new();
+    *NS.get_or_init(|| fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino()))
 }
 
-/// The process id a temp entry's name carries, if it is one of the tool's.
-fn owner(name: &str) -> Option<u32> {
+/// The name prefix of this process's temp entries.
+fn own_prefix() -> String {
+    format!("{PREFIX}{}-{}-", std::process::id(), pid_namespace())
+}
+
+/// The process id and pid namespace a temp entry's name carries, if it is one of the
+/// tool's.
+fn owner(name: &str) -> Option<(u32, u64)> {
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let rest = name.strip_prefix(PREFIX)?;
-    let (pid, _) = rest.split_once('-')?;
-    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+    let (pid, rest) = rest.split_once('-')?;
+    let (ns, _) = rest.split_once('-')?;
+    if !number(pid) || !number(ns) {
         return None;
     }
-    pid.parse().ok()
+    Some((pid.parse().ok()?, ns.parse().ok()?))
 }
 
 /// Whether a process with this id exists (on this machine's process namespace).
@@ -75,14 +91,22 @@ pub fn sweep_stale(dir: &Path) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
-    let me = std::process::id();
+    let (me, ns) = (std::process::id(), pid_namespace());
     let mut removed = 0;
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(owner) else {
+        let Some((pid, their_ns)) = name.to_str().and_then(owner) else {
             continue;
         };
-        if pid != me && !alive(pid) {
+        let stale = if their_ns == ns {
+            pid != me && !alive(pid)
+        } else {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > FOREIGN_STALE))
+        };
+        if stale {
             remove(&entry.path());
             removed += 1;
         }
@@ -188,12 +212,15 @@ mod tests {
 
     #[test]
     fn owners_are_read_from_names() {
-        assert_eq!(owner(".mcd-inject-123-abc"), Some(123));
-        assert_eq!(owner(".mcd-inject-123-"), Some(123));
+        assert_eq!(owner(".mcd-inject-123-456-abc"), Some((123, 456)));
+        assert_eq!(owner(".mcd-inject-123-456-"), Some((123, 456)));
+        assert_eq!(owner(".mcd-inject-123-abc"), None);
         assert_eq!(owner(".mcd-inject.lock"), None);
-        assert_eq!(owner(".mcd-inject--x"), None);
-        assert_eq!(owner(".mcd-inject-12a-x"), None);
+        assert_eq!(owner(".mcd-inject--1-x"), None);
+        assert_eq!(owner(".mcd-inject-12a-1-x"), None);
         assert_eq!(owner(".tmpABC"), None);
+        let own = format!("{}x", own_prefix());
+        assert_eq!(owner(&own), Some((std::process::id(), pid_namespace())));
     }
 
     #[test]
@@ -204,28 +231,39 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
-        let stale_file = dir.path().join(format!("{PREFIX}{dead}-file"));
-        let stale_dir = dir.path().join(format!("{PREFIX}{dead}-dir"));
+        let ns = pid_namespace();
+        let stale_file = dir.path().join(format!("{PREFIX}{dead}-{ns}-file"));
+        let stale_dir = dir.path().join(format!("{PREFIX}{dead}-{ns}-dir"));
+        // Another pid namespace's entry, recent: its process cannot be checked from here.
+        let foreign = dir.path().join(format!("{PREFIX}{dead}-{}-x", ns + 1));
+        fs::write(&foreign, b"x").unwrap();
+        // ... and one that has not changed for two days.
+        let abandoned = dir.path().join(format!("{PREFIX}{dead}-{}-y", ns + 1));
+        fs::File::create(&abandoned)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - 2 * FOREIGN_STALE)
+            .unwrap();
         fs::write(&stale_file, b"x").unwrap();
         fs::create_dir(&stale_dir).unwrap();
         fs::write(stale_dir.join("inner"), b"x").unwrap();
-        let live = dir.path().join(format!("{PREFIX}1-init"));
+        let live = dir.path().join(format!("{PREFIX}1-{ns}-init"));
         let mine = file_in(dir.path()).unwrap();
         fs::write(&live, b"x").unwrap();
         let other = dir.path().join("keep.json");
         fs::write(&other, b"x").unwrap();
         assert_eq!(sweep_stale(dir.path()), 0);
+        assert!(!abandoned.exists());
         fs::write(&stale_file, b"x").unwrap();
         fs::create_dir(&stale_dir).unwrap();
         assert_eq!(sweep_stale(dir.path()), 2);
         assert!(!stale_file.exists() && !stale_dir.exists());
-        assert!(live.exists() && other.exists() && mine.path().exists());
+        assert!(live.exists() && other.exists() && mine.path().exists() && foreign.exists());
         let name = mine
             .path()
             .file_name()
             .unwrap()
             .to_string_lossy()
             .to_string();
-        assert_eq!(owner(&name), Some(std::process::id()));
+        assert_eq!(owner(&name), Some((std::process::id(), ns)));
     }
 }
