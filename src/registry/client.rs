@@ -32,7 +32,7 @@ const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
 
 /// The longest `Retry-After` honoured: a registry that asks for more makes the run fail
 /// at once, with a message that says what it asked, rather than stall it.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Retry and timeout policy.
 #[derive(Clone, Debug)]
