@@ -51,6 +51,15 @@ bash scripts/registry-services.sh start "$state"
 . "$state/env"
 
 cargo test --all-targets 2>&1 | tee "$log"
+
+# The fuzz targets, briefly (a fixed number of runs each), where a nightly toolchain and
+# cargo-fuzz are installed; their kept inputs are replayed on stable by
+# tests/fuzz_inputs.rs either way. Longer runs: scripts/fuzz.sh (docs/fuzzing.md).
+if cargo +nightly fuzz --version >/dev/null 2>&1; then
+  bash scripts/fuzz.sh -r "${MCD_INJECT_FUZZ_RUNS:-2000}"
+else
+  echo "fuzz: not run here (needs: rustup toolchain install nightly && cargo install cargo-fuzz)"
+fi
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      END { printf "total: %d passed, %d failed, %d skipped\n", p, f, i; exit (f > 0 || p == 0) }' "$log"

@@ -11,9 +11,14 @@
 //! always a valid layout for skopeo and umoci. Entries are annotated with the full
 //! reference (`host/repo:tag` or `host/repo@sha256:...`); updates of both files are
 //! serialised by a lock file.
+//!
+//! A damaged cache heals itself online: a cached blob that fails its digest is removed
+//! and fetched again, and an index file that cannot be parsed is rebuilt empty, each
+//! with a warning. An `--offline` run cannot repair it and fails with a message that
+//! says how to.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -28,7 +33,6 @@ const LOCK_FILE: &str = ".mcd-inject.lock";
 const INDEX: &str = "index.json";
 /// References whose images may be incomplete here (same format as `index.json`).
 const PARTIAL_REFS: &str = "mcd-inject-refs.json";
-const TEMP_PREFIX: &str = ".partial-";
 
 /// A descriptor as the cache index records it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +46,16 @@ pub struct CachedRef {
 #[derive(Clone, Debug)]
 pub struct Cache {
     root: PathBuf,
+    /// Offline runs report damage instead of repairing it.
+    offline: bool,
+}
+
+/// How an offline run is told to repair the cache.
+const REPAIR_HINT: &str = "run the same command without --offline, or \
+    `mcd-inject pull --image IMAGE`, to repair the cache";
+
+fn warn(message: &str) {
+    let _ = writeln!(io::stderr(), "warning: {message}");
 }
 
 impl Cache {
@@ -59,8 +73,15 @@ impl Cache {
 
     /// Opens a cache directory, creating the layout when it does not exist yet.
     pub fn open(root: &Path) -> Result<Self> {
+        Self::open_with(root, false)
+    }
+
+    /// Opens a cache directory for an offline run (`offline`: damage is reported, not
+    /// repaired) or an online one.
+    pub fn open_with(root: &Path, offline: bool) -> Result<Self> {
         let cache = Cache {
             root: root.to_path_buf(),
+            offline,
         };
         let blobs = root.join("blobs").join("sha256");
         fs::create_dir_all(&blobs)
@@ -71,6 +92,13 @@ impl Cache {
         }
         if !root.join("index.json").exists() {
             cache.write_atomic("index.json", &empty_index())?;
+        }
+        // Temp files of runs that were killed (their process is gone).
+        crate::tempfiles::sweep_stale(root);
+        if !offline {
+            // Heal damaged index files now, under the lock (warnings say so).
+            cache.read_index(INDEX)?;
+            cache.read_index(PARTIAL_REFS)?;
         }
         Ok(cache)
     }
@@ -99,7 +127,8 @@ impl Cache {
         }
     }
 
-    /// Reads a small cached blob whole and checks its digest; a corrupt one is removed.
+    /// Reads a small cached blob whole and checks its digest. A damaged one is removed:
+    /// online it is then reported missing (to be fetched again), offline it is an error.
     pub fn read_metadata(&self, digest: &Digest) -> Result<Option<Vec<u8>>> {
         let Some(f) = self.open_blob(digest)? else {
             return Ok(None);
@@ -108,12 +137,74 @@ impl Cache {
         f.take(MAX_METADATA_BYTES + 1)
             .read_to_end(&mut bytes)
             .with_context(|| format!("reading cached blob {digest}"))?;
-        if bytes.len() as u64 > MAX_METADATA_BYTES || &Digest::of(&bytes) != digest {
-            // Someone altered the cache: forget the blob, it will be fetched again.
-            let _ = fs::remove_file(self.blob_path(digest));
+        if bytes.len() as u64 > MAX_METADATA_BYTES {
+            self.damaged(digest, "it is larger than any manifest or config")?;
+            return Ok(None);
+        }
+        let actual = Digest::of(&bytes);
+        if &actual != digest {
+            self.damaged(digest, &format!("its content hashes to {actual}"))?;
             return Ok(None);
         }
         Ok(Some(bytes))
+    }
+
+    /// Opens a cached blob and checks its size and digest by reading it whole; the
+    /// file comes back rewound, checked (its content cannot change under the open
+    /// handle: blobs only ever enter the cache by rename). A damaged blob is removed:
+    /// online it is reported missing (`None`, to be fetched again), offline it is an
+    /// error that says how to repair the cache.
+    pub fn open_verified(&self, digest: &Digest, size: u64) -> Result<Option<File>> {
+        let Some(mut f) = self.open_blob(digest)? else {
+            return Ok(None);
+        };
+        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+        let mut buf = vec![0; 1 << 20];
+        let mut len = 0u64;
+        loop {
+            let n = match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).with_context(|| format!("reading cached blob {digest}")),
+            };
+            sha2::Digest::update(&mut hasher, &buf[..n]);
+            len += n as u64;
+        }
+        if len != size {
+            self.damaged(
+                digest,
+                &format!("it has {len} bytes, its descriptor says {size}"),
+            )?;
+            return Ok(None);
+        }
+        let actual = Digest::from_hasher(hasher);
+        if &actual != digest {
+            self.damaged(digest, &format!("its content hashes to {actual}"))?;
+            return Ok(None);
+        }
+        f.seek(io::SeekFrom::Start(0))
+            .with_context(|| format!("reading cached blob {digest}"))?;
+        Ok(Some(f))
+    }
+
+    /// Deals with a cached blob that failed verification: removed; a warning online
+    /// (the caller fetches it again), an error that says how to repair offline.
+    fn damaged(&self, digest: &Digest, why: &str) -> Result<()> {
+        let path = self.blob_path(digest);
+        let _ = fs::remove_file(&path);
+        if self.offline {
+            bail!(
+                "cached blob {digest} in {} was damaged ({why}) and has been removed; \
+                 {REPAIR_HINT}",
+                self.root.display()
+            );
+        }
+        warn(&format!(
+            "cached blob {digest} in {} was damaged ({why}); fetching it again",
+            self.root.display()
+        ));
+        Ok(())
     }
 
     /// Stores a whole blob after checking its digest.
@@ -133,9 +224,7 @@ impl Cache {
 
     /// A temp file for a blob being fetched, in the cache so that the commit is a rename.
     pub fn temp_blob(&self) -> Result<NamedTempFile> {
-        tempfile::Builder::new()
-            .prefix(TEMP_PREFIX)
-            .tempfile_in(&self.root)
+        crate::tempfiles::file_in(&self.root)
             .with_context(|| format!("creating a temp file in {}", self.root.display()))
     }
 
@@ -210,12 +299,24 @@ impl Cache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => empty_index(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        let v: Value = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not valid JSON", path.display()))?;
-        if !v["manifests"].is_array() {
-            bail!("{} is not an OCI image index", path.display());
+        match parse_index(&bytes) {
+            Ok(v) => Ok(v),
+            Err(why) if self.offline => bail!(
+                "the cache index {} is damaged ({why}); {REPAIR_HINT} \
+                 (it is rebuilt, and images pulled before need pulling again)",
+                path.display()
+            ),
+            Err(why) => {
+                warn(&format!(
+                    "the cache index {} was damaged ({why}); rebuilt it empty \
+                     (images pulled before need pulling again for --offline runs)",
+                    path.display()
+                ));
+                let empty = empty_index();
+                self.write_atomic(file, &empty)?;
+                Ok(serde_json::from_slice(&empty)?)
+            }
         }
-        Ok(v)
     }
 
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<()> {
@@ -242,6 +343,20 @@ impl Cache {
     }
 }
 
+/// An index file's JSON, or why it is not an OCI image index.
+fn parse_index(bytes: &[u8]) -> std::result::Result<Value, String> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+    let entries = v["manifests"]
+        .as_array()
+        .ok_or("not an OCI image index: no manifests list")?;
+    if entries.iter().any(|m| {
+        !m["digest"].is_string() || !m["annotations"].is_object() && !m["annotations"].is_null()
+    }) {
+        return Err("not an OCI image index: an entry without a digest".into());
+    }
+    Ok(v)
+}
+
 fn empty_index() -> Vec<u8> {
     br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#
         .to_vec()
@@ -263,9 +378,57 @@ mod tests {
         let leftovers: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with(TEMP_PREFIX))
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(crate::tempfiles::PREFIX)
+            })
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn damaged_index_files_are_rebuilt_online_and_reported_offline() {
+        let dir = tempfile::tempdir().unwrap();
+        Cache::open(dir.path()).unwrap();
+        for garbage in [
+            &b"{ not json"[..],
+            br#"{"manifests": 3}"#,
+            br#"{"manifests": [{}]}"#,
+        ] {
+            fs::write(dir.path().join(INDEX), garbage).unwrap();
+            let offline = Cache::open_with(dir.path(), true).unwrap();
+            let e = offline.lookup("h/a:1").unwrap_err();
+            assert!(format!("{e:#}").contains("without --offline"), "{e:#}");
+            assert_eq!(fs::read(dir.path().join(INDEX)).unwrap(), garbage);
+            let online = Cache::open_with(dir.path(), false).unwrap();
+            assert_eq!(online.lookup("h/a:1").unwrap(), None);
+            assert_eq!(online.read_index(INDEX).unwrap()["manifests"], json!([]));
+        }
+    }
+
+    #[test]
+    fn damaged_blobs_are_removed_and_missing_online_an_error_offline() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let d = Digest::of(b"hello");
+        for offline in [false, true] {
+            cache.put_bytes(&d, b"hello").unwrap();
+            fs::write(cache.blob_path(&d), b"hellO").unwrap();
+            let c = Cache::open_with(dir.path(), offline).unwrap();
+            let got = c.open_verified(&d, 5);
+            assert_eq!(got.is_err(), offline);
+            assert!(!cache.has_blob(&d));
+            cache.put_bytes(&d, b"hello").unwrap();
+            fs::write(cache.blob_path(&d), b"hell").unwrap();
+            assert_eq!(c.read_metadata(&d).is_err(), offline);
+            assert!(!cache.has_blob(&d));
+        }
+        cache.put_bytes(&d, b"hello").unwrap();
+        let mut f = cache.open_verified(&d, 5).unwrap().unwrap();
+        let mut back = String::new();
+        f.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "hello");
     }
 
     #[test]

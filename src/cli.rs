@@ -25,6 +25,10 @@ use crate::target::{from_os_release, OcpVersion};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Stop the whole run after this long (seconds, or with a unit: 90s, 10m, 1h),
+    /// leaving no output and no temp file behind; exit code 1.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = duration)]
+    pub timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -92,6 +96,14 @@ pub struct RegistryArgs {
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
+    /// A download slower than this many bytes per second for --low-speed-time is cut
+    /// and resumed (like a dropped connection); 0 turns the check off.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024)]
+    pub low_speed_limit: u64,
+    /// How long a download may stay below --low-speed-limit; also the longest wait for
+    /// a registry's answer or for the next bytes of a body.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration)]
+    pub low_speed_time: std::time::Duration,
     #[command(flatten)]
     pub mirrors: MirrorArgs,
 }
@@ -199,7 +211,12 @@ impl RegistryArgs {
             cache_dir: self.cache_dir.clone(),
             offline: self.offline,
             progress: ProgressMode::detect(self.quiet),
-            retry: RetryPolicy::default(),
+            retry: RetryPolicy {
+                low_speed_limit: self.low_speed_limit,
+                low_speed_time: self.low_speed_time,
+                read_timeout: self.low_speed_time,
+                ..RetryPolicy::default()
+            },
             mirrors: self.mirrors.mirrors()?,
             policy: self.mirrors.policy()?,
         })
@@ -493,6 +510,29 @@ fn byte_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is not a size (bytes, or a number with K, M or G)"))
 }
 
+/// A duration: seconds (`30`, `1.5`), or a number with `ms`, `s`, `m` or `h`.
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let bad = || format!("{s:?} is not a duration (seconds, or a number with ms, s, m or h)");
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    let secs = v * scale;
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 fn absolute_path(s: &str) -> Result<String, String> {
     if s.starts_with('/') {
         Ok(s.to_string())
@@ -596,6 +636,19 @@ mod tests {
             panic!("parse failed")
         };
         assert_eq!(a.json.target(), Some(Output::File("r.json".into())));
+    }
+
+    #[test]
+    fn durations_parse() {
+        use std::time::Duration;
+        assert_eq!(duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["", "0", "-1", "x", "1d", "nan", "inf"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

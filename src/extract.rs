@@ -1,12 +1,13 @@
 //! One file out of an image, written atomically (like `oc image extract`).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::image::fs::MergedFs;
 use crate::image::layer::normalize_name;
 use crate::image::Image;
 use crate::output::Output;
+use crate::tempfiles;
 
 /// What an extraction produced.
 #[derive(Debug, Serialize)]
@@ -25,7 +26,12 @@ const MODE_MASK: u32 = 0o777;
 /// Writes the file at `path` in `image` to `out`.
 pub fn extract(image: &Image, path: &str, out: &Output) -> Result<ExtractReport> {
     let wanted = normalize_name(path.trim_start_matches('/')).unwrap_or_default();
-    let mut fs = MergedFs::new(image, &out.spool_dir()?, move |n| n == wanted);
+    // Spool in a directory of this run beside the output, so that an interrupted run
+    // can remove what it wrote (crate::tempfiles).
+    let spool_in = out.spool_dir()?;
+    let spool = tempfiles::dir_in(&spool_in)
+        .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
+    let mut fs = MergedFs::new(image, spool.path(), move |n| n == wanted);
     let content = fs.read_file(path)?;
     let (resolved, size, mode) = (content.resolved, content.size, content.mode & MODE_MASK);
     out.commit(content.file, mode)?;

@@ -312,9 +312,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
     // compressed copy are as big as the MCD.
     let spool_in = cfg.ign.spool_dir()?;
-    let spool = tempfile::Builder::new()
-        .prefix(".mcd-inject-")
-        .tempdir_in(&spool_in)
+    let spool = crate::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
     let ins = inspect::inspect_with(&img, spool.path(), binary_path.as_deref())?;
     let choice = choose(&ins, &target, binary_path.as_deref(), cfg.force)?;
@@ -466,7 +464,8 @@ pub struct VerifyReport {
 /// Runs `verify`.
 pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
     let bytes = cfg.ign.read()?;
-    let spool = tempfile::tempdir().context("creating a spool directory")?;
+    let spool =
+        crate::tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
     let v = verify::verify(
         &cfg.ign.to_string(),
         &bytes,

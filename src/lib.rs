@@ -18,6 +18,8 @@ pub mod cache;
 pub mod cli;
 pub mod elf;
 pub mod extract;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ignition;
 pub mod image;
 pub mod inject;
@@ -29,3 +31,4 @@ pub mod release;
 pub mod report;
 pub mod select;
 pub mod target;
+pub mod tempfiles;

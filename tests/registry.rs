@@ -160,15 +160,25 @@ fn from_disk(name: &str, path: &str, extra: &[&str]) -> Vec<u8> {
 
 /// No temp file of a failed download may stay in a cache.
 fn assert_no_partials(cache: &Path) {
-    if let Ok(entries) = fs::read_dir(cache) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            assert!(
-                !name.starts_with(".partial-"),
-                "leftover {name} in the cache"
-            );
+    let left = leftovers(cache);
+    assert!(left.is_empty(), "leftovers in the cache: {left:?}");
+}
+
+/// The tool's temp entries (`.mcd-inject-PID-...`) anywhere under `root`.
+fn leftovers(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = fs::read_dir(root) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".mcd-inject-") {
+            found.push(e.path());
+        } else if e.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(leftovers(&e.path()));
         }
     }
+    found
 }
 
 fn cached_blobs(cache: &Path) -> Vec<String> {
@@ -792,21 +802,29 @@ fn only_the_layers_the_answer_needs_are_downloaded() {
 }
 
 fn fault_run(mode: &str) -> (Sandbox, Proxy, Output, Duration) {
+    fault_run_with(mode, &[])
+}
+
+fn fault_run_with(mode: &str, extra: &[&str]) -> (Sandbox, Proxy, Output, Duration) {
     let r = registries();
     let proxy = Proxy::start(&r.anon, mode);
     let sb = Sandbox::new();
     let out = sb.path("out");
     let started = Instant::now();
-    let run = sb.run(&[
+    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
+    let out = out.display().to_string();
+    let mut args = vec![
         "extract",
         "--image",
-        &format!("{}/mco/mco-4.16:v1", proxy.addr),
+        &image,
         "--tls-verify=false",
         "--path",
         MCD,
         "-o",
-        &out.display().to_string(),
-    ]);
+        &out,
+    ];
+    args.extend_from_slice(extra);
+    let run = sb.run(&args);
     (sb, proxy, run, started.elapsed())
 }
 
@@ -1033,4 +1051,331 @@ fn two_runs_can_share_a_cache() {
         serde_json::from_slice(&fs::read(cache.join("mcd-inject-refs.json")).unwrap()).unwrap();
     assert_eq!(refs["manifests"].as_array().unwrap().len(), 2, "{refs}");
     assert_no_partials(&cache);
+}
+
+// ------------------------------------------------------------------ stalls and interruptions
+
+/// Starts a run in the background, with the sandbox's environment and its own TMPDIR.
+fn spawn_in(sb: &Sandbox, args: &[&str]) -> Child {
+    fs::create_dir_all(sb.path("tmp")).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
+        .args(args)
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .envs(&sb.env)
+        .env("TMPDIR", sb.path("tmp"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcd-inject")
+}
+
+/// Waits for a background run, killing it and failing the test if it hangs.
+fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String, Duration) {
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mcd-inject hung for more than {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    use std::io::Read as _;
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (status.code(), stderr, started.elapsed())
+}
+
+/// Waits until `pred` holds, at most `limit`.
+fn wait_for(what: &str, limit: Duration, pred: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !pred() {
+        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn inject_args(image: &str, out: &Path, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "inject",
+        "--image",
+        image,
+        "--tls-verify=false",
+        "--bootimage",
+        "4.2",
+        "--ign",
+    ]
+    .map(String::from)
+    .to_vec();
+    v.push(out.display().to_string());
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn a_stalled_download_is_cut_and_resumed() {
+    let (sb, proxy, run, _) = fault_run_with("slow", &["--low-speed-time", "1s"]);
+    assert_recovered("slow", &sb, &run);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("below the low-speed limit"), "{stderr}");
+    let stats = proxy.stats();
+    assert!(
+        !stats["ranges"].as_array().unwrap().is_empty(),
+        "no resumption with Range: {stats}"
+    );
+}
+
+/// Runs inject through the fault proxy in `mode` with `extra` flags; it must fail with
+/// exit code 1, write nothing and leave no temp entry. Returns its stderr.
+fn failed_inject(mode: &str, extra: &[&str]) -> String {
+    let r = registries();
+    let proxy = Proxy::start(&r.anon, mode);
+    let sb = Sandbox::new();
+    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
+    let out = sb.path("out.ign");
+    let args = inject_args(&image, &out, extra);
+    let (code, stderr, _) = finish(spawn_in(&sb, &strs(&args)), Duration::from_secs(120));
+    assert_eq!(code, Some(1), "{mode} {extra:?}: {stderr}");
+    assert!(!out.exists(), "{mode} {extra:?}");
+    assert_eq!(
+        leftovers(sb.dir.path()),
+        Vec::<PathBuf>::new(),
+        "{mode} {extra:?}"
+    );
+    stderr
+}
+
+#[test]
+fn a_download_stalled_every_time_gives_up() {
+    let stderr = failed_inject("slow-all", &["--low-speed-time", "500ms"]);
+    assert!(
+        stderr.contains("below the low-speed limit") && stderr.contains("gave up"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_silent_registry_is_given_up_soon() {
+    let stderr = failed_inject("silent", &["--low-speed-time", "1s"]);
+    assert!(stderr.contains("no answer within 1 s"), "{stderr}");
+}
+
+#[test]
+fn a_long_retry_after_fails_at_once_saying_what_was_asked() {
+    let stderr = failed_inject("429-long", &[]);
+    assert!(
+        stderr.contains("asked to wait 3600 s") && stderr.contains("Retry-After"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn timeout_stops_the_whole_run_and_leaves_nothing() {
+    let stderr = failed_inject("slow-all", &["--low-speed-limit", "0", "--timeout", "3s"]);
+    assert!(stderr.contains("--timeout 3 s"), "{stderr}");
+}
+
+/// Starts an inject that stalls in a layer download, and waits until it has temp
+/// entries both in the cache and beside its output.
+fn stalled_inject(sb: &Sandbox, proxy: &Proxy) -> (Child, PathBuf) {
+    let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
+    let outdir = sb.path("outdir");
+    fs::create_dir_all(&outdir).unwrap();
+    let out = outdir.join("out.ign");
+    let args = inject_args(&image, &out, &["--low-speed-limit", "0", "-q"]);
+    let child = spawn_in(sb, &strs(&args));
+    let cache = sb.cache();
+    wait_for(
+        "temp entries in the cache and beside the output",
+        Duration::from_secs(60),
+        || !leftovers(&cache).is_empty() && !leftovers(&outdir).is_empty(),
+    );
+    (child, out)
+}
+
+#[test]
+fn sigint_and_sigterm_remove_the_temp_files() {
+    let r = registries();
+    let proxy = Proxy::start(&r.anon, "slow-all");
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let sb = Sandbox::new();
+        let (child, out) = stalled_inject(&sb, &proxy);
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let (got, stderr, _) = finish(child, Duration::from_secs(30));
+        assert_eq!(got, Some(code), "SIG{signal}: {stderr}");
+        assert!(!out.exists());
+        assert_eq!(
+            leftovers(sb.dir.path()),
+            Vec::<PathBuf>::new(),
+            "SIG{signal}"
+        );
+    }
+}
+
+#[test]
+fn leftovers_of_a_killed_run_are_removed_by_the_next_one() {
+    let r = registries();
+    let sb = Sandbox::new();
+    let stalled = Proxy::start(&r.anon, "slow-all");
+    let (mut child, out) = stalled_inject(&sb, &stalled);
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    let left = leftovers(sb.dir.path());
+    assert!(left.len() >= 2, "{left:?}");
+    // A later run in the same places removes them (their process is gone).
+    let image = format!("{}/mco/mco-4.16:v1", r.anon);
+    let args = inject_args(&image, &out, &["-q"]);
+    let (code, stderr, _) = finish(spawn_in(&sb, &strs(&args)), Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(out.exists());
+    assert_eq!(leftovers(sb.dir.path()), Vec::<PathBuf>::new());
+}
+
+// ------------------------------------------------------------------ a damaged cache
+
+fn config_digest(layout_name: &str) -> String {
+    let dir = registries().fixtures.join("layouts").join(layout_name);
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.join("index.json")).unwrap()).unwrap();
+    let digest = index["manifests"][0]["digest"].as_str().unwrap();
+    let m: serde_json::Value = serde_json::from_slice(
+        &fs::read(dir.join("blobs/sha256").join(&digest["sha256:".len()..])).unwrap(),
+    )
+    .unwrap();
+    m["config"]["digest"].as_str().unwrap().to_string()
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(data))
+}
+
+/// Changes one byte in the middle of a cached blob (same size, another digest).
+fn damage(cache: &Path, digest: &str) -> PathBuf {
+    let path = cache.join("blobs/sha256").join(&digest["sha256:".len()..]);
+    let mut bytes = fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn a_damaged_cache_heals_online_and_offline_says_how_to_repair() {
+    let r = registries();
+    let sb = Sandbox::new();
+    let image = format!("{}/mco/mco-4.16:v1", r.anon);
+    let want = from_disk("mco-4.16", MCD, &[]);
+    let cache = sb.cache();
+    sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    let repair_hint =
+        |err: &str| err.contains("without --offline") && err.contains("mcd-inject pull");
+
+    // A garbage index.json: offline fails saying how to repair; online rebuilds it.
+    fs::write(cache.join("index.json"), b"{ not json").unwrap();
+    let err = sb.fails(&["inspect", "--image", &image, "--offline"]);
+    assert!(
+        err.contains("index.json") && err.contains("damaged") && repair_hint(&err),
+        "{err}"
+    );
+    let run = sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("warning:") && stderr.contains("rebuilt"),
+        "{stderr}"
+    );
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(cache.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["manifests"].as_array().unwrap().len(), 1, "{index}");
+
+    // A damaged layer: offline fails (and drops it) saying how to repair ...
+    let top = manifest_layers("mco-4.16").pop().unwrap();
+    let top_path = damage(&cache, &top);
+    let err = sb.fails(&[
+        "extract",
+        "--image",
+        &image,
+        "--offline",
+        "--path",
+        MCD,
+        "-o",
+        "-",
+    ]);
+    assert!(err.contains("damaged") && repair_hint(&err), "{err}");
+    assert!(!top_path.exists(), "the damaged blob stayed in the cache");
+    // ... and online it is fetched again, with a warning.
+    damage_after_refetch(&sb, &image, &top, &want);
+
+    // pull repairs a damaged layer that no other command reads.
+    let bottom = manifest_layers("mco-4.16").remove(0);
+    let bottom_path = damage(&cache, &bottom);
+    let run = sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("fetching it again"), "{stderr}");
+    let healed = fs::read(&bottom_path).unwrap();
+    assert_eq!(
+        format!("sha256:{}", sha256_hex(&healed)),
+        bottom,
+        "pull did not repair the layer"
+    );
+
+    // A damaged config: offline fails saying how to repair; online fetches it again.
+    let config = config_digest("mco-4.16");
+    damage(&cache, &config);
+    let err = sb.fails(&["inspect", "--image", &image, "--offline"]);
+    assert!(err.contains("damaged") && repair_hint(&err), "{err}");
+    sb.ok(&["inspect", "--image", &image, "--tls-verify=false"]);
+    damage(&cache, &config);
+    let run = sb.ok(&["inspect", "--image", &image, "--tls-verify=false"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("warning:") && stderr.contains("fetching it again"),
+        "{stderr}"
+    );
+    sb.ok(&["inspect", "--image", &image, "--offline"]);
+    assert_eq!(leftovers(sb.dir.path()), Vec::<PathBuf>::new());
+}
+
+/// Puts the layer back online, damages it again, and checks that an online run heals it
+/// in the same run.
+fn damage_after_refetch(sb: &Sandbox, image: &str, layer: &str, want: &[u8]) {
+    let cache = sb.cache();
+    sb.ok(&["pull", "--image", image, "--tls-verify=false", "-q"]);
+    damage(&cache, layer);
+    let out = sb.path("healed");
+    let run = sb.ok(&[
+        "extract",
+        "--image",
+        image,
+        "--tls-verify=false",
+        "--path",
+        MCD,
+        "-o",
+        &out.display().to_string(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("warning:")
+            && stderr.contains("damaged")
+            && stderr.contains("fetching it again"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(&out).unwrap(), want);
+    assert!(cached_blobs(&cache).contains(&layer["sha256:".len()..].to_string()));
+    assert_eq!(sb.extract(image, MCD, &["--offline"]), want);
 }

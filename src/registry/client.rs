@@ -32,7 +32,8 @@ const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
     application/vnd.docker.distribution.manifest.v1+prettyjws;q=0.1, \
     application/vnd.docker.distribution.manifest.v1+json;q=0.1";
 
-/// Retry-After values above this are capped, so a registry cannot stall a run for long.
+/// The longest `Retry-After` honoured: a registry that asks for more makes the run fail
+/// at once, with a message that says what it asked, rather than stall it.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Retry and timeout policy.
@@ -48,6 +49,10 @@ pub struct RetryPolicy {
     pub connect_timeout: Duration,
     /// Longest wait for response headers or for the next chunk of a body.
     pub read_timeout: Duration,
+    /// A blob download slower than this (bytes per second) over `low_speed_time` is cut
+    /// and resumed like a dropped connection; 0 turns the check off.
+    pub low_speed_limit: u64,
+    pub low_speed_time: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -58,7 +63,9 @@ impl Default for RetryPolicy {
             backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
             connect_timeout: Duration::from_secs(30),
-            read_timeout: Duration::from_secs(60),
+            read_timeout: Duration::from_secs(30),
+            low_speed_limit: 1024,
+            low_speed_time: Duration::from_secs(30),
         }
     }
 }
@@ -122,6 +129,13 @@ impl Challenge {
     }
 }
 
+/// Parses a `WWW-Authenticate` header into its scheme (lower case) and parameters
+/// (keys lower case): the entry point of the fuzz target for challenges.
+#[doc(hidden)]
+pub fn parse_challenge(header: &str) -> Option<(String, Vec<(String, String)>)> {
+    Challenge::parse(header).map(|c| (c.scheme, c.params))
+}
+
 pub(super) fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -175,8 +189,35 @@ fn rustls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rust
     inner.and_then(rustls_error)
 }
 
+/// Attempts that end without any answer (a timeout) before a request is given up.
+const SILENT_ATTEMPTS: u32 = 2;
+
+/// How long to wait after a 429, from its `Retry-After` (seconds): the wait and the
+/// reason to print, or an error when the registry asks for more than
+/// [`MAX_RETRY_AFTER`].
+fn retry_after(asked: Option<&str>) -> std::result::Result<(Option<Duration>, String), String> {
+    let Some(asked) = asked else {
+        return Ok((None, "too many requests (429)".to_string()));
+    };
+    match asked.parse::<u64>() {
+        Ok(secs) if Duration::from_secs(secs) > MAX_RETRY_AFTER => Err(format!(
+            "too many requests (429): the registry asked to wait {secs} s before retrying \
+             (Retry-After: {secs}), more than the {} s this tool waits; try again later",
+            MAX_RETRY_AFTER.as_secs()
+        )),
+        Ok(secs) => Ok((
+            Some(Duration::from_secs(secs)),
+            format!("too many requests (429), the registry asked to wait {secs} s (Retry-After)"),
+        )),
+        Err(_) => Ok((
+            None,
+            format!("too many requests (429), Retry-After {asked:?} not understood"),
+        )),
+    }
+}
+
 /// Reads a response body whole, up to `limit` bytes.
-fn read_limited(resp: Response, limit: u64, what: &str) -> Result<Vec<u8>> {
+fn read_limited(resp: impl Read, limit: u64, what: &str) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     resp.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
@@ -245,6 +286,7 @@ impl Client {
     /// `what` names the object for messages (`tag "v1"`, `blob sha256:...`).
     fn send(&self, what: &str, build: &dyn Fn() -> RequestBuilder) -> Result<Response> {
         let mut retries = 0;
+        let mut timeouts = 0;
         let mut authenticated = false;
         loop {
             let mut req = build();
@@ -255,6 +297,18 @@ impl Client {
                 Ok(r) => r,
                 Err(e) => {
                     self.check_tls(&e)?;
+                    if e.is_timeout() {
+                        // A registry that does not answer at all is given one more
+                        // chance, not the full set of attempts.
+                        timeouts += 1;
+                        if timeouts >= SILENT_ATTEMPTS {
+                            bail!(
+                                "{}: fetching {what}: no answer within {:.0} s, {SILENT_ATTEMPTS} times; gave up",
+                                self.describe(),
+                                self.retry.read_timeout.as_secs_f64()
+                            );
+                        }
+                    }
                     let e = anyhow::Error::new(e.without_url());
                     self.backoff(&mut retries, what, &format!("{e:#}"), None)
                         .with_context(|| format!("{}: fetching {what}", self.describe()))?;
@@ -298,13 +352,13 @@ impl Client {
                     }
                 }
                 StatusCode::TOO_MANY_REQUESTS => {
-                    let after = resp
+                    let asked = resp
                         .headers()
                         .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
-                    self.backoff(&mut retries, what, "too many requests (429)", after)
+                        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string());
+                    let (after, why) = retry_after(asked.as_deref())
+                        .map_err(|why| anyhow!("{}: fetching {what}: {why}", self.describe()))?;
+                    self.backoff(&mut retries, what, &why, after)
                         .with_context(|| format!("{}: fetching {what}", self.describe()))?;
                 }
                 s if s.is_server_error() => {
@@ -529,7 +583,12 @@ impl Client {
                 .get("docker-content-digest")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            match read_limited(resp, MAX_METADATA_BYTES, what) {
+            let body = LowSpeed {
+                inner: resp,
+                policy: &self.retry,
+                window: SpeedWindow::new(),
+            };
+            match read_limited(body, MAX_METADATA_BYTES, what) {
                 Ok(bytes) => return Ok((bytes, claimed)),
                 Err(e) if e.downcast_ref::<io::Error>().is_some() => {
                     self.backoff(&mut retries, what, &format!("{e:#}"), None)
@@ -609,6 +668,7 @@ impl Client {
             response: Some(response),
             resumes: 0,
             progress: Progress::new(self.progress, label, size),
+            window: SpeedWindow::new(),
         };
         let what = format!("{}: blob {digest}", self.describe());
         Ok(VerifyingReader::new(body, digest, size, what, Some(spool)))
@@ -648,6 +708,64 @@ pub struct ResumingBody<'a> {
     response: Option<Response>,
     resumes: u32,
     progress: Progress,
+    window: SpeedWindow,
+}
+
+/// Bytes received since a point in time: the low-speed check looks at each window of
+/// `low_speed_time`.
+struct SpeedWindow {
+    start: std::time::Instant,
+    bytes: u64,
+}
+
+impl SpeedWindow {
+    fn new() -> Self {
+        SpeedWindow {
+            start: std::time::Instant::now(),
+            bytes: 0,
+        }
+    }
+
+    /// Counts `n` bytes; `Some(rate)` when a whole window has passed below `limit`
+    /// bytes per second (the window starts again either way).
+    fn add(&mut self, n: u64, limit: u64, window: Duration) -> Option<f64> {
+        self.bytes += n;
+        let elapsed = self.start.elapsed();
+        if limit == 0 || elapsed < window {
+            return None;
+        }
+        let rate = self.bytes as f64 / elapsed.as_secs_f64();
+        *self = SpeedWindow::new();
+        (rate < limit as f64).then_some(rate)
+    }
+}
+
+/// A body that fails (to be fetched again) when it arrives below the low-speed limit.
+struct LowSpeed<'a, R> {
+    inner: R,
+    policy: &'a RetryPolicy,
+    window: SpeedWindow,
+}
+
+impl<R: Read> Read for LowSpeed<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let p = self.policy;
+        if let Some(rate) = self
+            .window
+            .add(n as u64, p.low_speed_limit, p.low_speed_time)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{rate:.0} bytes/s for {:.0} s, below the low-speed limit of {} bytes/s",
+                    p.low_speed_time.as_secs_f64(),
+                    p.low_speed_limit
+                ),
+            ));
+        }
+        Ok(n)
+    }
 }
 
 impl ResumingBody<'_> {
@@ -702,10 +820,28 @@ impl Read for ResumingBody<'_> {
                 Ok(n) => {
                     self.received += n as u64;
                     self.progress.advance(n as u64);
+                    let retry = &self.client.retry;
+                    if let Some(rate) =
+                        self.window
+                            .add(n as u64, retry.low_speed_limit, retry.low_speed_time)
+                    {
+                        // Too slow: drop this connection and ask again from here. The
+                        // bytes read so far are good; they are returned now.
+                        let why = format!(
+                            "{rate:.0} bytes/s for {:.0} s, below the low-speed limit of {} bytes/s",
+                            retry.low_speed_time.as_secs_f64(),
+                            retry.low_speed_limit
+                        );
+                        self.interrupted(&why)?;
+                        self.window = SpeedWindow::new();
+                    }
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => self.interrupted(&e.to_string())?,
+                Err(e) => {
+                    self.interrupted(&e.to_string())?;
+                    self.window = SpeedWindow::new();
+                }
             }
         }
     }
@@ -730,6 +866,37 @@ mod tests {
         assert_eq!(c.param("realm"), Some("Registry Realm"));
         let c = Challenge::parse("Basic").unwrap();
         assert!(c.params.is_empty());
+    }
+
+    #[test]
+    fn retry_after_is_honoured_up_to_a_cap() {
+        assert_eq!(retry_after(None).unwrap().0, None);
+        assert_eq!(
+            retry_after(Some("2")).unwrap().0,
+            Some(Duration::from_secs(2))
+        );
+        let e = retry_after(Some("3600")).unwrap_err();
+        assert!(e.contains("asked to wait 3600 s"), "{e}");
+        assert!(e.contains("60 s"), "{e}");
+        let (wait, why) = retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")).unwrap();
+        assert_eq!(wait, None);
+        assert!(why.contains("not understood"), "{why}");
+    }
+
+    #[test]
+    fn slow_windows_are_reported_once_per_window() {
+        let mut w = SpeedWindow::new();
+        assert_eq!(w.add(10, 1024, Duration::from_secs(3600)), None);
+        let mut w = SpeedWindow::new();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(w.add(1, 1024, Duration::from_millis(10)).is_some());
+        assert_eq!(w.bytes, 0);
+        let mut w = SpeedWindow::new();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(w.add(1 << 20, 1024, Duration::from_millis(10)), None);
+        let mut w = SpeedWindow::new();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(w.add(1, 0, Duration::from_millis(10)), None);
     }
 
     #[test]

@@ -29,12 +29,13 @@ use crate::image::{
     BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, OpenOptions,
 };
 pub use auth::{AuthFiles, Credentials};
+#[doc(hidden)]
+pub use client::parse_challenge;
 use client::Client;
 pub use client::RetryPolicy;
 pub use mirrors::{Endpoint, Mirrors};
 pub use policy::{Policy, PolicyRejected};
 pub use progress::ProgressMode;
-use verify::VerifyingReader;
 
 const MAX_INDEX_DEPTH: usize = 8;
 
@@ -81,7 +82,7 @@ impl RegistryOptions {
             Some(d) => d.clone(),
             None => Cache::default_dir()?,
         };
-        Cache::open(&dir)
+        Cache::open_with(&dir, self.offline)
     }
 }
 
@@ -358,20 +359,17 @@ impl Fallbacks {
 
 impl BlobSource for RegistrySource {
     fn verifies_blobs(&self) -> bool {
-        true // every reader it hands out is a VerifyingReader
+        // Every reader it hands out is a VerifyingReader, or a cached file checked whole.
+        true
     }
 
     fn open_layer(&self, layer: &LayerInfo) -> Result<Box<dyn Read + '_>> {
         let f = &self.fetcher;
-        if let Some(file) = f.cache.open_blob(&layer.digest)? {
-            let what = format!("cached blob {}", layer.digest);
-            return Ok(Box::new(VerifyingReader::new(
-                file,
-                &layer.digest,
-                layer.size,
-                what,
-                None,
-            )));
+        // A cached layer is checked whole before it is used, so that a damaged one is
+        // fetched again (online) or reported with how to repair it (offline), rather
+        // than failing the run half-way through its decompression.
+        if let Some(file) = f.cache.open_verified(&layer.digest, layer.size)? {
+            return Ok(Box::new(file));
         }
         let client = f.client(&format!("layer {}", layer.digest))?;
         let err = match client.blob_stream(&layer.digest, layer.size, &f.cache) {
@@ -440,7 +438,9 @@ pub fn pull(reference: &ImageRef, opts: &OpenOptions) -> Result<PullReport> {
     let cache = opts.registry.cache()?;
     let mut fetched = 0;
     for layer in &image.info.layers {
-        if cache.has_blob(&layer.digest) {
+        // A cached layer that fails its digest is removed (with a warning) and fetched
+        // again: pull is also how a damaged cache is repaired.
+        if cache.open_verified(&layer.digest, layer.size)?.is_some() {
             continue;
         }
         let mut r = image.source().open_layer(layer)?;

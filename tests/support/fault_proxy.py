@@ -9,6 +9,11 @@ Modes (faults apply to blob GETs, i.e. paths containing /blobs/):
   cut-all   every GET of a blob is cut that way (the client must give up)
   500       the first GET of each blob answers 500, later ones are forwarded
   429       the first GET of each blob answers 429 with Retry-After: 1
+  slow      the first GET of each blob trickles its body at about 640 bytes/s, for as
+            long as the client stays (a stalled download)
+  slow-all  every GET of a blob trickles that way
+  429-long  the first GET of each blob answers 429 with Retry-After: 3600
+  silent    every request is read and never answered (a registry that hangs)
   flip      every gzip blob body (a layer) has one byte of its gzip header (mtime) changed:
             it still decompresses, so only the digest check can catch it
 Modes for manifests (paths containing /manifests/):
@@ -27,6 +32,7 @@ import http.server
 import json
 import os
 import threading
+import time
 
 HOP_BY_HOP = {"host", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
 
@@ -62,6 +68,9 @@ def make_handler(args):
             self.forward(head=False)
 
         def forward(self, head):
+            if args.mode == "silent":
+                time.sleep(3600)
+                return
             is_blob = "/blobs/" in self.path and not head
             first = False
             if is_blob:
@@ -77,6 +86,9 @@ def make_handler(args):
                 return
             if is_blob and first and args.mode == "429":
                 self.reply(429, b"", [("Retry-After", "1")])
+                return
+            if is_blob and first and args.mode == "429-long":
+                self.reply(429, b"", [("Retry-After", "3600")])
                 return
             is_manifest = "/manifests/" in self.path and not head
             if is_manifest and args.mode == "403":
@@ -117,6 +129,19 @@ def make_handler(args):
             self.end_headers()
             if head:
                 return
+            slow = is_blob and resp.status in (200, 206) and (
+                args.mode == "slow-all" or (args.mode == "slow" and first)
+            )
+            if slow:
+                try:
+                    for i in range(0, len(body), 64):
+                        self.wfile.write(body[i : i + 64])
+                        self.wfile.flush()
+                        time.sleep(0.1)
+                except OSError:
+                    pass
+                self.close_connection = True
+                return
             if cut:
                 self.wfile.write(body[: len(body) // 2])
                 self.wfile.flush()
@@ -133,7 +158,7 @@ def main():
     p.add_argument(
         "--mode",
         required=True,
-        choices=["pass", "cut", "cut-all", "500", "429", "flip", "manifest-space", "schema1", "403"],
+        choices=["pass", "cut", "cut-all", "500", "429", "429-long", "slow", "slow-all", "silent", "flip", "manifest-space", "schema1", "403"],
     )
     p.add_argument("--port-file", required=True)
     args = p.parse_args()
