@@ -102,6 +102,8 @@ pub struct InjectReport {
     pub binary_sha256: String,
     pub target: Target,
     pub config_bytes: u64,
+    /// Which layers the choice needed, and their share of the image's stored bytes.
+    pub layers_read: String,
     /// Lines for stderr: replacements, translations, warnings.
     pub notes: Vec<String>,
 }
@@ -292,8 +294,14 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         .prefix(".mcd-inject-")
         .tempdir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
-    let ins = inspect::inspect_with(&img, spool.path(), binary_path.as_deref())?;
-    let choice = choose(&ins, &target, binary_path.as_deref(), cfg.force)?;
+    // The choice of the full view, from as few layers as settle it.
+    let (ins, choice) = inspect::select(
+        &img,
+        spool.path(),
+        &target,
+        binary_path.as_deref(),
+        cfg.force,
+    )?;
     let bin = &ins.binaries[choice.index];
     let mut notes = Vec::new();
     if choice.forced {
@@ -374,6 +382,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         binary_sha256: sha256,
         target,
         config_bytes: size,
+        layers_read: ins.read_summary(),
         notes,
     })
 }

@@ -55,8 +55,14 @@ fn run(cli: Cli) -> Result<()> {
                 eprintln!("{n}");
             }
             eprintln!(
-                "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {})",
-                r.chosen, r.binary_sha256, r.target.bootimage, a.ign, r.config_bytes, r.target.spec
+                "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {}); {}",
+                r.chosen,
+                r.binary_sha256,
+                r.target.bootimage,
+                a.ign,
+                r.config_bytes,
+                r.target.spec,
+                r.layers_read
             );
         }
         Command::Verify(a) => {

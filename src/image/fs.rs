@@ -111,6 +111,13 @@ impl<'a> MergedFs<'a> {
         self.reads
     }
 
+    /// The layers read so far (0 is the bottom), ascending.
+    pub fn layers_read(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.scans.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
     fn scan(&mut self, i: usize) -> Result<&LayerScan> {
         if !self.scans.contains_key(&i) {
             let layer = &self.image.info.layers[i];
