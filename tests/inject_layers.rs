@@ -1,0 +1,268 @@
+//! `inject` reads only the layers its choice needs: on every fixture image, for every
+//! platform of it and every bootimage of the table, the choice read from as few layers
+//! as settle it is the full view's choice (`inspect` reads everything); a build in a
+//! lower layer is still found, and a top layer that holds the answer is the only one
+//! read.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+
+use common::{fixture, fixture_list};
+use mcd_inject::image::{self, ImageRef, OpenOptions, Platform};
+use mcd_inject::target::{Target, BOOTIMAGES};
+use mcd_inject::{inject, inspect};
+use sha2::{Digest as _, Sha256};
+
+/// What a choice came to: the chosen path and its sha256, or the error.
+fn outcome(r: anyhow::Result<(String, String)>) -> Result<(String, String), String> {
+    r.map_err(|e| format!("{e:#}"))
+}
+
+#[test]
+fn lazy_choice_is_the_full_views_on_every_fixture() {
+    let mut compared = 0;
+    let mut chosen = 0;
+    let mut fewer_layers = 0;
+    let mut mismatches = Vec::new();
+    for fx in &fixture_list().fixtures {
+        for transport in fx.transports.keys() {
+            let reference: ImageRef = fx.reference(transport).parse().unwrap();
+            for platform in &fx.platforms {
+                let opts = OpenOptions {
+                    platform: platform.parse::<Platform>().unwrap(),
+                    ..OpenOptions::default()
+                };
+                let img = match image::open(&reference, &opts) {
+                    Ok(i) => i,
+                    // Hostile fixtures may fail to open; nothing to choose from.
+                    Err(_) => continue,
+                };
+                let arch = img.info.platform.architecture.clone();
+                let spool = tempfile::tempdir().unwrap();
+                let full = inspect::inspect(&img, spool.path());
+                for row in BOOTIMAGES {
+                    let Ok(target) = Target::new(row.version, None, None, &arch) else {
+                        continue;
+                    };
+                    let want = outcome(
+                        full.as_ref()
+                            .map_err(|e| anyhow::anyhow!("{e:#}"))
+                            .and_then(|ins| {
+                                let c = inject::choose(ins, &target, None, false)?;
+                                let b = &ins.binaries[c.index];
+                                Ok((b.path.clone(), b.sha256.to_string()))
+                            }),
+                    );
+                    let lazy_spool = tempfile::tempdir().unwrap();
+                    let lazy = inspect::select(&img, lazy_spool.path(), &target, None, false);
+                    let got = outcome(lazy.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).map(
+                        |(ins, c)| {
+                            let b = &ins.binaries[c.index];
+                            (b.path.clone(), b.sha256.to_string())
+                        },
+                    ));
+                    compared += 1;
+                    let case = format!("{} {transport} {platform} {}", fx.name, row.version);
+                    match (&want, &got) {
+                        (Ok(w), Ok(g)) if w == g => {
+                            chosen += 1;
+                            let (ins, _) = lazy.as_ref().unwrap();
+                            let all = full.as_ref().unwrap();
+                            assert!(
+                                ins.layers_read.len() <= all.layers_read.len(),
+                                "{case}: read more layers than the full view"
+                            );
+                            assert_eq!(ins.image_bytes, all.image_bytes, "{case}");
+                            if ins.bytes_read < all.bytes_read {
+                                fewer_layers += 1;
+                            }
+                        }
+                        (Err(_), Err(_)) => {}
+                        _ => mismatches.push(format!("{case}: full {want:?}, lazy {got:?}")),
+                    }
+                }
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    // The corpus exercises both sides: choices made, and layers saved on some of them.
+    assert!(compared > 500, "only {compared} cases compared");
+    assert!(chosen > 100, "only {chosen} choices made");
+    assert!(
+        fewer_layers > 20,
+        "only {fewer_layers} choices read fewer bytes"
+    );
+}
+
+// --------------------------------------------------------------- hand-made layouts
+
+fn sha256_hex(b: &[u8]) -> String {
+    hex::encode(Sha256::digest(b))
+}
+
+enum Entry<'a> {
+    File(&'a str, &'a [u8], u32),
+    Whiteout(&'a str),
+}
+
+/// A gzip tar layer of `entries` (parent directories are not added: lookups of a
+/// missing parent fall through to the layers below, as for real layers without them).
+fn layer(entries: &[Entry]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for e in entries {
+        let (name, data, mode) = match e {
+            Entry::File(n, d, m) => (n.to_string(), *d, *m),
+            Entry::Whiteout(p) => {
+                let (dir, base) = p.rsplit_once('/').unwrap();
+                (format!("{dir}/.wh.{base}"), &b""[..], 0o644)
+            }
+        };
+        let mut h = tar::Header::new_ustar();
+        h.set_size(data.len() as u64);
+        h.set_mode(mode);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, name, data).unwrap();
+    }
+    let tar = b.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+/// Writes an OCI layout with these gzip layers (bottom first); returns its reference.
+fn layout(dir: &Path, layers: &[Vec<u8>]) -> ImageRef {
+    let blobs = dir.join("blobs/sha256");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let put = |b: &[u8]| {
+        let d = sha256_hex(b);
+        std::fs::write(blobs.join(&d), b).unwrap();
+        d
+    };
+    let diff_ids: Vec<String> = layers
+        .iter()
+        .map(|l| {
+            let mut tar = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&l[..]), &mut tar)
+                .unwrap();
+            format!("sha256:{}", sha256_hex(&tar))
+        })
+        .collect();
+    let config = serde_json::to_vec(&serde_json::json!({
+        "architecture": "amd64", "os": "linux",
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+    }))
+    .unwrap();
+    let layer_descs: Vec<_> = layers
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                "digest": format!("sha256:{}", put(l)), "size": l.len(),
+            })
+        })
+        .collect();
+    let manifest = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": format!("sha256:{}", put(&config)), "size": config.len()},
+        "layers": layer_descs,
+    }))
+    .unwrap();
+    let index = serde_json::json!({
+        "schemaVersion": 2,
+        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                       "digest": format!("sha256:{}", put(&manifest)), "size": manifest.len(),
+                       "annotations": {"org.opencontainers.image.ref.name": "latest"}}],
+    });
+    std::fs::write(dir.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
+    std::fs::write(dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    format!("oci:{}:latest", dir.display()).parse().unwrap()
+}
+
+/// The RHEL 9 and RHEL 8 builds of the mco-4.16 fixture (real dynamic ELF files).
+fn builds() -> (Vec<u8>, Vec<u8>) {
+    let fx = fixture("mco-4.16");
+    let img = image::open(
+        &fx.reference("oci").parse().unwrap(),
+        &OpenOptions::default(),
+    )
+    .unwrap();
+    let spool = tempfile::tempdir().unwrap();
+    let ins = inspect::inspect(&img, spool.path()).unwrap();
+    let bytes = |p: &str| {
+        let b = ins.binaries.iter().find(|b| b.path == p).unwrap();
+        std::fs::read(b.content.file.path()).unwrap()
+    };
+    (
+        bytes("/usr/bin/machine-config-daemon"),
+        bytes("/usr/bin/machine-config-daemon.rhel8"),
+    )
+}
+
+const RHEL9_OS: &[u8] = b"ID=\"rhel\"\nVERSION_ID=\"9.4\"\nRHEL_VERSION=9.4\n";
+const MCD: &str = "usr/bin/machine-config-daemon";
+const RHEL8: &str = "usr/bin/machine-config-daemon.rhel8";
+
+/// (chosen path, layers read) for a bootimage, checked against the full view.
+fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String> {
+    let img = image::open(r, &OpenOptions::default()).unwrap();
+    let target = Target::new(bootimage.parse().unwrap(), None, None, "amd64").unwrap();
+    let spool = tempfile::tempdir().unwrap();
+    let full = inspect::inspect(&img, spool.path()).unwrap();
+    let want = inject::choose(&full, &target, None, false)
+        .map(|c| full.binaries[c.index].path.clone())
+        .map_err(|e| format!("{e:#}"));
+    let spool = tempfile::tempdir().unwrap();
+    let got = inspect::select(&img, spool.path(), &target, None, false)
+        .map(|(ins, c)| (ins.binaries[c.index].path.clone(), ins.layers_read))
+        .map_err(|e| format!("{e:#}"));
+    assert_eq!(
+        want.clone().ok(),
+        got.clone().ok().map(|g| g.0),
+        "{want:?} vs {got:?}"
+    );
+    got
+}
+
+#[test]
+fn the_top_layer_settles_an_mco_shaped_image() {
+    let (rhel9, rhel8) = builds();
+    let dir = tempfile::tempdir().unwrap();
+    let base = layer(&[Entry::File("usr/lib/os-release", RHEL9_OS, 0o644)]);
+    let top = layer(&[
+        Entry::File(MCD, &rhel9, 0o755),
+        Entry::File(RHEL8, &rhel8, 0o755),
+    ]);
+    let r = layout(dir.path(), &[base, top]);
+    // RHEL 8 bootimage: the twin fits, the plain build does not: top layer only.
+    assert_eq!(choose(&r, "4.2").unwrap(), (format!("/{RHEL8}"), vec![2]));
+    // RHEL 9 bootimage: the plain build fits; the os-release (base layer) decides.
+    assert_eq!(choose(&r, "4.16").unwrap(), (format!("/{MCD}"), vec![1, 2]));
+}
+
+#[test]
+fn a_build_in_a_lower_layer_is_still_read() {
+    let (rhel9, rhel8) = builds();
+    let dir = tempfile::tempdir().unwrap();
+    let base = layer(&[
+        Entry::File("usr/lib/os-release", RHEL9_OS, 0o644),
+        Entry::File(RHEL8, &rhel8, 0o755),
+    ]);
+    let top = layer(&[Entry::File(MCD, &rhel9, 0o755)]);
+    let r = layout(dir.path(), &[base.clone(), top.clone()]);
+    assert_eq!(
+        choose(&r, "4.2").unwrap(),
+        (format!("/{RHEL8}"), vec![1, 2])
+    );
+
+    // The same twin deleted by a whiteout in the top layer: nothing fits RHEL 8.
+    let dir = tempfile::tempdir().unwrap();
+    let top = layer(&[Entry::File(MCD, &rhel9, 0o755), Entry::Whiteout(RHEL8)]);
+    let r = layout(dir.path(), &[base, top]);
+    let e = choose(&r, "4.2").unwrap_err();
+    assert!(e.contains("no machine-config-daemon build fits"), "{e}");
+}
