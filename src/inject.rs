@@ -18,8 +18,16 @@ use crate::output::Output;
 use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
 
-/// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost.
-pub const V2_INLINE_WARN_BYTES: u64 = 32 * 1024 * 1024;
+/// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
+/// (about 8 s of CPU and 190 MB of RAM at the rates below): every inline config of a
+/// real MCD build (18 MB for a 4.12 build, 29 MB for a current one) gets it.
+pub const V2_INLINE_WARN_BYTES: u64 = 10_000_000;
+/// What Ignition v0.35 (bootimages 4.1-4.5) spends on an inline spec 2.2 config, per
+/// byte of config, as `benches/node.sh` measured it (BENCHMARKS.md, "Node cost"): CPU
+/// seconds per MB in the `fetch` stage (0.74-0.82 s measured; the `files` stage adds
+/// 0.02 s), and peak RSS per config byte (18.2-19.3 measured; `files`: 4.6).
+const V0_CPU_S_PER_MB: f64 = 0.8;
+const V0_RSS_PER_BYTE: f64 = 19.5;
 /// Compression level of the payload (libdeflate's scale): fixed, so the same binary
 /// gives the same bytes. libdeflate at 6 makes a real 80 MB MCD 0.2% smaller than one
 /// `gzip -6` stream, in 4 MiB members, where zlib-rs at 6 made it 2.35% bigger
@@ -402,18 +410,20 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     })
 }
 
-/// The warning for big inline spec 2.x configs (DESIGN.md §7: about 1 s per MB and
-/// about 35 bytes of RAM per config byte on Ignition v0.x).
+/// The warning for big inline spec 2.x configs: what Ignition v0.x will spend on it,
+/// at the rates `benches/node.sh` measured with v0.35, and how remote mode avoids it.
 pub fn v2_size_warning(len: u64) -> String {
     let mb = len as f64 / 1e6;
     format!(
-        "warning: the spec 2.2 config is {:.1} MB with the payload inline; Ignition v0.x \
-         (bootimages 4.1-4.5) parses it at about 1 s per MB and about 35 bytes of RAM per \
-         config byte: expect about {:.0} s and {:.1} GB at first boot. Remote mode \
-         (--payload-url URL --payload-out FILE) keeps the config small.",
-        mb,
-        mb,
-        len as f64 * 35.0 / 1e9
+        "warning: the spec 2.2 config is {mb:.1} MB with the payload inline; Ignition v0.x \
+         (bootimages 4.1-4.5) spends about {V0_CPU_S_PER_MB} s of CPU per MB and about \
+         {V0_RSS_PER_BYTE:.0} bytes of RAM per config byte parsing it (measured with \
+         v0.35): expect about {:.0} s of CPU and {:.2} GB of RAM in its fetch stage at \
+         first boot. Remote mode (--payload-url URL --payload-out FILE) keeps the config \
+         to a few kB; the node then downloads the payload in the files stage for a \
+         fraction of a second of CPU and about 13 MB of RAM.",
+        mb * V0_CPU_S_PER_MB,
+        len as f64 * V0_RSS_PER_BYTE / 1e9
     )
 }
 
@@ -555,11 +565,14 @@ mod tests {
 
     #[test]
     fn size_warning_gives_the_cost_and_points_to_remote_mode() {
-        let w = v2_size_warning(40_000_000);
-        assert!(w.contains("40.0 MB"), "{w}");
-        assert!(w.contains("about 40 s"), "{w}");
-        assert!(w.contains("1.4 GB"), "{w}");
+        // A current MCD's inline config, as benches/node.sh measured it: 28.87 MB,
+        // 21.25 s of CPU and 500 MiB (0.52 GB) in the fetch stage.
+        let w = v2_size_warning(28_870_000);
+        assert!(w.contains("28.9 MB"), "{w}");
+        assert!(w.contains("about 23 s of CPU"), "{w}");
+        assert!(w.contains("0.56 GB"), "{w}");
         assert!(w.contains("--payload-url"), "{w}");
+        const { assert!(V2_INLINE_WARN_BYTES < 18_000_000) };
     }
 
     #[test]
