@@ -214,16 +214,22 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level) into
 /// a temp file in `spool`, hashing the compressed bytes on the way. Pieces of
 /// [`GZIP_CHUNK`] bytes are compressed on all cores, a batch at a time.
+#[cfg(test)]
 fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    gzip_file_on(path, spool, threads)
+    gzip_file_on(path, spool, threads(), Vec::new())
 }
 
-/// [`gzip_file`] with `threads` pieces compressed at a time.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// [`gzip_file`] with `threads` pieces compressed at a time, the first `done.len()`
+/// pieces being already compressed (`done`, from [`Follower`]).
 fn gzip_file_on(
     path: &std::path::Path,
     spool: &std::path::Path,
     threads: usize,
+    done: Vec<Vec<u8>>,
 ) -> Result<Payload> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
@@ -232,7 +238,15 @@ fn gzip_file_on(
         hasher: Sha512::new(),
         len: 0,
     };
-    let mut written_any = false;
+    let mut written_any = !done.is_empty();
+    std::io::Seek::seek(
+        &mut f,
+        std::io::SeekFrom::Start((done.len() * GZIP_CHUNK) as u64),
+    )
+    .with_context(|| format!("reading {}", path.display()))?;
+    for m in done {
+        sink.write_all(&m).context("writing the payload")?;
+    }
     let mut at_end = false;
     while !at_end {
         let mut pieces = Vec::with_capacity(threads);
@@ -268,6 +282,83 @@ fn gzip_file_on(
         len: sink.len,
         sha512: hex::encode(sink.hasher.finalize()),
     })
+}
+
+/// Compresses a captured file while its layer still streams, on a thread of its own:
+/// the [`GZIP_CHUNK`] pieces that are already spooled, one after another, as
+/// [`gzip_file`] would. The result is used only if the file turns out to be the chosen
+/// binary, verified with its layer; the rest is then compressed by [`gzip_file_on`]. The
+/// output is the same bytes either way.
+struct Follower {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    job: Option<std::thread::JoinHandle<Option<(PathBuf, Vec<Vec<u8>>)>>>,
+}
+
+impl Follower {
+    /// Follows the capture of `name` (normalised, no leading `/`) in `spool`.
+    fn start(spool: &std::path::Path, name: &str) -> Follower {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (flag, dir) = (stop.clone(), spool.to_path_buf());
+        let prefix = crate::image::layer::capture_prefix(name);
+        let job = std::thread::spawn(move || {
+            let pause = std::time::Duration::from_millis(3);
+            let path = loop {
+                if flag.load(Ordering::Acquire) {
+                    return None;
+                }
+                let found = std::fs::read_dir(&dir).ok()?.find_map(|e| {
+                    let e = e.ok()?;
+                    e.file_name()
+                        .to_str()?
+                        .starts_with(&prefix)
+                        .then(|| e.path())
+                });
+                match found {
+                    Some(p) => break p,
+                    None => std::thread::sleep(pause),
+                }
+            };
+            let mut f = std::fs::File::open(&path).ok()?;
+            let mut done = Vec::new();
+            let mut buf = vec![0; GZIP_CHUNK];
+            loop {
+                // Once stopped, the rest is compressed on all cores instead.
+                if flag.load(Ordering::Acquire) {
+                    return Some((path, done));
+                }
+                let want = ((done.len() + 1) * GZIP_CHUNK) as u64;
+                if f.metadata().ok()?.len() >= want {
+                    read_full(&mut f, &mut buf).ok()?;
+                    done.push(gzip_member(&buf).ok()?);
+                } else {
+                    std::thread::sleep(pause);
+                }
+            }
+        });
+        Follower {
+            stop,
+            job: Some(job),
+        }
+    }
+
+    /// Stops following; the pieces compressed so far if `path` is the file followed.
+    fn finish(mut self, path: &std::path::Path) -> Vec<Vec<u8>> {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        match self.job.take().map(|j| j.join()) {
+            Some(Ok(Some((p, done)))) if p == path => done,
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(j) = self.job.take() {
+            let _ = j.join();
+        }
+    }
 }
 
 fn provenance(ins: &Inspection, path: &str, sha256: &str, target: &Target) -> Vec<u8> {
@@ -317,6 +408,18 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         .prefix(".mcd-inject-")
         .tempdir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
+    // The build most likely chosen, compressed while its layer streams: the one named,
+    // else the twin for the target's RHEL (MCO's choice for a host of the other major).
+    let likely = match &binary_path {
+        Some(p) => p.trim_start_matches('/').to_string(),
+        None => format!(
+            "{}/{}.rhel{}",
+            inspect::BIN_DIR.trim_start_matches('/'),
+            inspect::MCD_NAME,
+            target.rhel
+        ),
+    };
+    let follower = Follower::start(spool.path(), &likely);
     // The choice of the full view, from as few layers as settle it.
     let (ins, choice) = inspect::select(
         &img,
@@ -337,7 +440,8 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         ));
     }
 
-    let gz = gzip_file(bin.content.file.path(), spool.path())?;
+    let done = follower.finish(bin.content.file.path());
+    let gz = gzip_file_on(bin.content.file.path(), spool.path(), threads(), done)?;
     let sha256 = bin.sha256.hex().to_string();
     // Remote mode stages the payload file now; inline mode streams it into the config
     // when that is written.
@@ -601,12 +705,34 @@ mod tests {
         assert!(back == big);
         // The same bytes whatever the number of cores.
         for threads in [1, 2, 3, 8] {
-            let other = gzip_file_on(&p, dir.path(), threads).unwrap();
+            let other = gzip_file_on(&p, dir.path(), threads, Vec::new()).unwrap();
             assert!(
                 std::fs::read(other.file.path()).unwrap() == gz,
                 "{threads} threads"
             );
         }
+        // A follower that saw the file grow gives the same bytes.
+        let spool = tempfile::tempdir().unwrap();
+        let f = Follower::start(spool.path(), "usr/bin/x");
+        let mut cap = tempfile::Builder::new()
+            .prefix(&crate::image::layer::capture_prefix("usr/bin/x"))
+            .tempfile_in(spool.path())
+            .unwrap();
+        for piece in big.chunks(GZIP_CHUNK / 3) {
+            cap.write_all(piece).unwrap();
+            cap.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Time enough for two pieces even on a busy machine (it stops once told to).
+        std::thread::sleep(std::time::Duration::from_millis(2000));
+        let done = f.finish(cap.path());
+        assert!(!done.is_empty() && done.len() <= 2, "{} pieces", done.len());
+        let followed = gzip_file_on(cap.path(), dir.path(), 2, done).unwrap();
+        assert!(std::fs::read(followed.file.path()).unwrap() == gz);
+        // Another file than the one followed: nothing is taken from the follower.
+        let f = Follower::start(spool.path(), "usr/bin/x");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(f.finish(&p).is_empty());
         std::fs::write(&p, b"").unwrap();
         let gz = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
         assert!(gz.starts_with(&[0x1f, 0x8b]));

@@ -56,6 +56,13 @@ pub struct LayerIndex {
     pub opaque: HashSet<String>,
 }
 
+/// How the spool file of a captured entry is named: this prefix, then random letters.
+/// A reader may follow a capture while its layer still streams (it is not verified
+/// before the layer's end).
+pub fn capture_prefix(name: &str) -> String {
+    format!(".cap-{}-", name.replace('/', "_"))
+}
+
 /// A verified layer: its index and the content spooled for wanted entries.
 pub struct LayerScan {
     pub index: LayerIndex,
@@ -258,7 +265,9 @@ pub fn scan_layer(
             implicit: false,
         };
         if kind == EntryKind::File && wanted(&name) {
-            let mut tmp = NamedTempFile::new_in(spool)
+            let mut tmp = tempfile::Builder::new()
+                .prefix(&capture_prefix(&name))
+                .tempfile_in(spool)
                 .with_context(|| format!("creating a temp file in {}", spool.display()))?;
             io::copy(&mut entry, tmp.as_file_mut())
                 .with_context(|| format!("{what}: reading {raw_name:?}"))?;
