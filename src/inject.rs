@@ -291,8 +291,11 @@ fn gzip_file_on(
 /// output is the same bytes either way.
 struct Follower {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    job: Option<std::thread::JoinHandle<Option<(PathBuf, Vec<Vec<u8>>)>>>,
+    job: Option<std::thread::JoinHandle<Option<Followed>>>,
 }
+
+/// The file followed and the members compressed from it so far.
+type Followed = (PathBuf, Vec<Vec<u8>>);
 
 impl Follower {
     /// Follows the capture of `name` (normalised, no leading `/`) in `spool`.
