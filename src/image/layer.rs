@@ -56,11 +56,13 @@ pub struct LayerIndex {
     pub opaque: HashSet<String>,
 }
 
-/// How the spool file of a captured entry is named: this prefix, then random letters.
-/// A reader may follow a capture while its layer still streams (it is not verified
-/// before the layer's end).
+/// How the spool file of a captured entry is named: this prefix (a hash of the name,
+/// short whatever the name's length), then random letters. A reader may follow a capture
+/// while its layer still streams (it is not verified before the layer's end).
 pub fn capture_prefix(name: &str) -> String {
-    format!(".cap-{}-", name.replace('/', "_"))
+    use sha2::Digest as _;
+    let h = sha2::Sha256::digest(name.as_bytes());
+    format!(".cap-{}-", hex::encode(&h[..8]))
 }
 
 /// A verified layer: its index and the content spooled for wanted entries.
