@@ -242,6 +242,28 @@ fn the_top_layer_settles_an_mco_shaped_image() {
     assert_eq!(choose(&r, "4.2").unwrap(), (format!("/{RHEL8}"), vec![2]));
     // RHEL 9 bootimage: the plain build fits; the os-release (base layer) decides.
     assert_eq!(choose(&r, "4.16").unwrap(), (format!("/{MCD}"), vec![1, 2]));
+
+    // The command line says so: inject reads the top layer, inspect every layer.
+    let reference = format!("oci:{}:latest", dir.path().display());
+    let out = dir.path().join("out.ign");
+    let run = common::inject(&reference, "4.2", &out, &[]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("chose /usr/bin/machine-config-daemon.rhel8")
+            && run.stderr.contains("read 1 of 2 layers (2): "),
+        "{}",
+        run.describe()
+    );
+    let run = common::mcd_inject(["inspect", "--image", &reference]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        text.contains("read 2 of 2 layers (1, 2): ")
+            && text.contains("   1* sha256:")
+            && text.contains("   2* sha256:"),
+        "{text}"
+    );
 }
 
 #[test]
