@@ -6,14 +6,12 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
 
 use common::{fixture, fixture_list};
 use mcd_inject::image::{self, ImageRef, OpenOptions, Platform};
 use mcd_inject::target::{Target, BOOTIMAGES};
 use mcd_inject::{inject, inspect};
-use sha2::{Digest as _, Sha256};
 
 /// What a choice came to: the chosen path and its sha256, or the error.
 fn outcome(r: anyhow::Result<(String, String)>) -> Result<(String, String), String> {
@@ -98,89 +96,25 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
 
 // --------------------------------------------------------------- hand-made layouts
 
-fn sha256_hex(b: &[u8]) -> String {
-    hex::encode(Sha256::digest(b))
-}
-
-enum Entry<'a> {
-    File(&'a str, &'a [u8], u32),
-    Whiteout(&'a str),
-}
-
-/// A gzip tar layer of `entries` (parent directories are not added: lookups of a
-/// missing parent fall through to the layers below, as for real layers without them).
-fn layer(entries: &[Entry]) -> Vec<u8> {
-    let mut b = tar::Builder::new(Vec::new());
-    for e in entries {
-        let (name, data, mode) = match e {
-            Entry::File(n, d, m) => (n.to_string(), *d, *m),
-            Entry::Whiteout(p) => {
-                let (dir, base) = p.rsplit_once('/').unwrap();
+/// A gzip layer of files; `(name, None)` is a whiteout of `name`.
+fn layer(entries: &[(&str, Option<&[u8]>)]) -> Vec<u8> {
+    let names: Vec<(String, &[u8], u32)> = entries
+        .iter()
+        .map(|(n, d)| match d {
+            Some(d) => (n.to_string(), *d, 0o755),
+            None => {
+                let (dir, base) = n.rsplit_once('/').unwrap();
                 (format!("{dir}/.wh.{base}"), &b""[..], 0o644)
             }
-        };
-        let mut h = tar::Header::new_ustar();
-        h.set_size(data.len() as u64);
-        h.set_mode(mode);
-        h.set_mtime(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        b.append_data(&mut h, name, data).unwrap();
-    }
-    let tar = b.into_inner().unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
-    gz.write_all(&tar).unwrap();
-    gz.finish().unwrap()
+        })
+        .collect();
+    let files: Vec<(&str, &[u8], u32)> =
+        names.iter().map(|(n, d, m)| (n.as_str(), *d, *m)).collect();
+    common::gzip_layer(&files)
 }
 
-/// Writes an OCI layout with these gzip layers (bottom first); returns its reference.
 fn layout(dir: &Path, layers: &[Vec<u8>]) -> ImageRef {
-    let blobs = dir.join("blobs/sha256");
-    std::fs::create_dir_all(&blobs).unwrap();
-    let put = |b: &[u8]| {
-        let d = sha256_hex(b);
-        std::fs::write(blobs.join(&d), b).unwrap();
-        d
-    };
-    let diff_ids: Vec<String> = layers
-        .iter()
-        .map(|l| {
-            let mut tar = Vec::new();
-            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&l[..]), &mut tar)
-                .unwrap();
-            format!("sha256:{}", sha256_hex(&tar))
-        })
-        .collect();
-    let config = serde_json::to_vec(&serde_json::json!({
-        "architecture": "amd64", "os": "linux",
-        "rootfs": {"type": "layers", "diff_ids": diff_ids},
-    }))
-    .unwrap();
-    let layer_descs: Vec<_> = layers
-        .iter()
-        .map(|l| {
-            serde_json::json!({
-                "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                "digest": format!("sha256:{}", put(l)), "size": l.len(),
-            })
-        })
-        .collect();
-    let manifest = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                   "digest": format!("sha256:{}", put(&config)), "size": config.len()},
-        "layers": layer_descs,
-    }))
-    .unwrap();
-    let index = serde_json::json!({
-        "schemaVersion": 2,
-        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
-                       "digest": format!("sha256:{}", put(&manifest)), "size": manifest.len(),
-                       "annotations": {"org.opencontainers.image.ref.name": "latest"}}],
-    });
-    std::fs::write(dir.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
-    std::fs::write(dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
-    format!("oci:{}:latest", dir.display()).parse().unwrap()
+    common::write_layout(dir, layers).parse().unwrap()
 }
 
 /// The RHEL 9 and RHEL 8 builds of the mco-4.16 fixture (real dynamic ELF files).
@@ -232,11 +166,8 @@ fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String>
 fn the_top_layer_settles_an_mco_shaped_image() {
     let (rhel9, rhel8) = builds();
     let dir = tempfile::tempdir().unwrap();
-    let base = layer(&[Entry::File("usr/lib/os-release", RHEL9_OS, 0o644)]);
-    let top = layer(&[
-        Entry::File(MCD, &rhel9, 0o755),
-        Entry::File(RHEL8, &rhel8, 0o755),
-    ]);
+    let base = layer(&[("usr/lib/os-release", Some(RHEL9_OS))]);
+    let top = layer(&[(MCD, Some(&rhel9)), (RHEL8, Some(&rhel8))]);
     let r = layout(dir.path(), &[base, top]);
     // RHEL 8 bootimage: the twin fits, the plain build does not: top layer only.
     assert_eq!(choose(&r, "4.2").unwrap(), (format!("/{RHEL8}"), vec![2]));
@@ -271,10 +202,10 @@ fn a_build_in_a_lower_layer_is_still_read() {
     let (rhel9, rhel8) = builds();
     let dir = tempfile::tempdir().unwrap();
     let base = layer(&[
-        Entry::File("usr/lib/os-release", RHEL9_OS, 0o644),
-        Entry::File(RHEL8, &rhel8, 0o755),
+        ("usr/lib/os-release", Some(RHEL9_OS)),
+        (RHEL8, Some(&rhel8)),
     ]);
-    let top = layer(&[Entry::File(MCD, &rhel9, 0o755)]);
+    let top = layer(&[(MCD, Some(&rhel9))]);
     let r = layout(dir.path(), &[base.clone(), top.clone()]);
     assert_eq!(
         choose(&r, "4.2").unwrap(),
@@ -283,7 +214,7 @@ fn a_build_in_a_lower_layer_is_still_read() {
 
     // The same twin deleted by a whiteout in the top layer: nothing fits RHEL 8.
     let dir = tempfile::tempdir().unwrap();
-    let top = layer(&[Entry::File(MCD, &rhel9, 0o755), Entry::Whiteout(RHEL8)]);
+    let top = layer(&[(MCD, Some(&rhel9)), (RHEL8, None)]);
     let r = layout(dir.path(), &[base, top]);
     let e = choose(&r, "4.2").unwrap_err();
     assert!(e.contains("no machine-config-daemon build fits"), "{e}");
