@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Time to get the machine-config-daemon out of an MCO-shaped image in a loopback
-# registry: `mcd-inject extract` with a cold cache, against `skopeo copy` + `umoci raw
-# unpack`, and against the stock-tool lower bound (curl of the top blob only, piped to
-# sha256sum and `tar -xzO`). Prints a Markdown table for BENCHMARKS.md.
+# registry: `mcd-inject extract` and `mcd-inject inject` with a cold cache, against
+# `skopeo copy` + `umoci raw unpack`, and against the stock-tool lower bound (curl of the
+# top blob only, piped to sha256sum and `tar -xzO`), with the bytes each mcd-inject run
+# fetched. Prints a Markdown table for BENCHMARKS.md.
 #
 #   bash benches/registry.sh                   # CONTENT=host RUNS=5 by default
 #   CONTENT=synthetic RUNS=9 bash benches/registry.sh
 #
 # The image: two base layers of about 150 MB of gzip each and a top layer with four
-# 55 MiB binaries (machine-config-daemon, -operator, -controller, -server), written by
+# 55 MiB binaries (machine-config-controller, -daemon, -daemon.rhel8, -operator, as in
+# MCO 4.16+ images: the daemon starts with the RHEL 9 dynamic fixture build, its .rhel8
+# twin with the RHEL 8 one, so that `inject --bootimage 4.2` chooses the twin and
+# `--bootimage 4.16` the daemon), written by
 # fixtures/generate.py's layout writer and pushed with skopeo to a docker-registry that
 # scripts/registry-services.sh starts on 127.0.0.1 (and stops). File content:
 #   CONTENT=host       slices of the host's own ELF files (/usr/bin, /usr/lib, ...),
@@ -21,7 +25,7 @@ set -euo pipefail
 
 RUNS=${RUNS:-5}
 CONTENT=${CONTENT:-host}
-MCD_PATH=/usr/bin/machine-config-daemon
+MCD_PATH=/usr/bin/machine-config-daemon.rhel8
 BIN_MIB=55
 case $CONTENT in
   host) BASE_LAYER_MIB=360 ;;     # ~150 MB of gzip
@@ -102,15 +106,23 @@ for n in range(2):
         g.X(f"usr/lib64/base-{n}/lib{i}.so", pseudo_binary(f"base{n}-{i}", base_mib * MIB // files))
         for i in range(files)
     ] + ([g.F("usr/lib/os-release", g.RHEL9_4), g.S("bin", "usr/bin")] if n == 0 else [])))
-names = ["machine-config-controller", "machine-config-daemon", "machine-config-operator",
-         "machine-config-server"]
-binaries = {n: pseudo_binary(n, bin_mib * MIB + i * 4096) for i, n in enumerate(names)}
+names = ["machine-config-controller", "machine-config-daemon", "machine-config-daemon.rhel8",
+         "machine-config-operator"]
+fixture_bins = g.Binaries(layout.parent / "bins")
+(layout.parent / "bins").mkdir(exist_ok=True)
+elf = {"machine-config-daemon": fixture_bins.dynamic_mcd(9, "v4.16.0-bench"),
+       "machine-config-daemon.rhel8": fixture_bins.dynamic_mcd(8, "v4.16.0-bench")}
+binaries = {}
+for i, n in enumerate(names):
+    head = elf.get(n, b"")
+    binaries[n] = head + pseudo_binary(n, bin_mib * MIB + i * 4096 - len(head))
 layers.append(g.Layer([g.X(f"usr/bin/{n}", data) for n, data in binaries.items()]))
 writer = g.LayoutWriter(layout)
 writer.finish(writer.image(g.Image(layers)))
 
 blobs = list((layout / "blobs" / "sha256").iterdir())
-print(f"mcd_sha256={hashlib.sha256(binaries['machine-config-daemon']).hexdigest()}")
+print(f"mcd_sha256={hashlib.sha256(binaries['machine-config-daemon.rhel8']).hexdigest()}")
+print(f"mcd9_sha256={hashlib.sha256(binaries['machine-config-daemon']).hexdigest()}")
 print(f"image_bytes={sum(p.stat().st_size for p in blobs)}")
 PY
 # shellcheck disable=SC1091
@@ -130,7 +142,7 @@ top_bytes=$(jq -r '.layers[-1].size' <<<"$manifest")
 
 results=$work/results
 reset() {
-  rm -rf "$work/out" "$work/cache" "$work/copy" "$work/rootfs" "$work/sum"
+  rm -rf "$work/out" "$work/out.ign" "$work/cache" "$work/copy" "$work/rootfs" "$work/sum"
 }
 bench=benches/registry.sh
 # shellcheck source=benches/lib.sh
@@ -144,6 +156,33 @@ echo "measuring, $RUNS runs each ..." >&2
 measure "mcd-inject extract, cold cache" "$out_ok" -- \
   "$bin" extract -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image" \
   --path "$MCD_PATH" -o "$work/out"
+fetched=$work/fetched
+# cached: the bytes the last run fetched (the blobs in its cold cache).
+cached() { find "$work/cache" -type f -path '*/blobs/*' -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
+echo "extract|$(cached)" >>"$fetched"
+# The config must verify, and its provenance name the expected binary.
+prov_sha() {
+  python3 - "$work/out.ign" <<'PY'
+import base64, json, sys, urllib.parse
+cfg = json.load(open(sys.argv[1]))
+for f in cfg["storage"]["files"]:
+    if f["path"] == "/var/lib/mcd-inject/provenance.json":
+        src = f["contents"]["source"]
+        data = src.split(",", 1)[1]
+        raw = base64.b64decode(data) if ";base64" in src.split(",", 1)[0] else urllib.parse.unquote(data).encode()
+        print(json.loads(raw)["binary_sha256"])
+PY
+}
+ign8_ok='"$bin" verify "$work/out.ign" >/dev/null 2>&1 && [ "$(prov_sha)" = "$mcd_sha256" ]'
+ign9_ok='"$bin" verify "$work/out.ign" >/dev/null 2>&1 && [ "$(prov_sha)" = "$mcd9_sha256" ]'
+measure "mcd-inject inject --bootimage 4.2, cold cache" "$ign8_ok" -- \
+  "$bin" inject -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image" \
+  --bootimage 4.2 --ign "$work/out.ign"
+echo "inject 4.2|$(cached)" >>"$fetched"
+measure "mcd-inject inject --bootimage 4.16, cold cache" "$ign9_ok" -- \
+  "$bin" inject -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image" \
+  --bootimage 4.16 --ign "$work/out.ign"
+echo "inject 4.16|$(cached)" >>"$fetched"
 measure "skopeo copy + umoci raw unpack" "$rootfs_ok" -- bash -c '
   skopeo copy -q --src-tls-verify=false "docker://$1" "oci:$2/copy:x" &&
   umoci raw unpack --rootless --image "$2/copy:x" "$2/rootfs"' _ "$image" "$work"
@@ -161,3 +200,11 @@ echo "Content: $CONTENT. Image: 3 gzip layers, $(mib "$image_bytes") MiB of blob
   "median over \`mcd-inject extract, cold cache\`."
 echo
 table
+echo
+echo "Bytes fetched by mcd-inject (blobs in the cold cache after a run) against the" \
+  "image's $image_bytes bytes of blobs:"
+echo
+while IFS='|' read -r what bytes; do
+  awk -v w="$what" -v b="$bytes" -v t="$image_bytes" 'BEGIN {
+    printf "- %s: %d bytes (%.1f MiB, %.1f%% of the image)\n", w, b, b / 1048576, 100 * b / t }'
+done <"$fetched"

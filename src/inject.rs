@@ -5,7 +5,6 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use flate2::{Compression, GzBuilder};
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha512};
 
@@ -20,10 +19,22 @@ use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
 
-/// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost.
-pub const V2_INLINE_WARN_BYTES: u64 = 32 * 1024 * 1024;
-/// gzip level of the payload: fixed, so the same binary gives the same bytes.
-const GZIP_LEVEL: u32 = 6;
+/// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
+/// (about 8 s of CPU and 210 MB of RAM at the rates below): every inline config of a
+/// real MCD build (18 MB for a 4.12 build, 29 MB for a current one) gets it.
+pub const V2_INLINE_WARN_BYTES: u64 = 10_000_000;
+/// What Ignition v0.35 (bootimages 4.1-4.5) spends on an inline spec 2.2 config, per
+/// byte of config, as `benches/node.sh` measured it (BENCHMARKS.md, "Node cost"): CPU
+/// seconds per MB in the `fetch` stage (0.74-0.82 s measured; the `files` stage adds
+/// 0.02 s), and peak RSS per config byte (18.2-20.9 measured, Go's collector varying
+/// between runs; `files`: 4.3-5.4).
+const V0_CPU_S_PER_MB: f64 = 0.8;
+const V0_RSS_PER_BYTE: f64 = 21.0;
+/// Compression level of the payload (libdeflate's scale): fixed, so the same binary
+/// gives the same bytes. libdeflate at 6 makes a real 80 MB MCD 0.2% smaller than one
+/// `gzip -6` stream, in 4 MiB members, where zlib-rs at 6 made it 2.35% bigger
+/// (BENCHMARKS.md, "Payload size").
+const GZIP_LEVEL: i32 = 6;
 
 /// A named input; `-` is stdin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +116,8 @@ pub struct InjectReport {
     pub binary_sha256: String,
     pub target: Target,
     pub config_bytes: u64,
+    /// Which layers the choice needed, and their share of the image's stored bytes.
+    pub layers_read: String,
     /// Lines for stderr: replacements, translations, warnings.
     pub notes: Vec<String>,
     /// The image the binary came from.
@@ -181,16 +194,20 @@ impl<W: Write> Write for Sha512Writer<W> {
 
 /// The payload is compressed in pieces of this size, each a gzip member of its own, so
 /// that the pieces can be compressed in parallel. The output does not depend on the
-/// number of threads; `gzip -d` reads the members as one stream.
+/// number of threads; `gzip -d` reads the members as one stream. Larger pieces gain
+/// almost nothing (0.05% at 8 MiB for a real MCD).
 const GZIP_CHUNK: usize = 4 * 1024 * 1024;
 
+/// One gzip member: libdeflate's header has no name, mtime 0, OS 255 (unknown).
 fn gzip_member(data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut enc = GzBuilder::new().mtime(0).operating_system(255).write(
-        Vec::with_capacity(data.len() / 2),
-        Compression::new(GZIP_LEVEL),
-    );
-    enc.write_all(data)?;
-    enc.finish()
+    let level = libdeflater::CompressionLvl::new(GZIP_LEVEL).expect("a valid libdeflate level");
+    let mut c = libdeflater::Compressor::new(level);
+    let mut out = vec![0; c.gzip_compress_bound(data.len())];
+    let n = c
+        .gzip_compress(data, &mut out)
+        .map_err(|e| std::io::Error::other(format!("libdeflate: {e:?}")))?;
+    out.truncate(n);
+    Ok(out)
 }
 
 /// Reads up to `buf.len()` bytes, fewer only at the end of the input.
@@ -208,7 +225,23 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level) into
 /// a temp file in `spool`, hashing the compressed bytes on the way. Pieces of
 /// [`GZIP_CHUNK`] bytes are compressed on all cores, a batch at a time.
+#[cfg(test)]
 fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload> {
+    gzip_file_on(path, spool, threads(), Vec::new())
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// [`gzip_file`] with `threads` pieces compressed at a time, the first `done.len()`
+/// pieces being already compressed (`done`, from [`Follower`]).
+fn gzip_file_on(
+    path: &std::path::Path,
+    spool: &std::path::Path,
+    threads: usize,
+    done: Vec<Vec<u8>>,
+) -> Result<Payload> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
     let mut sink = Sha512Writer {
@@ -216,8 +249,15 @@ fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload>
         hasher: Sha512::new(),
         len: 0,
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut written_any = false;
+    let mut written_any = !done.is_empty();
+    std::io::Seek::seek(
+        &mut f,
+        std::io::SeekFrom::Start((done.len() * GZIP_CHUNK) as u64),
+    )
+    .with_context(|| format!("reading {}", path.display()))?;
+    for m in done {
+        sink.write_all(&m).context("writing the payload")?;
+    }
     let mut at_end = false;
     while !at_end {
         let mut pieces = Vec::with_capacity(threads);
@@ -253,6 +293,86 @@ fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload>
         len: sink.len,
         sha512: hex::encode(sink.hasher.finalize()),
     })
+}
+
+/// Compresses a captured file while its layer still streams, on a thread of its own:
+/// the [`GZIP_CHUNK`] pieces that are already spooled, one after another, as
+/// [`gzip_file`] would. The result is used only if the file turns out to be the chosen
+/// binary, verified with its layer; the rest is then compressed by [`gzip_file_on`]. The
+/// output is the same bytes either way.
+struct Follower {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    job: Option<std::thread::JoinHandle<Option<Followed>>>,
+}
+
+/// The file followed and the members compressed from it so far.
+type Followed = (PathBuf, Vec<Vec<u8>>);
+
+impl Follower {
+    /// Follows the capture of `name` (normalised, no leading `/`) in `spool`.
+    fn start(spool: &std::path::Path, name: &str) -> Follower {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (flag, dir) = (stop.clone(), spool.to_path_buf());
+        let prefix = crate::image::layer::capture_prefix(name);
+        let job = std::thread::spawn(move || {
+            let pause = std::time::Duration::from_millis(3);
+            let path = loop {
+                if flag.load(Ordering::Acquire) {
+                    return None;
+                }
+                let found = std::fs::read_dir(&dir).ok()?.find_map(|e| {
+                    let e = e.ok()?;
+                    e.file_name()
+                        .to_str()?
+                        .starts_with(&prefix)
+                        .then(|| e.path())
+                });
+                match found {
+                    Some(p) => break p,
+                    None => std::thread::sleep(pause),
+                }
+            };
+            let mut f = std::fs::File::open(&path).ok()?;
+            let mut done = Vec::new();
+            let mut buf = vec![0; GZIP_CHUNK];
+            loop {
+                // Once stopped, the rest is compressed on all cores instead.
+                if flag.load(Ordering::Acquire) {
+                    return Some((path, done));
+                }
+                let want = ((done.len() + 1) * GZIP_CHUNK) as u64;
+                if f.metadata().ok()?.len() >= want {
+                    read_full(&mut f, &mut buf).ok()?;
+                    done.push(gzip_member(&buf).ok()?);
+                } else {
+                    std::thread::sleep(pause);
+                }
+            }
+        });
+        Follower {
+            stop,
+            job: Some(job),
+        }
+    }
+
+    /// Stops following; the pieces compressed so far if `path` is the file followed.
+    fn finish(mut self, path: &std::path::Path) -> Vec<Vec<u8>> {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        match self.job.take().map(|j| j.join()) {
+            Some(Ok(Some((p, done)))) if p == path => done,
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(j) = self.job.take() {
+            let _ = j.join();
+        }
+    }
 }
 
 fn provenance(
@@ -314,8 +434,26 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     let spool_in = cfg.ign.spool_dir()?;
     let spool = crate::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
-    let ins = inspect::inspect_with(&img, spool.path(), binary_path.as_deref())?;
-    let choice = choose(&ins, &target, binary_path.as_deref(), cfg.force)?;
+    // The build most likely chosen, compressed while its layer streams: the one named,
+    // else the twin for the target's RHEL (MCO's choice for a host of the other major).
+    let likely = match &binary_path {
+        Some(p) => p.trim_start_matches('/').to_string(),
+        None => format!(
+            "{}/{}.rhel{}",
+            inspect::BIN_DIR.trim_start_matches('/'),
+            inspect::MCD_NAME,
+            target.rhel
+        ),
+    };
+    let follower = Follower::start(spool.path(), &likely);
+    // The choice of the full view, from as few layers as settle it.
+    let (ins, choice) = inspect::select(
+        &img,
+        spool.path(),
+        &target,
+        binary_path.as_deref(),
+        cfg.force,
+    )?;
     let bin = &ins.binaries[choice.index];
     let mut notes = Vec::new();
     if choice.forced {
@@ -328,7 +466,8 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         ));
     }
 
-    let gz = gzip_file(bin.content.file.path(), spool.path())?;
+    let done = follower.finish(bin.content.file.path());
+    let gz = gzip_file_on(bin.content.file.path(), spool.path(), threads(), done)?;
     let sha256 = bin.sha256.hex().to_string();
     // Remote mode stages the payload file now; inline mode streams it into the config
     // when that is written.
@@ -399,6 +538,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         binary_sha256: sha256,
         target,
         config_bytes: size,
+        layers_read: ins.read_summary(),
         notes,
         image: ins.image.clone(),
         config_sha256,
@@ -423,18 +563,20 @@ fn sha256_of(f: &mut std::fs::File) -> std::io::Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
-/// The warning for big inline spec 2.x configs (DESIGN.md §7: about 1 s per MB and
-/// about 35 bytes of RAM per config byte on Ignition v0.x).
+/// The warning for big inline spec 2.x configs: what Ignition v0.x will spend on it,
+/// at the rates `benches/node.sh` measured with v0.35, and how remote mode avoids it.
 pub fn v2_size_warning(len: u64) -> String {
     let mb = len as f64 / 1e6;
     format!(
-        "warning: the spec 2.2 config is {:.1} MB with the payload inline; Ignition v0.x \
-         (bootimages 4.1-4.5) parses it at about 1 s per MB and about 35 bytes of RAM per \
-         config byte: expect about {:.0} s and {:.1} GB at first boot. Remote mode \
-         (--payload-url URL --payload-out FILE) keeps the config small.",
-        mb,
-        mb,
-        len as f64 * 35.0 / 1e9
+        "warning: the spec 2.2 config is {mb:.1} MB with the payload inline; Ignition v0.x \
+         (bootimages 4.1-4.5) spends about {V0_CPU_S_PER_MB} s of CPU per MB and about \
+         {V0_RSS_PER_BYTE:.0} bytes of RAM per config byte parsing it (measured with \
+         v0.35): expect about {:.0} s of CPU and {:.2} GB of RAM in its fetch stage at \
+         first boot. Remote mode (--payload-url URL --payload-out FILE) keeps the config \
+         to a few kB; the node then downloads the payload in the files stage for a \
+         fraction of a second of CPU and about 13 MB of RAM.",
+        mb * V0_CPU_S_PER_MB,
+        len as f64 * V0_RSS_PER_BYTE / 1e9
     )
 }
 
@@ -589,11 +731,14 @@ mod tests {
 
     #[test]
     fn size_warning_gives_the_cost_and_points_to_remote_mode() {
-        let w = v2_size_warning(40_000_000);
-        assert!(w.contains("40.0 MB"), "{w}");
-        assert!(w.contains("about 40 s"), "{w}");
-        assert!(w.contains("1.4 GB"), "{w}");
+        // A current MCD's inline config, as benches/node.sh measured it: 28.87 MB,
+        // 21.25-21.96 s of CPU and 500-539 MiB (up to 0.57 GB) in the fetch stage.
+        let w = v2_size_warning(28_870_000);
+        assert!(w.contains("28.9 MB"), "{w}");
+        assert!(w.contains("about 23 s of CPU"), "{w}");
+        assert!(w.contains("0.61 GB"), "{w}");
         assert!(w.contains("--payload-url"), "{w}");
+        const { assert!(V2_INLINE_WARN_BYTES < 18_000_000) };
     }
 
     #[test]
@@ -620,6 +765,36 @@ mod tests {
             .read_to_end(&mut back)
             .unwrap();
         assert!(back == big);
+        // The same bytes whatever the number of cores.
+        for threads in [1, 2, 3, 8] {
+            let other = gzip_file_on(&p, dir.path(), threads, Vec::new()).unwrap();
+            assert!(
+                std::fs::read(other.file.path()).unwrap() == gz,
+                "{threads} threads"
+            );
+        }
+        // A follower that saw the file grow gives the same bytes.
+        let spool = tempfile::tempdir().unwrap();
+        let f = Follower::start(spool.path(), "usr/bin/x");
+        let mut cap = tempfile::Builder::new()
+            .prefix(&crate::image::layer::capture_prefix("usr/bin/x"))
+            .tempfile_in(spool.path())
+            .unwrap();
+        for piece in big.chunks(GZIP_CHUNK / 3) {
+            cap.write_all(piece).unwrap();
+            cap.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Time enough for two pieces even on a busy machine (it stops once told to).
+        std::thread::sleep(std::time::Duration::from_millis(2000));
+        let done = f.finish(cap.path());
+        assert!(!done.is_empty() && done.len() <= 2, "{} pieces", done.len());
+        let followed = gzip_file_on(cap.path(), dir.path(), 2, done).unwrap();
+        assert!(std::fs::read(followed.file.path()).unwrap() == gz);
+        // Another file than the one followed: nothing is taken from the follower.
+        let f = Follower::start(spool.path(), "usr/bin/x");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(f.finish(&p).is_empty());
         std::fs::write(&p, b"").unwrap();
         let gz = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
         assert!(gz.starts_with(&[0x1f, 0x8b]));

@@ -11,7 +11,7 @@ use crate::image::fs::{FileContent, MergedFs, NotFound};
 use crate::image::layer::normalize_name;
 use crate::image::{Digest, Image, ImageInfo};
 use crate::osrelease::OsRelease;
-use crate::select::{self, Candidate, Verdict};
+use crate::select::{self, Candidate, Choice, Verdict};
 use crate::target::{self, OcpVersion, Target};
 
 /// Where MCO images keep their binaries.
@@ -68,10 +68,18 @@ impl Binary {
 #[derive(Debug, Serialize)]
 pub struct Inspection {
     pub image: ImageInfo,
+    /// The os-release; from [`select`], only when the choice needed it.
     pub os_release: Option<OsRelease>,
+    /// The builds read: all of them from [`inspect`], those the choice needed from
+    /// [`select`].
     pub binaries: Vec<Binary>,
-    /// Layers read to answer.
+    /// Layer reads the answer needed (a layer read twice counts twice).
     pub layer_reads: usize,
+    /// The layers read, bottom first, numbered from 1 as in the layer list.
+    pub layers_read: Vec<usize>,
+    /// Stored bytes of the layers read, and of all the layers of the image.
+    pub bytes_read: u64,
+    pub image_bytes: u64,
 }
 
 impl std::fmt::Debug for FileContent {
@@ -93,59 +101,65 @@ pub fn inspect(image: &Image, spool: &std::path::Path) -> Result<Inspection> {
     inspect_with(image, spool, None)
 }
 
-/// Like [`inspect`], with one more binary to read (`--binary-path`).
-pub fn inspect_with(
-    image: &Image,
-    spool: &std::path::Path,
-    extra: Option<&str>,
-) -> Result<Inspection> {
-    let prefix = format!("{}/{MCD_NAME}", BIN_DIR.trim_start_matches('/'));
-    let extra_name = match extra {
-        Some(p) if p.starts_with('/') => Some(normalize_name(p.trim_start_matches('/'))?),
+/// The normalised name of `--binary-path`.
+fn extra_name(extra: Option<&str>) -> Result<Option<String>> {
+    match extra {
+        Some(p) if p.starts_with('/') => Ok(Some(normalize_name(p.trim_start_matches('/'))?)),
         Some(p) => anyhow::bail!("--binary-path {p:?} must be absolute"),
-        None => None,
-    };
-    let wanted_extra = extra_name.clone();
-    let mut fs = MergedFs::new(image, spool, move |n| {
-        n.starts_with(&prefix) || n.ends_with("os-release") || wanted_extra.as_deref() == Some(n)
-    });
-    let mut os_release = None;
-    for p in OS_RELEASE_PATHS {
-        match fs.read_file(p) {
-            Ok(c) => {
-                let mut text = String::new();
-                c.file
-                    .reopen()?
-                    .take(64 * 1024)
-                    .read_to_string(&mut text)
-                    .with_context(|| format!("reading {p}"))?;
-                os_release = Some(OsRelease::parse(&text));
-                break;
+        None => Ok(None),
+    }
+}
+
+/// The merged view an inspection reads, with what it has read so far.
+struct Reader<'a> {
+    image: &'a Image,
+    fs: MergedFs<'a>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(image: &'a Image, spool: &std::path::Path, extra: Option<String>) -> Self {
+        let prefix = format!("{}/{MCD_NAME}", BIN_DIR.trim_start_matches('/'));
+        let fs = MergedFs::new(image, spool, move |n| {
+            n.starts_with(&prefix) || n.ends_with("os-release") || extra.as_deref() == Some(n)
+        });
+        Reader { image, fs }
+    }
+
+    fn os_release(&mut self) -> Result<Option<OsRelease>> {
+        for p in OS_RELEASE_PATHS {
+            match self.fs.read_file(p) {
+                Ok(c) => {
+                    let mut text = String::new();
+                    c.file
+                        .reopen()?
+                        .take(64 * 1024)
+                        .read_to_string(&mut text)
+                        .with_context(|| format!("reading {p}"))?;
+                    return Ok(Some(OsRelease::parse(&text)));
+                }
+                Err(e) if is_absent(&e) => continue,
+                Err(e) => return Err(e),
             }
-            Err(e) if is_absent(&e) => continue,
-            Err(e) => return Err(e),
+        }
+        Ok(None)
+    }
+
+    /// The names of every `/usr/bin/machine-config-daemon*` (all layers that can add one).
+    fn list(&mut self) -> Result<Vec<String>> {
+        match self.fs.list_dir(BIN_DIR, |n| n.starts_with(MCD_NAME)) {
+            Ok(n) => Ok(n.iter().map(|n| format!("{BIN_DIR}/{n}")).collect()),
+            Err(e) if is_absent(&e) => Ok(Vec::new()),
+            Err(e) => Err(e),
         }
     }
-    let names = match fs.list_dir(BIN_DIR, |n| n.starts_with(MCD_NAME)) {
-        Ok(n) => n,
-        Err(e) if is_absent(&e) => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    let mut paths: Vec<String> = names.iter().map(|n| format!("{BIN_DIR}/{n}")).collect();
-    if let Some(x) = extra_name.map(|n| format!("/{n}")) {
-        if !paths.contains(&x) {
-            // The user named it: its absence is an error, not a skip.
-            fs.read_file(&x)?;
-            paths.push(x);
-        }
-    }
-    let arch = image.info.platform.architecture.clone();
-    let mut binaries = Vec::new();
-    for path in paths {
-        let content = match fs.read_file(&path) {
+
+    /// The binary at `path`, hashed, with its ELF facts and verdicts; `None` when the
+    /// merged view holds no regular file there.
+    fn binary(&mut self, path: &str) -> Result<Option<Binary>> {
+        let content = match self.fs.read_file(path) {
             Ok(c) => c,
             // A directory or a dangling link of that name is no candidate.
-            Err(e) if is_absent(&e) => continue,
+            Err(e) if is_absent(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
         let (sha256, _) =
@@ -155,7 +169,7 @@ pub fn inspect_with(
             Err(e) => (None, Some(format!("{e:#}"))),
         };
         let mut b = Binary {
-            path,
+            path: path.to_string(),
             resolved: content.resolved.clone(),
             size: content.size,
             mode: content.mode,
@@ -165,26 +179,182 @@ pub fn inspect_with(
             verdicts: Vec::new(),
             content,
         };
+        let arch = &self.image.info.platform.architecture;
         let cand = b.candidate();
         b.verdicts = target::BOOTIMAGES
             .iter()
-            .filter_map(|row| Target::new(row.version, None, None, &arch).ok())
+            .filter_map(|row| Target::new(row.version, None, None, arch).ok())
             .map(|t| BootimageVerdict {
                 bootimage: t.bootimage,
                 verdict: cand.verdict(&t),
             })
             .collect();
-        binaries.push(b);
+        Ok(Some(b))
     }
-    Ok(Inspection {
-        image: image.info.clone(),
-        os_release,
-        binaries,
-        layer_reads: fs.layer_reads(),
-    })
+
+    fn finish(self, os_release: Option<OsRelease>, binaries: Vec<Binary>) -> Inspection {
+        let layers = &self.image.info.layers;
+        let read = self.fs.layers_read();
+        Inspection {
+            image: self.image.info.clone(),
+            os_release,
+            binaries,
+            layer_reads: self.fs.layer_reads(),
+            bytes_read: read.iter().map(|&i| layers[i].size).sum(),
+            layers_read: read.iter().map(|i| i + 1).collect(),
+            image_bytes: layers.iter().map(|l| l.size).sum(),
+        }
+    }
+}
+
+/// Like [`inspect`], with one more binary to read (`--binary-path`).
+pub fn inspect_with(
+    image: &Image,
+    spool: &std::path::Path,
+    extra: Option<&str>,
+) -> Result<Inspection> {
+    let extra_name = extra_name(extra)?;
+    let mut r = Reader::new(image, spool, extra_name.clone());
+    let os_release = r.os_release()?;
+    let (os_release, binaries) = read_all(&mut r, os_release, extra_name)?;
+    Ok(r.finish(os_release, binaries))
+}
+
+/// The full view: every candidate the merged `/usr/bin` holds, plus `extra`.
+fn read_all(
+    r: &mut Reader,
+    os_release: Option<OsRelease>,
+    extra_name: Option<String>,
+) -> Result<(Option<OsRelease>, Vec<Binary>)> {
+    let mut paths = r.list()?;
+    if let Some(x) = extra_name.map(|n| format!("/{n}")) {
+        if !paths.contains(&x) {
+            // The user named it: its absence is an error, not a skip.
+            r.fs.read_file(&x)?;
+            paths.push(x);
+        }
+    }
+    let mut binaries = Vec::new();
+    for path in paths {
+        if let Some(b) = r.binary(&path)? {
+            binaries.push(b);
+        }
+    }
+    Ok((os_release, binaries))
+}
+
+/// The build [`select::choose`] would pick from the full view, read from as few layers
+/// as settle it (the layers are read top-down, and a lower one only when a question
+/// needs it).
+///
+/// The full view's order (DESIGN.md §5, MCO's rule) tries the builds named for the
+/// target's RHEL `t` first: the plain `machine-config-daemon` when the image's own
+/// RHEL is `t`, then `machine-config-daemon.rhel{t}`; then the plain build when the
+/// image's RHEL is another one; every other name comes later. So:
+///
+/// - the plain build does not fit (or is absent) and `.rhel{t}` fits: `.rhel{t}`;
+///   neither the os-release nor any other name is read;
+/// - the plain build fits: the os-release decides. RHEL `t`: the plain build, and
+///   `.rhel{t}` is not looked for; another RHEL: `.rhel{t}` if it fits, else the
+///   plain build (first of the next group);
+/// - otherwise (neither fits, or the os-release names no RHEL): the full view, every
+///   layer that can add a build.
+///
+/// The returned inspection holds the builds read; the choice indexes into them.
+pub fn select(
+    image: &Image,
+    spool: &std::path::Path,
+    target: &Target,
+    binary_path: Option<&str>,
+    force: bool,
+) -> Result<(Inspection, Choice)> {
+    let extra = extra_name(binary_path)?;
+    let mut r = Reader::new(image, spool, extra.clone());
+    if let Some(x) = &extra {
+        // The user named the build: only it is a candidate.
+        let path = format!("/{x}");
+        let Some(b) = r.binary(&path)? else {
+            // Fails with the reason (deleted, a directory, dangling link...).
+            r.fs.read_file(&path)?;
+            anyhow::bail!("{path} is not a regular file in the image");
+        };
+        let choice = choose_from(std::slice::from_ref(&b), None, target, Some(&path), force)?;
+        return Ok((r.finish(None, vec![b]), choice));
+    }
+    let plain_path = format!("{BIN_DIR}/{MCD_NAME}");
+    let twin_path = format!("{BIN_DIR}/{MCD_NAME}.rhel{}", target.rhel);
+    let fits = |b: &Option<Binary>| {
+        b.as_ref()
+            .is_some_and(|b| b.candidate().verdict(target).compatible)
+    };
+    let plain = r.binary(&plain_path)?;
+    let (os_release, twin) = if fits(&plain) {
+        match r.os_release()? {
+            // The plain build is first in its group whatever `.rhel{t}` holds.
+            Some(os) if select::image_rhel(&os) == Some(target.rhel) => (Some(os), None),
+            // The twin comes first if it fits, else the plain build does.
+            Some(os) if select::image_rhel(&os).is_some() => (Some(os), r.binary(&twin_path)?),
+            // No RHEL: the plain build falls behind every `.rhelN`: look at them all.
+            os => return full(r, os, target, force),
+        }
+    } else {
+        let twin = r.binary(&twin_path)?;
+        if !fits(&twin) {
+            let os = r.os_release()?;
+            return full(r, os, target, force);
+        }
+        (None, twin)
+    };
+    let binaries: Vec<Binary> = plain.into_iter().chain(twin).collect();
+    let choice = choose_from(&binaries, os_release.as_ref(), target, None, force)?;
+    Ok((r.finish(os_release, binaries), choice))
+}
+
+fn full(
+    mut r: Reader,
+    os: Option<OsRelease>,
+    target: &Target,
+    force: bool,
+) -> Result<(Inspection, Choice)> {
+    let (os, binaries) = read_all(&mut r, os, None)?;
+    let choice = choose_from(&binaries, os.as_ref(), target, None, force)?;
+    Ok((r.finish(os, binaries), choice))
+}
+
+fn choose_from(
+    binaries: &[Binary],
+    os: Option<&OsRelease>,
+    target: &Target,
+    forced_path: Option<&str>,
+    force: bool,
+) -> Result<Choice> {
+    let c: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
+    Ok(select::choose(&c, os, target, forced_path, force)?)
 }
 
 impl Inspection {
+    /// Which layers were read, and how many of the image's stored bytes they are.
+    pub fn read_summary(&self) -> String {
+        let list: Vec<String> = self.layers_read.iter().map(usize::to_string).collect();
+        format!(
+            "read {} of {} layers ({}): {} of {} stored bytes ({:.1}%)",
+            self.layers_read.len(),
+            self.image.layers.len(),
+            if list.is_empty() {
+                "none".to_string()
+            } else {
+                list.join(", ")
+            },
+            self.bytes_read,
+            self.image_bytes,
+            if self.image_bytes == 0 {
+                0.0
+            } else {
+                self.bytes_read as f64 * 100.0 / self.image_bytes as f64
+            }
+        )
+    }
+
     /// The human-readable report.
     pub fn render_text(&self) -> String {
         let mut s = String::new();
@@ -195,16 +365,22 @@ impl Inspection {
         }
         s += &format!("Config:    {}\n", i.config_digest);
         s += &format!("Platform:  {}\n", i.platform);
-        s += "Layers (bottom first):\n";
+        s += "Layers (bottom first; * = read for this report):\n";
         for (n, l) in i.layers.iter().enumerate() {
+            let mark = if self.layers_read.contains(&(n + 1)) {
+                '*'
+            } else {
+                ' '
+            };
             s += &format!(
-                "  {:>2}  {}  {:>12} B  {}\n",
+                "  {:>2}{mark} {}  {:>12} B  {}\n",
                 n + 1,
                 l.digest,
                 l.size,
                 l.media_type
             );
         }
+        s += &format!("{}\n", self.read_summary());
         match &self.os_release {
             Some(o) => {
                 let f = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());

@@ -133,8 +133,14 @@ fn run(cli: Cli) -> Result<()> {
                 note(n);
             }
             note(&format!(
-                "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {})",
-                r.chosen, r.binary_sha256, r.target.bootimage, a.ign, r.config_bytes, r.target.spec
+                "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {}); {}",
+                r.chosen,
+                r.binary_sha256,
+                r.target.bootimage,
+                a.ign,
+                r.config_bytes,
+                r.target.spec,
+                r.layers_read
             ));
             if let Some(out) = a.json.target() {
                 let v = report::inject_json(&r, &a.ign.to_string(), a.payload_url.as_deref());

@@ -168,14 +168,20 @@ pub fn image_rhel(os: &OsRelease) -> Option<u32> {
 }
 
 /// The RHEL a build was made for, by its name: the plain name is built on the image's
-/// own base, `.rhelN` twins on RHEL N.
+/// own base, `.rhelN` twins on RHEL N. MCO forms the twin's name from the host's major
+/// (`machine-config-daemon.rhel9`), so only a plain decimal counts (`.rhel09` and
+/// `.rhel+9` are other names): exactly one name is the twin for a RHEL.
 pub fn nominal_rhel(path: &str, image_rhel: Option<u32>) -> Option<u32> {
     let name = path.rsplit('/').next().unwrap_or(path);
     let suffix = name.strip_prefix(MCD_NAME)?;
     if suffix.is_empty() {
         return image_rhel;
     }
-    suffix.strip_prefix(".rhel")?.parse().ok()
+    let n = suffix.strip_prefix(".rhel")?;
+    let canonical = !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+        && !(n.starts_with('0') && n.len() > 1);
+    canonical.then(|| n.parse().ok()).flatten()
 }
 
 /// A binary that could be chosen.
@@ -494,5 +500,9 @@ mod tests {
             nominal_rhel("/usr/bin/machine-config-daemon.x", Some(8)),
             None
         );
+        for other in [".rhel09", ".rhel+9", ".rhel", ".rhel9x"] {
+            let p = format!("/usr/bin/machine-config-daemon{other}");
+            assert_eq!(nominal_rhel(&p, Some(8)), None, "{p}");
+        }
     }
 }

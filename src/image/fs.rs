@@ -133,6 +133,13 @@ impl<'a> MergedFs<'a> {
         self.reads
     }
 
+    /// The layers read so far (0 is the bottom), ascending.
+    pub fn layers_read(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.scans.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
     fn read_layer(&mut self, i: usize, want: Want) -> Result<LayerScan> {
         let layer = &self.image.info.layers[i];
         let scan = scan_layer(

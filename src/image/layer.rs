@@ -224,6 +224,15 @@ pub enum Capture {
     TooBig { size: u64 },
 }
 
+/// How the spool file of a captured entry is named: this prefix (a hash of the name,
+/// short whatever the name's length), then random letters. A reader may follow a capture
+/// while its layer still streams (it is not verified before the layer's end).
+pub fn capture_prefix(name: &str) -> String {
+    use sha2::Digest as _;
+    let h = sha2::Sha256::digest(name.as_bytes());
+    format!(".cap-{}-", hex::encode(&h[..8]))
+}
+
 /// A verified layer: its index and the content spooled for wanted entries, by ordinal.
 pub struct LayerScan {
     pub index: LayerIndex,
@@ -747,9 +756,12 @@ pub fn scan_layer(
                 let capture = if size > opts.max_file_size {
                     Capture::TooBig { size }
                 } else {
-                    let mut tmp = NamedTempFile::new_in(opts.spool).with_context(|| {
-                        format!("creating a temp file in {}", opts.spool.display())
-                    })?;
+                    let mut tmp = tempfile::Builder::new()
+                        .prefix(&capture_prefix(&name))
+                        .tempfile_in(opts.spool)
+                        .with_context(|| {
+                            format!("creating a temp file in {}", opts.spool.display())
+                        })?;
                     if beside > 0 {
                         io::copy(&mut beside_data, tmp.as_file_mut())
                     } else {

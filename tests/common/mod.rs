@@ -519,3 +519,72 @@ pub fn inject(reference: &str, bootimage: &str, out: &Path, extra: &[&str]) -> R
     args.extend(extra.iter().map(|s| s.to_string()));
     mcd_inject(args)
 }
+
+// ------------------------------------------------------------------ hand-made layouts
+
+/// A gzip tar layer of regular files `(name, bytes, mode)`, in that order, mtime 0.
+/// Parent directories are not added (lookups of a missing parent fall through to the
+/// layers below, as for real layers without them); `DIR/.wh.NAME` is a whiteout.
+pub fn gzip_layer(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (name, data, mode) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(*mode);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, name, *data).unwrap();
+    }
+    let tar = b.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &tar).unwrap();
+    gz.finish().unwrap()
+}
+
+/// Writes an OCI image layout of these gzip layers (bottom first) in `dir`, its one
+/// manifest tagged `latest` (amd64); returns its reference.
+pub fn write_layout(dir: &Path, layers: &[Vec<u8>]) -> String {
+    let blobs = dir.join("blobs/sha256");
+    fs::create_dir_all(&blobs).unwrap();
+    let put = |b: &[u8]| {
+        let d = sha256_hex(b);
+        fs::write(blobs.join(&d), b).unwrap();
+        serde_json::json!({"digest": format!("sha256:{d}"), "size": b.len()})
+    };
+    let diff_ids: Vec<String> = layers
+        .iter()
+        .map(|l| {
+            let mut tar = Vec::new();
+            flate2::read::GzDecoder::new(&l[..])
+                .read_to_end(&mut tar)
+                .unwrap();
+            format!("sha256:{}", sha256_hex(&tar))
+        })
+        .collect();
+    let config = serde_json::to_vec(&serde_json::json!({
+        "architecture": "amd64", "os": "linux",
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+    }))
+    .unwrap();
+    let with_type = |mut d: serde_json::Value, t: &str| {
+        d["mediaType"] = t.into();
+        d
+    };
+    let layer_descs: Vec<_> = layers
+        .iter()
+        .map(|l| with_type(put(l), "application/vnd.oci.image.layer.v1.tar+gzip"))
+        .collect();
+    let manifest = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": with_type(put(&config), "application/vnd.oci.image.config.v1+json"),
+        "layers": layer_descs,
+    }))
+    .unwrap();
+    let mut entry = with_type(put(&manifest), "application/vnd.oci.image.manifest.v1+json");
+    entry["annotations"] = serde_json::json!({"org.opencontainers.image.ref.name": "latest"});
+    let index = serde_json::json!({"schemaVersion": 2, "manifests": [entry]});
+    fs::write(dir.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
+    fs::write(dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    format!("oci:{}:latest", dir.display())
+}

@@ -1,0 +1,221 @@
+//! `inject` reads only the layers its choice needs: on every fixture image, for every
+//! platform of it and every bootimage of the table, the choice read from as few layers
+//! as settle it is the full view's choice (`inspect` reads everything); a build in a
+//! lower layer is still found, and a top layer that holds the answer is the only one
+//! read.
+
+mod common;
+
+use std::path::Path;
+
+use common::{fixture, fixture_list};
+use mcd_inject::image::{self, ImageRef, OpenOptions, Platform};
+use mcd_inject::target::{Target, BOOTIMAGES};
+use mcd_inject::{inject, inspect};
+
+/// What a choice came to: the chosen path and its sha256, or the error.
+fn outcome(r: anyhow::Result<(String, String)>) -> Result<(String, String), String> {
+    r.map_err(|e| format!("{e:#}"))
+}
+
+#[test]
+fn lazy_choice_is_the_full_views_on_every_fixture() {
+    let mut compared = 0;
+    let mut chosen = 0;
+    let mut fewer_layers = 0;
+    let mut mismatches = Vec::new();
+    for fx in &fixture_list().fixtures {
+        for transport in fx.transports.keys() {
+            let reference: ImageRef = fx.reference(transport).parse().unwrap();
+            for platform in &fx.platforms {
+                let opts = OpenOptions {
+                    platform: platform.parse::<Platform>().unwrap(),
+                    ..OpenOptions::default()
+                };
+                let img = match image::open(&reference, &opts) {
+                    Ok(i) => i,
+                    // Hostile fixtures may fail to open; nothing to choose from.
+                    Err(_) => continue,
+                };
+                let arch = img.info.platform.architecture.clone();
+                let spool = tempfile::tempdir().unwrap();
+                let full = inspect::inspect(&img, spool.path());
+                for row in BOOTIMAGES {
+                    let Ok(target) = Target::new(row.version, None, None, &arch) else {
+                        continue;
+                    };
+                    let want = outcome(
+                        full.as_ref()
+                            .map_err(|e| anyhow::anyhow!("{e:#}"))
+                            .and_then(|ins| {
+                                let c = inject::choose(ins, &target, None, false)?;
+                                let b = &ins.binaries[c.index];
+                                Ok((b.path.clone(), b.sha256.to_string()))
+                            }),
+                    );
+                    let lazy_spool = tempfile::tempdir().unwrap();
+                    let lazy = inspect::select(&img, lazy_spool.path(), &target, None, false);
+                    let got = outcome(lazy.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).map(
+                        |(ins, c)| {
+                            let b = &ins.binaries[c.index];
+                            (b.path.clone(), b.sha256.to_string())
+                        },
+                    ));
+                    compared += 1;
+                    let case = format!("{} {transport} {platform} {}", fx.name, row.version);
+                    match (&want, &got) {
+                        (Ok(w), Ok(g)) if w == g => {
+                            chosen += 1;
+                            let (ins, _) = lazy.as_ref().unwrap();
+                            let all = full.as_ref().unwrap();
+                            assert!(
+                                ins.layers_read.len() <= all.layers_read.len(),
+                                "{case}: read more layers than the full view"
+                            );
+                            assert_eq!(ins.image_bytes, all.image_bytes, "{case}");
+                            if ins.bytes_read < all.bytes_read {
+                                fewer_layers += 1;
+                            }
+                        }
+                        (Err(_), Err(_)) => {}
+                        _ => mismatches.push(format!("{case}: full {want:?}, lazy {got:?}")),
+                    }
+                }
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    // The corpus exercises both sides: choices made, and layers saved on some of them.
+    assert!(compared > 500, "only {compared} cases compared");
+    assert!(chosen > 100, "only {chosen} choices made");
+    assert!(
+        fewer_layers > 20,
+        "only {fewer_layers} choices read fewer bytes"
+    );
+}
+
+// --------------------------------------------------------------- hand-made layouts
+
+/// A gzip layer of files; `(name, None)` is a whiteout of `name`.
+fn layer(entries: &[(&str, Option<&[u8]>)]) -> Vec<u8> {
+    let names: Vec<(String, &[u8], u32)> = entries
+        .iter()
+        .map(|(n, d)| match d {
+            Some(d) => (n.to_string(), *d, 0o755),
+            None => {
+                let (dir, base) = n.rsplit_once('/').unwrap();
+                (format!("{dir}/.wh.{base}"), &b""[..], 0o644)
+            }
+        })
+        .collect();
+    let files: Vec<(&str, &[u8], u32)> =
+        names.iter().map(|(n, d, m)| (n.as_str(), *d, *m)).collect();
+    common::gzip_layer(&files)
+}
+
+fn layout(dir: &Path, layers: &[Vec<u8>]) -> ImageRef {
+    common::write_layout(dir, layers).parse().unwrap()
+}
+
+/// The RHEL 9 and RHEL 8 builds of the mco-4.16 fixture (real dynamic ELF files).
+fn builds() -> (Vec<u8>, Vec<u8>) {
+    let fx = fixture("mco-4.16");
+    let img = image::open(
+        &fx.reference("oci").parse().unwrap(),
+        &OpenOptions::default(),
+    )
+    .unwrap();
+    let spool = tempfile::tempdir().unwrap();
+    let ins = inspect::inspect(&img, spool.path()).unwrap();
+    let bytes = |p: &str| {
+        let b = ins.binaries.iter().find(|b| b.path == p).unwrap();
+        std::fs::read(b.content.file.path()).unwrap()
+    };
+    (
+        bytes("/usr/bin/machine-config-daemon"),
+        bytes("/usr/bin/machine-config-daemon.rhel8"),
+    )
+}
+
+const RHEL9_OS: &[u8] = b"ID=\"rhel\"\nVERSION_ID=\"9.4\"\nRHEL_VERSION=9.4\n";
+const MCD: &str = "usr/bin/machine-config-daemon";
+const RHEL8: &str = "usr/bin/machine-config-daemon.rhel8";
+
+/// (chosen path, layers read) for a bootimage, checked against the full view.
+fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String> {
+    let img = image::open(r, &OpenOptions::default()).unwrap();
+    let target = Target::new(bootimage.parse().unwrap(), None, None, "amd64").unwrap();
+    let spool = tempfile::tempdir().unwrap();
+    let full = inspect::inspect(&img, spool.path()).unwrap();
+    let want = inject::choose(&full, &target, None, false)
+        .map(|c| full.binaries[c.index].path.clone())
+        .map_err(|e| format!("{e:#}"));
+    let spool = tempfile::tempdir().unwrap();
+    let got = inspect::select(&img, spool.path(), &target, None, false)
+        .map(|(ins, c)| (ins.binaries[c.index].path.clone(), ins.layers_read))
+        .map_err(|e| format!("{e:#}"));
+    assert_eq!(
+        want.clone().ok(),
+        got.clone().ok().map(|g| g.0),
+        "{want:?} vs {got:?}"
+    );
+    got
+}
+
+#[test]
+fn the_top_layer_settles_an_mco_shaped_image() {
+    let (rhel9, rhel8) = builds();
+    let dir = tempfile::tempdir().unwrap();
+    let base = layer(&[("usr/lib/os-release", Some(RHEL9_OS))]);
+    let top = layer(&[(MCD, Some(&rhel9)), (RHEL8, Some(&rhel8))]);
+    let r = layout(dir.path(), &[base, top]);
+    // RHEL 8 bootimage: the twin fits, the plain build does not: top layer only.
+    assert_eq!(choose(&r, "4.2").unwrap(), (format!("/{RHEL8}"), vec![2]));
+    // RHEL 9 bootimage: the plain build fits; the os-release (base layer) decides.
+    assert_eq!(choose(&r, "4.16").unwrap(), (format!("/{MCD}"), vec![1, 2]));
+
+    // The command line says so: inject reads the top layer, inspect every layer.
+    let reference = format!("oci:{}:latest", dir.path().display());
+    let out = dir.path().join("out.ign");
+    let run = common::inject(&reference, "4.2", &out, &[]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("chose /usr/bin/machine-config-daemon.rhel8")
+            && run.stderr.contains("read 1 of 2 layers (2): "),
+        "{}",
+        run.describe()
+    );
+    let run = common::mcd_inject(["inspect", "--image", &reference]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        text.contains("read 2 of 2 layers (1, 2): ")
+            && text.contains("   1* sha256:")
+            && text.contains("   2* sha256:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_build_in_a_lower_layer_is_still_read() {
+    let (rhel9, rhel8) = builds();
+    let dir = tempfile::tempdir().unwrap();
+    let base = layer(&[
+        ("usr/lib/os-release", Some(RHEL9_OS)),
+        (RHEL8, Some(&rhel8)),
+    ]);
+    let top = layer(&[(MCD, Some(&rhel9))]);
+    let r = layout(dir.path(), &[base.clone(), top.clone()]);
+    assert_eq!(
+        choose(&r, "4.2").unwrap(),
+        (format!("/{RHEL8}"), vec![1, 2])
+    );
+
+    // The same twin deleted by a whiteout in the top layer: nothing fits RHEL 8.
+    let dir = tempfile::tempdir().unwrap();
+    let top = layer(&[(MCD, Some(&rhel9)), (RHEL8, None)]);
+    let r = layout(dir.path(), &[base, top]);
+    let e = choose(&r, "4.2").unwrap_err();
+    assert!(e.contains("no machine-config-daemon build fits"), "{e}");
+}
