@@ -168,14 +168,14 @@ fn the_top_layer_settles_an_mco_shaped_image() {
     let dir = tempfile::tempdir().unwrap();
     let base = layer(&[("usr/lib/os-release", Some(RHEL9_OS))]);
     let top = layer(&[(MCD, Some(&rhel9)), (RHEL8, Some(&rhel8))]);
-    let r = layout(dir.path(), &[base, top]);
+    let r = layout(&dir.path().join("image"), &[base, top]);
     // RHEL 8 bootimage: the twin fits, the plain build does not: top layer only.
     assert_eq!(choose(&r, "4.2").unwrap(), (format!("/{RHEL8}"), vec![2]));
     // RHEL 9 bootimage: the plain build fits; the os-release (base layer) decides.
     assert_eq!(choose(&r, "4.16").unwrap(), (format!("/{MCD}"), vec![1, 2]));
 
     // The command line says so: inject reads the top layer, inspect every layer.
-    let reference = format!("oci:{}:latest", dir.path().display());
+    let reference = format!("oci:{}:latest", dir.path().join("image").display());
     let out = dir.path().join("out.ign");
     let run = common::inject(&reference, "4.2", &out, &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());

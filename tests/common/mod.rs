@@ -522,12 +522,26 @@ pub fn inject(reference: &str, bootimage: &str, out: &Path, extra: &[&str]) -> R
 
 // ------------------------------------------------------------------ hand-made layouts
 
-/// A gzip tar layer of regular files `(name, bytes, mode)`, in that order, mtime 0.
-/// Parent directories are not added (lookups of a missing parent fall through to the
-/// layers below, as for real layers without them); `DIR/.wh.NAME` is a whiteout.
+/// A gzip tar layer of regular files `(name, bytes, mode)`, in that order, mtime 0, each
+/// after its parent directories' entries; `DIR/.wh.NAME` is a whiteout.
 pub fn gzip_layer(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
+    // Each file after the entries of its parent directories, as image builders write
+    // them: a layer that names its parents settles the paths under them by itself.
+    let mut dirs = std::collections::BTreeSet::new();
     for (name, data, mode) in files {
+        let mut parent = String::new();
+        for part in name.split('/').collect::<Vec<_>>().split_last().unwrap().1 {
+            parent = format!("{parent}{part}/");
+            if dirs.insert(parent.clone()) {
+                let mut h = tar::Header::new_gnu();
+                h.set_size(0);
+                h.set_mode(0o755);
+                h.set_mtime(0);
+                h.set_entry_type(tar::EntryType::Directory);
+                b.append_data(&mut h, &parent, std::io::empty()).unwrap();
+            }
+        }
         let mut h = tar::Header::new_gnu();
         h.set_size(data.len() as u64);
         h.set_mode(*mode);
