@@ -12,15 +12,20 @@
 //!   table, and verdicts with reasons.
 //! - [`ignition`]: the neutral config model, its renderers, merging and checking.
 //! - [`inject`]: the main job, and `verify`.
+//! - [`cli`], [`clidoc`], [`logging`]: the command line, its completions and man pages,
+//!   and diagnostics on stderr.
 
 pub mod cache;
 pub mod cli;
+pub mod clidoc;
 pub mod elf;
 pub mod extract;
 pub mod ignition;
 pub mod image;
 pub mod inject;
 pub mod inspect;
+pub mod json;
+pub mod logging;
 pub mod osrelease;
 pub mod output;
 pub mod registry;

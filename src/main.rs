@@ -6,16 +6,21 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use mcd_inject::cli::{Cli, Command};
-use mcd_inject::{extract, image, inject, inspect, output::Output, registry};
+use mcd_inject::{
+    clidoc, extract, image, inject, inspect, json, logging, output::Output, registry,
+};
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Extract(a) => {
             let img = image::open(&a.image.image, &a.image.open_options())?;
             let report = extract::extract(&img, &a.path, &a.output)?;
-            if a.output != Output::Stdout && !a.image.registry.quiet {
+            if a.json {
+                let v = json::extract(&img.info, &a.path, &a.output, &report);
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else if a.output != Output::Stdout && !a.image.registry.quiet {
                 eprintln!(
                     "wrote {} ({} bytes, mode {:o}) from {}",
                     a.output, report.size, report.mode, report.resolved
@@ -34,7 +39,9 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Pull(a) => {
             let report = registry::pull(&a.image.image, &a.image.open_options())?;
-            if !a.image.registry.quiet {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&json::pull(&report))?);
+            } else if !a.image.registry.quiet {
                 eprintln!(
                     "{}: manifest {} with {} layers in {} ({} fetched now)",
                     report.image.reference,
@@ -71,12 +78,36 @@ fn run(cli: Cli) -> Result<()> {
                 bail!("{}: {} problem(s)", a.ign, r.problems.len());
             }
         }
+        Command::Completion(a) => clidoc::completion(a.shell, &mut std::io::stdout().lock())?,
+        Command::Man(a) => match a.dir {
+            Some(dir) => {
+                for page in clidoc::man_pages_to(&dir)? {
+                    eprintln!("wrote {}", page.display());
+                }
+            }
+            None => std::io::Write::write_all(&mut std::io::stdout().lock(), &clidoc::man_page()?)?,
+        },
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    if let Command::Extract(a) = &cli.command {
+        if a.json && a.output == Output::Stdout {
+            let mut cmd = Cli::command();
+            cmd.build();
+            cmd.find_subcommand_mut("extract")
+                .expect("extract is a subcommand")
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--json and -o - both want stdout: write the file with -o FILE",
+                )
+                .exit();
+        }
+    }
+    logging::init(cli.log.settings());
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
