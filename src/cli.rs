@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::ignition::SpecVersion;
@@ -132,10 +133,10 @@ pub struct RegistryArgs {
     #[arg(long, value_name = "DIR", env = "MCD_INJECT_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Never touch the network: registry images come from the cache only.
-    #[arg(long, env = "MCD_INJECT_OFFLINE")]
+    #[arg(long, env = "MCD_INJECT_OFFLINE", value_parser = BoolishValueParser::new())]
     pub offline: bool,
     /// No progress output.
-    #[arg(short, long, env = "MCD_INJECT_QUIET")]
+    #[arg(short, long, env = "MCD_INJECT_QUIET", value_parser = BoolishValueParser::new())]
     pub quiet: bool,
 }
 

@@ -24,7 +24,7 @@ pub fn completion(shell: Shell, out: &mut dyn Write) -> Result<()> {
 /// The man page of `mcd-inject` itself (its subcommands listed), as roff.
 pub fn man_page() -> Result<Vec<u8>> {
     let mut buf = Vec::new();
-    clap_mangen::Man::new(Cli::command())
+    clap_mangen::Man::new(Cli::command().disable_help_subcommand(true))
         .render(&mut buf)
         .context("rendering the man page")?;
     Ok(buf)
