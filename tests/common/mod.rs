@@ -519,3 +519,24 @@ pub fn inject(reference: &str, bootimage: &str, out: &Path, extra: &[&str]) -> R
     args.extend(extra.iter().map(|s| s.to_string()));
     mcd_inject(args)
 }
+
+/// A unified diff from `expected` (the committed file `name`) to `actual`, for test
+/// failures; lines longer than 200 characters (base64 payloads) are cut short.
+pub fn unified_diff(name: &str, expected: &[u8], actual: &[u8]) -> String {
+    const MAX_LINE: usize = 200;
+    let (old, new) = (
+        String::from_utf8_lossy(expected),
+        String::from_utf8_lossy(actual),
+    );
+    let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("{name} (committed)"), &format!("{name} (now)"))
+        .to_string();
+    diff.lines()
+        .map(|l| match l.char_indices().nth(MAX_LINE) {
+            Some((cut, _)) => format!("{}... ({} more bytes)\n", &l[..cut], l.len() - cut),
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
