@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(gcc git libc6-dev python3 skopeo umoci zstd xz-utils jq ignition systemd systemd-container
-  debootstrap time docker-registry apache2-utils openssl curl)
+  debootstrap time docker-registry apache2-utils openssl curl zsh fish man-db groff-base)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,6 +34,7 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
+bash scripts/msrv.sh
 
 export MCD_INJECT_FIXTURES="$PWD/target/fixtures"
 rm -rf "$MCD_INJECT_FIXTURES"
