@@ -35,6 +35,7 @@ fi
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 bash scripts/msrv.sh
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 export MCD_INJECT_FIXTURES="$PWD/target/fixtures"
 rm -rf "$MCD_INJECT_FIXTURES"

@@ -83,8 +83,8 @@ pub struct ManArgs {
 /// Which image to read.
 #[derive(Debug, Args)]
 pub struct ImageArgs {
-    /// Image reference: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF],
-    /// docker://HOST/REPO[:TAG|@DIGEST]
+    /// Image reference: `oci:DIR[:TAG]`, `oci-archive:FILE[:TAG]`,
+    /// `docker-archive:FILE[:REF]`, `docker://HOST/REPO[:TAG|@DIGEST]`
     #[arg(long, value_name = "REF")]
     pub image: ImageRef,
     /// Platform to pick from a multi-arch index, os/arch[/variant].

@@ -16,7 +16,7 @@ pub fn extract(image: &ImageInfo, path: &str, output: &Output, r: &ExtractReport
         "resolved": r.resolved,
         "output": output.to_string(),
         "size": r.size,
-        "mode": format!("{:04o}", r.mode),
+        "mode": r.mode,
         "layer_reads": r.layer_reads,
     })
 }

@@ -311,7 +311,10 @@ fn extract_json_describes_the_file_written() {
     assert_eq!(v["resolved"], MCD);
     assert_eq!(v["output"], out.display().to_string());
     assert_eq!(v["size"], 3320);
-    assert_eq!(v["mode"], "0755");
+    assert_eq!(
+        v["mode"], 0o755,
+        "permission bits as a number, as inspect prints them"
+    );
     assert_eq!(v["layer_reads"], 1);
     assert_eq!(v["image"]["platform"], "linux/amd64");
     assert_eq!(v["image"]["layers"].as_array().unwrap().len(), 2);
