@@ -24,6 +24,26 @@ pub struct Cli {
     pub log: LogArgs,
 }
 
+impl Cli {
+    /// Usage errors clap's attributes cannot express (exit code 2, like theirs).
+    pub fn check_usage(&self) -> Result<(), clap::Error> {
+        if let Command::Extract(a) = &self.command {
+            if a.json && a.output == Output::Stdout {
+                let mut cmd = <Cli as clap::CommandFactory>::command();
+                cmd.build();
+                let sub = cmd
+                    .find_subcommand_mut("extract")
+                    .expect("extract is a subcommand");
+                return Err(sub.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--json and -o - both want stdout: write the file with -o FILE",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Diagnostics on stderr (docs/architecture.md says what is logged).
 #[derive(Debug, Args)]
 pub struct LogArgs {

@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use mcd_inject::cli::{Cli, Command};
 use mcd_inject::{
     clidoc, extract, image, inject, inspect, json, logging, output::Output, registry,
@@ -93,18 +93,8 @@ fn run(cli: Cli) -> Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Extract(a) = &cli.command {
-        if a.json && a.output == Output::Stdout {
-            let mut cmd = Cli::command();
-            cmd.build();
-            cmd.find_subcommand_mut("extract")
-                .expect("extract is a subcommand")
-                .error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    "--json and -o - both want stdout: write the file with -o FILE",
-                )
-                .exit();
-        }
+    if let Err(e) = cli.check_usage() {
+        e.exit();
     }
     logging::init(cli.log.settings());
     match run(cli) {
