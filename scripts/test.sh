@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(gcc git libc6-dev python3 skopeo umoci zstd xz-utils jq ignition systemd systemd-container
-  debootstrap time docker-registry apache2-utils openssl curl gpg gpg-agent bsdutils)
+  debootstrap time docker-registry apache2-utils openssl curl gpg gpg-agent bsdutils
+  zsh fish man-db groff-base)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,6 +35,8 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
+bash scripts/msrv.sh
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 export MCD_INJECT_FIXTURES="$PWD/target/fixtures"
 rm -rf "$MCD_INJECT_FIXTURES"

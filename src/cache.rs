@@ -121,8 +121,14 @@ impl Cache {
     pub fn open_blob(&self, digest: &Digest) -> Result<Option<File>> {
         let path = self.blob_path(digest);
         match File::open(&path) {
-            Ok(f) => Ok(Some(f)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Ok(f) => {
+                log::info!("cache hit: {}", path.display());
+                Ok(Some(f))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                log::debug!("cache miss: {digest}");
+                Ok(None)
+            }
             Err(e) => Err(e).with_context(|| format!("opening {}", path.display())),
         }
     }
@@ -237,6 +243,7 @@ impl Cache {
         tmp.persist(&path)
             .map_err(|e| e.error)
             .with_context(|| format!("storing blob {digest} in the cache"))?;
+        log::info!("cache store: {}", path.display());
         Ok(())
     }
 
@@ -256,6 +263,7 @@ impl Cache {
                 .ok_or_else(|| anyhow!("cache {file}: entry {reference} has no digest"))?
                 .parse()
                 .with_context(|| format!("cache {file}: entry {reference}"))?;
+            log::info!("cache entry: {reference} -> {digest} ({file})");
             return Ok(Some(CachedRef {
                 media_type: m["mediaType"].as_str().unwrap_or_default().to_string(),
                 digest,

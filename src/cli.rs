@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::ignition::SpecVersion;
@@ -29,6 +30,50 @@ pub struct Cli {
     /// leaving no output and no temp file behind; exit code 1.
     #[arg(long, global = true, value_name = "DURATION", value_parser = duration)]
     pub timeout: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+impl Cli {
+    /// Usage errors clap's attributes cannot express (exit code 2, like theirs).
+    pub fn check_usage(&self) -> Result<(), clap::Error> {
+        if let Command::Extract(a) = &self.command {
+            if a.json && a.output == Output::Stdout {
+                let mut cmd = <Cli as clap::CommandFactory>::command();
+                cmd.build();
+                let sub = cmd
+                    .find_subcommand_mut("extract")
+                    .expect("extract is a subcommand");
+                return Err(sub.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--json and -o - both want stdout: write the file with -o FILE",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Diagnostics on stderr (docs/architecture.md says what is logged).
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Log what is done: registry endpoints, layers read, cache entries, timings.
+    /// Twice for debug, three times for trace.
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
+    /// Log level: off, error, warn, info, debug, trace (wins over -v). Without either,
+    /// RUST_LOG is read (env_logger syntax), else warnings only.
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = crate::logging::parse_level)]
+    pub log_level: Option<log::LevelFilter>,
+}
+
+impl LogArgs {
+    pub fn settings(&self) -> crate::logging::LogSettings {
+        crate::logging::LogSettings {
+            level: self.log_level,
+            verbose: self.verbose,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -44,13 +89,32 @@ pub enum Command {
     Inject(InjectArgs),
     /// Check an Ignition config written by inject.
     Verify(VerifyArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion(CompletionArgs),
+    /// Print the man page, or write one page per command into a directory.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell to complete for.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write mcd-inject.1 and mcd-inject-COMMAND.1 into DIR instead of printing
+    /// mcd-inject.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Which image to read.
 #[derive(Debug, Args)]
 pub struct ImageArgs {
-    /// Image reference: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF],
-    /// docker://HOST/REPO[:TAG|@DIGEST]
+    /// Image reference: `oci:DIR[:TAG]`, `oci-archive:FILE[:TAG]`,
+    /// `docker-archive:FILE[:REF]`, `docker://HOST/REPO[:TAG|@DIGEST]`
     #[arg(
         long,
         value_name = "REF",
@@ -63,11 +127,22 @@ pub struct ImageArgs {
     #[arg(long, value_name = "REF")]
     pub release: Option<ImageRef>,
     /// Platform to pick from a multi-arch index, os/arch[/variant].
-    #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
+    #[arg(
+        long,
+        value_name = "OS/ARCH[/VARIANT]",
+        default_value = "linux/amd64",
+        env = "MCD_INJECT_PLATFORM"
+    )]
     pub platform: Platform,
     /// Largest file that may be read out of the image, from its tar header (bytes, or
     /// with a K, M or G suffix for KiB, MiB, GiB).
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = byte_size)]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "1G",
+        value_parser = byte_size,
+        env = "MCD_INJECT_MAX_FILE_SIZE"
+    )]
     pub max_file_size: u64,
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -79,22 +154,28 @@ pub struct RegistryArgs {
     /// Registry credentials file (containers-auth.json format; an OpenShift pull secret
     /// works). Default: $REGISTRY_AUTH_FILE, else $XDG_RUNTIME_DIR/containers/auth.json,
     /// else ~/.docker/config.json.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "MCD_INJECT_AUTHFILE")]
     pub authfile: Option<PathBuf>,
     /// Verify registry TLS certificates; `--tls-verify=false` also allows plain http.
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value_t = true,
+        action = ArgAction::Set,
+        env = "MCD_INJECT_TLS_VERIFY"
+    )]
     pub tls_verify: bool,
     /// A directory of extra CA certificates (*.crt) for registries.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "MCD_INJECT_CERT_DIR")]
     pub cert_dir: Option<PathBuf>,
     /// The image cache (an OCI layout). Default: $XDG_CACHE_HOME/mcd-inject.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "MCD_INJECT_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Never touch the network: registry images come from the cache only.
-    #[arg(long)]
+    #[arg(long, env = "MCD_INJECT_OFFLINE", value_parser = BoolishValueParser::new())]
     pub offline: bool,
     /// No progress output.
-    #[arg(short, long)]
+    #[arg(short, long, env = "MCD_INJECT_QUIET", value_parser = BoolishValueParser::new())]
     pub quiet: bool,
     /// A download slower than this many bytes per second for --low-speed-time is cut
     /// and resumed (like a dropped connection); 0 turns the check off.
@@ -264,6 +345,9 @@ pub struct ExtractArgs {
     /// Where to write it; `-` for stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Output,
+    /// Print what was written as JSON on stdout (docs/json.md); not with `-o -`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -279,6 +363,9 @@ pub struct InspectArgs {
 pub struct PullArgs {
     #[command(flatten)]
     pub image: ImageArgs,
+    /// Print what was pulled as JSON on stdout (docs/json.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The bootimage a config is for.
@@ -430,13 +517,24 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "REF")]
     pub release: Option<ImageRef>,
     /// Platform of the node and of the image, os/arch[/variant].
-    #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
+    #[arg(
+        long,
+        value_name = "OS/ARCH[/VARIANT]",
+        default_value = "linux/amd64",
+        env = "MCD_INJECT_PLATFORM"
+    )]
     pub platform: Platform,
     /// The served payload, for a config in remote mode.
     #[arg(long, value_name = "FILE")]
     pub payload: Option<PathBuf>,
     /// With --image: largest file that may be read out of it, from its tar header.
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = byte_size)]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "1G",
+        value_parser = byte_size,
+        env = "MCD_INJECT_MAX_FILE_SIZE"
+    )]
     pub max_file_size: u64,
     #[command(flatten)]
     pub registry: RegistryArgs,

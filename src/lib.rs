@@ -13,9 +13,12 @@
 //! - [`ignition`]: the neutral config model, its renderers, merging and checking.
 //! - [`inject`]: the main job, and `verify`; [`report`]: their `--json` reports.
 //! - [`release`]: the MCO image an OpenShift release image names.
+//! - [`cli`], [`clidoc`], [`logging`]: the command line, its completions and man pages,
+//!   and diagnostics on stderr.
 
 pub mod cache;
 pub mod cli;
+pub mod clidoc;
 pub mod elf;
 pub mod extract;
 #[doc(hidden)]
@@ -24,6 +27,8 @@ pub mod ignition;
 pub mod image;
 pub mod inject;
 pub mod inspect;
+pub mod json;
+pub mod logging;
 pub mod osrelease;
 pub mod output;
 pub mod registry;

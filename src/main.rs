@@ -12,7 +12,9 @@ use clap::Parser;
 use mcd_inject::cli::{Cli, Command, ImageArgs};
 use mcd_inject::image::ImageRef;
 use mcd_inject::output::{print, Output, StdoutClosed};
-use mcd_inject::{cache, extract, image, inject, inspect, registry, report, tempfiles};
+use mcd_inject::{
+    cache, clidoc, extract, image, inject, inspect, json, logging, registry, report, tempfiles,
+};
 
 /// Writes a JSON report to stdout, or atomically to a file.
 fn write_json(out: &Output, v: &serde_json::Value) -> Result<()> {
@@ -71,7 +73,10 @@ fn run(cli: Cli) -> Result<()> {
             let (r, opts, _) = a.image.resolve()?;
             let img = image::open(&r, &opts)?;
             let report = extract::extract(&img, &a.path, &a.output)?;
-            if a.output != Output::Stdout && !a.image.registry.quiet {
+            if a.json {
+                let v = json::extract(&img.info, &a.path, &a.output, &report);
+                print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+            } else if a.output != Output::Stdout && !a.image.registry.quiet {
                 note(&format!(
                     "wrote {} ({} bytes, mode {:o}) from {}",
                     a.output, report.size, report.mode, report.resolved
@@ -108,7 +113,12 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
             let report = registry::pull(&r, &opts)?;
-            if !a.image.registry.quiet {
+            if a.json {
+                print(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&json::pull(&report))?
+                ))?;
+            } else if !a.image.registry.quiet {
                 note(&format!(
                     "{}: manifest {} with {} layers in {} ({} fetched now)",
                     report.image.reference,
@@ -165,6 +175,15 @@ fn run(cli: Cli) -> Result<()> {
                 bail!("{}: {} problem(s)", a.ign, r.problems.len());
             }
         }
+        Command::Completion(a) => clidoc::completion(a.shell, &mut std::io::stdout().lock())?,
+        Command::Man(a) => match a.dir {
+            Some(dir) => {
+                for page in clidoc::man_pages_to(&dir)? {
+                    eprintln!("wrote {}", page.display());
+                }
+            }
+            None => std::io::Write::write_all(&mut std::io::stdout().lock(), &clidoc::man_page()?)?,
+        },
     }
     Ok(())
 }
@@ -176,6 +195,10 @@ fn note(text: &str) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = cli.check_usage() {
+        e.exit();
+    }
+    logging::init(cli.log.settings());
     if let Err(e) = tempfiles::install_signal_handlers() {
         note(&format!("error: installing signal handlers: {e}"));
         return ExitCode::from(1);

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{crate_root, dir_entries, fixture, mcd_inject};
+use common::{crate_root, dir_entries, fixture, mcd_inject, unified_diff};
 use serde_json::{json, Value};
 
 struct Out {
@@ -432,14 +432,48 @@ fn golden_configs() {
         let golden = root.join("tests/golden").join(file);
         if bless {
             fs::write(&golden, &out.stdout).unwrap();
-        } else if fs::read(&golden).ok().as_deref() != Some(&out.stdout[..]) {
-            stale.push(file);
+        } else {
+            let committed = fs::read(&golden).unwrap_or_default();
+            if committed != out.stdout {
+                let name = format!("tests/golden/{file}");
+                stale.push((file, unified_diff(&name, &committed, &out.stdout)));
+            }
         }
     }
     assert!(
         stale.is_empty(),
-        "stale goldens {stale:?}: review the change, then rerun with MCD_INJECT_BLESS=1"
+        "stale goldens {:?}: review the change, then rerun with MCD_INJECT_BLESS=1\n{}",
+        stale.iter().map(|(f, _)| f).collect::<Vec<_>>(),
+        stale.iter().map(|(_, d)| d.as_str()).collect::<String>()
     );
+}
+
+#[test]
+fn a_stale_golden_is_shown_as_a_unified_diff() {
+    let name = "tests/golden/mco-small-4.8.ign";
+    let committed = fs::read(crate_root().join(name)).unwrap();
+    let text = String::from_utf8(committed.clone()).unwrap();
+    assert!(text.contains("\"version\": \"3.2.0\""));
+    let now = text.replace("\"version\": \"3.2.0\"", "\"version\": \"3.3.0\"");
+    let diff = unified_diff(name, &committed, now.as_bytes());
+    assert!(
+        diff.starts_with(&format!("--- {name} (committed)\n+++ {name} (now)\n@@ -")),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("\n-    \"version\": \"3.2.0\"\n+    \"version\": \"3.3.0\"\n"),
+        "{diff}"
+    );
+    assert_eq!(
+        diff.lines().filter(|l| l.starts_with('-')).count(),
+        2,
+        "{diff}"
+    );
+    assert!(
+        diff.lines().all(|l| l.len() < 260),
+        "long lines are cut: {diff}"
+    );
+    assert!(unified_diff(name, &committed, &committed).is_empty());
 }
 
 /// A unit entry of a config, by name.

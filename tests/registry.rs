@@ -1379,3 +1379,66 @@ fn damage_after_refetch(sb: &Sandbox, image: &str, layer: &str, want: &[u8]) {
     assert!(cached_blobs(&cache).contains(&layer["sha256:".len()..].to_string()));
     assert_eq!(sb.extract(image, MCD, &["--offline"]), want);
 }
+
+#[test]
+fn logs_name_endpoints_and_cache_entries_but_never_a_secret() {
+    let r = registries();
+    for (registry, user, password) in [
+        (&r.basic, &r.basic_user, &r.basic_password),
+        (&r.token, &r.token_user, &r.token_password),
+    ] {
+        let mut sb = Sandbox::new();
+        let f = sb.write_auth("auth.json", registry, user, password);
+        // Credentials through the environment variable, the way CI sets them.
+        sb.env
+            .insert("MCD_INJECT_AUTHFILE".into(), f.display().to_string());
+        let image = format!("{registry}/mco/small:v1");
+        let args = ["pull", "--json", "--image", &image, "--cert-dir", &r.ca_dir];
+        let mut verbose = args.to_vec();
+        verbose.push("-vvv");
+        let out = sb.ok(&verbose);
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            log.contains(&format!(
+                "https://{registry}/v2/mco/small: tag \"v1\": 200 OK"
+            )),
+            "no endpoint line in:\n{log}"
+        );
+        assert!(log.contains("cache store: "), "{log}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        assert_eq!(
+            v["image"]["reference"],
+            format!("docker://{registry}/mco/small:v1")
+        );
+        let layers = v["image"]["layers"].as_array().unwrap().len();
+        assert_eq!(v["layers_fetched"], layers);
+        assert_eq!(v["cache"], sb.cache().display().to_string());
+
+        // A second pull fetches nothing and says which cache entries it used.
+        let again = sb.ok(&verbose);
+        let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+        assert_eq!(v["layers_fetched"], 0);
+        let log2 = String::from_utf8_lossy(&again.stderr).into_owned();
+        assert!(log2.contains("cache hit: "), "{log2}");
+
+        // Every crate's trace logs too (RUST_LOG), through a fresh cache.
+        sb.env.insert("RUST_LOG".into(), "trace".into());
+        sb.env.insert(
+            "MCD_INJECT_CACHE_DIR".into(),
+            sb.path("cache2").display().to_string(),
+        );
+        let traced = sb.ok(&args);
+        let log3 = String::from_utf8_lossy(&traced.stderr).into_owned();
+        assert!(log3.contains("TRACE") || log3.contains("DEBUG"), "{log3}");
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        for text in [&log, &log2, &log3] {
+            assert!(
+                !text.contains(password.as_str()),
+                "the password leaked:\n{text}"
+            );
+            assert!(!text.contains(&encoded), "the auth string leaked:\n{text}");
+            assert!(!text.contains("Bearer "), "a token leaked:\n{text}");
+        }
+    }
+}

@@ -142,6 +142,15 @@ impl<'a> MergedFs<'a> {
 
     fn read_layer(&mut self, i: usize, want: Want) -> Result<LayerScan> {
         let layer = &self.image.info.layers[i];
+        let started = std::time::Instant::now();
+        log::info!(
+            "reading layer {}/{} {} ({}, {} bytes stored)",
+            i + 1,
+            self.image.info.layers.len(),
+            layer.digest,
+            layer.media_type,
+            layer.size
+        );
         let scan = scan_layer(
             self.image.source(),
             layer,
@@ -152,6 +161,12 @@ impl<'a> MergedFs<'a> {
                 bottom: i == 0,
             },
         )?;
+        log::info!(
+            "layer {}/{} read and verified in {:.3} s",
+            i + 1,
+            self.image.info.layers.len(),
+            started.elapsed().as_secs_f64()
+        );
         self.reads += 1;
         Ok(scan)
     }

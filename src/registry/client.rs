@@ -293,6 +293,9 @@ impl Client {
             if let Some(a) = self.authorization.borrow().as_deref() {
                 req = req.header(AUTHORIZATION, a);
             }
+            // Logged by endpoint and object only: headers carry credentials.
+            let started = std::time::Instant::now();
+            log::debug!("{}/v2/{}: requesting {what}", self.base, self.repository);
             let resp = match req.send() {
                 Ok(r) => r,
                 Err(e) => {
@@ -316,6 +319,12 @@ impl Client {
                 }
             };
             let status = resp.status();
+            log::info!(
+                "{}/v2/{}: {what}: {status} in {:.3} s",
+                self.base,
+                self.repository,
+                started.elapsed().as_secs_f64()
+            );
             if status.is_success() {
                 return Ok(resp);
             }
@@ -458,6 +467,16 @@ impl Client {
                 base64::engine::general_purpose::STANDARD.encode(pair)
             )
         });
+        log::debug!(
+            "{}: {} challenge; credentials: {}",
+            self.describe(),
+            challenge.scheme,
+            if self.credentials.is_some() {
+                "yes"
+            } else {
+                "none"
+            }
+        );
         match challenge.scheme.as_str() {
             "basic" => {
                 let Some(b) = basic else {
@@ -496,6 +515,7 @@ impl Client {
             q.append_pair("scope", challenge.param("scope").unwrap_or(&scope));
         }
         let what = "a token";
+        log::info!("{}: asking {realm} for a token", self.describe());
         let mut retries = 0;
         // An identity token is an OAuth2 refresh token: POSTed to the realm, as
         // containers/image does (distribution's oauth.md).

@@ -602,3 +602,24 @@ pub fn write_layout(dir: &Path, layers: &[Vec<u8>]) -> String {
     fs::write(dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
     format!("oci:{}:latest", dir.display())
 }
+
+/// A unified diff from `expected` (the committed file `name`) to `actual`, for test
+/// failures; lines longer than 200 characters (base64 payloads) are cut short.
+pub fn unified_diff(name: &str, expected: &[u8], actual: &[u8]) -> String {
+    const MAX_LINE: usize = 200;
+    let (old, new) = (
+        String::from_utf8_lossy(expected),
+        String::from_utf8_lossy(actual),
+    );
+    let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("{name} (committed)"), &format!("{name} (now)"))
+        .to_string();
+    diff.lines()
+        .map(|l| match l.char_indices().nth(MAX_LINE) {
+            Some((cut, _)) => format!("{}... ({} more bytes)\n", &l[..cut], l.len() - cut),
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
