@@ -202,7 +202,7 @@ pub struct MirrorArgs {
     /// imageContentSources. Repeatable.
     #[arg(long, value_name = "FILE")]
     pub idms: Vec<PathBuf>,
-    /// Credentials for every registry contacted, USER[:PASSWORD] (prompted for on a
+    /// Credentials for every registry contacted, `USER[:PASSWORD]` (prompted for on a
     /// terminal when missing); before any auth file.
     #[arg(long, value_name = "USER[:PASSWORD]")]
     pub creds: Option<String>,

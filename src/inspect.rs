@@ -68,10 +68,10 @@ impl Binary {
 #[derive(Debug, Serialize)]
 pub struct Inspection {
     pub image: ImageInfo,
-    /// The os-release; from [`select`], only when the choice needed it.
+    /// The os-release; from [`select()`], only when the choice needed it.
     pub os_release: Option<OsRelease>,
     /// The builds read: all of them from [`inspect`], those the choice needed from
-    /// [`select`].
+    /// [`select()`].
     pub binaries: Vec<Binary>,
     /// Layer reads the answer needed (a layer read twice counts twice).
     pub layer_reads: usize,
