@@ -328,12 +328,12 @@ mod tests {
             }
         );
         assert_eq!(
-            "docker-archive:a.tar:quay.io/x/y:1"
+            "docker-archive:a.tar:registry.example/x/y:1"
                 .parse::<ImageRef>()
                 .unwrap(),
             ImageRef::DockerArchive {
                 file: "a.tar".into(),
-                reference: Some("quay.io/x/y:1".into())
+                reference: Some("registry.example/x/y:1".into())
             }
         );
         assert!(matches!(
@@ -346,8 +346,8 @@ mod tests {
     fn docker_normalisation() {
         let d = docker("busybox");
         assert_eq!(d.to_string(), "docker.io/library/busybox:latest");
-        let d = docker("docker://quay.io/openshift/origin-machine-config-operator:4.2");
-        assert_eq!(d.registry, "quay.io");
+        let d = docker("docker://registry.example/openshift/origin-machine-config-operator:4.2");
+        assert_eq!(d.registry, "registry.example");
         assert_eq!(d.repository, "openshift/origin-machine-config-operator");
         assert_eq!(d.tag.as_deref(), Some("4.2"));
         let d = docker("localhost:5000/mco@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -368,11 +368,11 @@ mod tests {
             Err(ReferenceError::BadRepository { .. })
         ));
         assert!(matches!(
-            "quay.io/a:-bad".parse::<ImageRef>(),
+            "registry.example/a:-bad".parse::<ImageRef>(),
             Err(ReferenceError::BadTag { .. })
         ));
         assert!(matches!(
-            "quay.io/a@sha256:zz".parse::<ImageRef>(),
+            "registry.example/a@sha256:zz".parse::<ImageRef>(),
             Err(ReferenceError::BadDigest { .. })
         ));
         assert!(matches!(
@@ -387,7 +387,7 @@ mod tests {
             "oci:dir:tag",
             "oci-archive:f.tar",
             "docker-archive:f.tar:@0",
-            "docker://quay.io/a/b:c",
+            "docker://registry.example/a/b:c",
         ] {
             assert_eq!(s.parse::<ImageRef>().unwrap().to_string(), s);
         }
