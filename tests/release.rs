@@ -12,6 +12,8 @@
 //! `scripts/registry-services.sh start` writes (`MCD_TEST_REGISTRY_TLS_DIR`); panics when
 //! one is missing.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
@@ -219,37 +221,11 @@ fn start_token_registry(dir: &Path, creds: &Creds) -> (Vec<Service>, String) {
 
 // ------------------------------------------------------------------ the release image
 
-/// A gzip-compressed tar of `files`: (blob, diff ID).
-/// A gzip layer of these files, each after the entries of its parent directories, as
-/// image builders write them (a layer that names its parents settles the paths under
-/// them without the layers below).
+/// A gzip layer of these files (mode 0644) as builders write them: (blob, diff ID).
 fn layer(files: &[(&str, &[u8])]) -> (Vec<u8>, String) {
-    let mut tar = tar::Builder::new(Vec::new());
-    let mut dirs = std::collections::BTreeSet::new();
-    for (name, data) in files {
-        let mut parent = String::new();
-        for part in name.split('/').collect::<Vec<_>>().split_last().unwrap().1 {
-            parent = format!("{parent}{part}/");
-            if dirs.insert(parent.clone()) {
-                let mut h = tar::Header::new_gnu();
-                h.set_size(0);
-                h.set_mode(0o755);
-                h.set_mtime(0);
-                h.set_entry_type(tar::EntryType::Directory);
-                tar.append_data(&mut h, &parent, std::io::empty()).unwrap();
-            }
-        }
-        let mut h = tar::Header::new_gnu();
-        h.set_size(data.len() as u64);
-        h.set_mode(0o644);
-        h.set_mtime(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        tar.append_data(&mut h, name, *data).unwrap();
-    }
-    let raw = tar.into_inner().unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(&raw).unwrap();
-    (gz.finish().unwrap(), format!("sha256:{}", sha256_hex(&raw)))
+    let files: Vec<(&str, &[u8], u32)> = files.iter().map(|(n, d)| (*n, *d, 0o644)).collect();
+    let raw = common::tar_with_parents(&files);
+    (common::gzip(&raw), format!("sha256:{}", sha256_hex(&raw)))
 }
 
 fn put_blob(layout: &Path, bytes: &[u8]) -> Value {

@@ -525,9 +525,14 @@ pub fn inject(reference: &str, bootimage: &str, out: &Path, extra: &[&str]) -> R
 /// A gzip tar layer of regular files `(name, bytes, mode)`, in that order, mtime 0, each
 /// after its parent directories' entries; `DIR/.wh.NAME` is a whiteout.
 pub fn gzip_layer(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
+    gzip(&tar_with_parents(files))
+}
+
+/// A tar of regular files `(name, bytes, mode)`, in that order, mtime 0, each after the
+/// entries of its parent directories, as image builders write them: a layer that names
+/// its parents settles the paths under them by itself.
+pub fn tar_with_parents(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
-    // Each file after the entries of its parent directories, as image builders write
-    // them: a layer that names its parents settles the paths under them by itself.
     let mut dirs = std::collections::BTreeSet::new();
     for (name, data, mode) in files {
         let mut parent = String::new();
@@ -549,9 +554,13 @@ pub fn gzip_layer(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
         h.set_entry_type(tar::EntryType::Regular);
         b.append_data(&mut h, name, *data).unwrap();
     }
-    let tar = b.into_inner().unwrap();
+    b.into_inner().unwrap()
+}
+
+/// Gzip, fast.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &tar).unwrap();
+    std::io::Write::write_all(&mut gz, bytes).unwrap();
     gz.finish().unwrap()
 }
 
