@@ -14,6 +14,7 @@ use crate::ignition::{self, merge, schema, verify, Source, SpecVersion};
 use crate::image::layer::normalize_name;
 use crate::image::{self, ImageInfo, ImageRef, OpenOptions};
 use crate::inspect::{self, Inspection};
+use crate::mco;
 use crate::output::Output;
 use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
@@ -440,8 +441,8 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         Some(p) => p.trim_start_matches('/').to_string(),
         None => format!(
             "{}/{}.rhel{}",
-            inspect::BIN_DIR.trim_start_matches('/'),
-            inspect::MCD_NAME,
+            mco::BIN_DIR.trim_start_matches('/'),
+            mco::MCD_NAME,
             target.rhel
         ),
     };

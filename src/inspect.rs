@@ -10,14 +10,11 @@ use crate::image::digest::digest_reader;
 use crate::image::fs::{FileContent, MergedFs, NotFound};
 use crate::image::layer::normalize_name;
 use crate::image::{Digest, Image, ImageInfo};
+use crate::mco::{BIN_DIR, MCD_NAME};
 use crate::osrelease::OsRelease;
 use crate::select::{self, Candidate, Choice, Verdict};
 use crate::target::{self, OcpVersion, Target};
 
-/// Where MCO images keep their binaries.
-pub const BIN_DIR: &str = "/usr/bin";
-/// The name every MCD build starts with.
-pub const MCD_NAME: &str = "machine-config-daemon";
 /// os-release(5): the first of these that exists is the one.
 const OS_RELEASE_PATHS: [&str; 2] = ["/etc/os-release", "/usr/lib/os-release"];
 

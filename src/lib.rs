@@ -29,6 +29,7 @@ pub mod inject;
 pub mod inspect;
 pub mod json;
 pub mod logging;
+pub mod mco;
 pub mod osrelease;
 pub mod output;
 pub mod registry;

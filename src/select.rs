@@ -8,7 +8,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::elf::{ElfFacts, Linkage};
-use crate::inspect::MCD_NAME;
+use crate::mco::MCD_NAME;
 use crate::osrelease::OsRelease;
 use crate::target::Target;
 
