@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 use tempfile::NamedTempFile;
 
 use crate::image::{Digest, MAX_METADATA_BYTES};
+use crate::warnings::{self, Warning};
 
 /// The annotation that names an image in an OCI layout index.
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -53,10 +54,6 @@ pub struct Cache {
 /// How an offline run is told to repair the cache.
 const REPAIR_HINT: &str = "run the same command without --offline, or \
     `mcd-inject pull --image IMAGE`, to repair the cache";
-
-fn warn(message: &str) {
-    let _ = writeln!(io::stderr(), "warning: {message}");
-}
 
 impl Cache {
     /// The default cache directory: `$XDG_CACHE_HOME/mcd-inject`, else
@@ -206,10 +203,11 @@ impl Cache {
                 self.root.display()
             );
         }
-        warn(&format!(
-            "cached blob {digest} in {} was damaged ({why}); fetching it again",
-            self.root.display()
-        ));
+        warnings::warn(Warning::CacheBlobDamaged {
+            digest: digest.to_string(),
+            cache: self.root.clone(),
+            why: why.to_string(),
+        });
         Ok(())
     }
 
@@ -315,11 +313,10 @@ impl Cache {
                 path.display()
             ),
             Err(why) => {
-                warn(&format!(
-                    "the cache index {} was damaged ({why}); rebuilt it empty \
-                     (images pulled before need pulling again for --offline runs)",
-                    path.display()
-                ));
+                warnings::warn(Warning::CacheIndexRebuilt {
+                    index: path.clone(),
+                    why: why.to_string(),
+                });
                 let empty = empty_index();
                 self.write_atomic(file, &empty)?;
                 Ok(serde_json::from_slice(&empty)?)

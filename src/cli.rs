@@ -30,6 +30,10 @@ pub struct Cli {
     /// leaving no output and no temp file behind; exit code 1.
     #[arg(long, global = true, value_name = "DURATION", value_parser = duration)]
     pub timeout: Option<std::time::Duration>,
+    /// Treat warnings as errors: a run that gives one fails (exit code 1) after printing
+    /// it, and writes no output.
+    #[arg(long, global = true, env = "MCD_INJECT_STRICT", value_parser = BoolishValueParser::new())]
+    pub strict: bool,
     #[command(flatten)]
     pub log: LogArgs,
 }

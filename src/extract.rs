@@ -34,6 +34,7 @@ pub fn extract(image: &Image, path: &str, out: &Output) -> Result<ExtractReport>
     let mut fs = MergedFs::new(image, spool.path(), move |n| n == wanted);
     let content = fs.read_file(path)?;
     let (resolved, size, mode) = (content.resolved, content.size, content.mode & MODE_MASK);
+    crate::warnings::check_strict()?;
     out.commit(content.file, mode)?;
     Ok(ExtractReport {
         resolved,

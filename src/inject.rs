@@ -19,6 +19,7 @@ use crate::output::Output;
 use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
+use crate::warnings::{self, Warning};
 
 /// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
 /// (about 8 s of CPU and 210 MB of RAM at the rates below): every inline config of a
@@ -29,8 +30,8 @@ pub const V2_INLINE_WARN_BYTES: u64 = 10_000_000;
 /// seconds per MB in the `fetch` stage (0.74-0.82 s measured; the `files` stage adds
 /// 0.02 s), and peak RSS per config byte (18.2-20.9 measured, Go's collector varying
 /// between runs; `files`: 4.3-5.4).
-const V0_CPU_S_PER_MB: f64 = 0.8;
-const V0_RSS_PER_BYTE: f64 = 21.0;
+pub(crate) const V0_CPU_S_PER_MB: f64 = 0.8;
+pub(crate) const V0_RSS_PER_BYTE: f64 = 21.0;
 /// Compression level of the payload (libdeflate's scale): fixed, so the same binary
 /// gives the same bytes. libdeflate at 6 makes a real 80 MB MCD 0.2% smaller than one
 /// `gzip -6` stream, in 4 MiB members, where zlib-rs at 6 made it 2.35% bigger
@@ -119,8 +120,10 @@ pub struct InjectReport {
     pub config_bytes: u64,
     /// Which layers the choice needed, and their share of the image's stored bytes.
     pub layers_read: String,
-    /// Lines for stderr: replacements, translations, warnings.
+    /// What merging with the base did (replacements, translations), for stderr.
     pub notes: Vec<String>,
+    /// The warnings of the run, the image's opening included.
+    pub warnings: Vec<Warning>,
     /// The image the binary came from.
     pub image: ImageInfo,
     /// sha256 of the config as written.
@@ -458,13 +461,11 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     let bin = &ins.binaries[choice.index];
     let mut notes = Vec::new();
     if choice.forced {
-        notes.push(format!(
-            "WARNING: --force: delivering {} although it does NOT fit {}: {}. \
-             The node's first boot will likely fail.",
-            bin.path,
-            select::describe(&target),
-            choice.verdict.because()
-        ));
+        warnings::warn(Warning::ForcedIncompatible {
+            binary: bin.path.clone(),
+            target: select::describe(&target),
+            reasons: choice.verdict.because(),
+        });
     }
 
     let done = follower.finish(bin.content.file.path());
@@ -497,7 +498,12 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     let merged = match &base {
         Some(b) => {
             let (m, n) = merge::merge(b, &ours, target.spec, cfg.force)?;
-            notes.extend(n);
+            for note in n {
+                match forced_base_change(note) {
+                    Ok(w) => warnings::warn(w),
+                    Err(note) => notes.push(note),
+                }
+            }
             m
         }
         None => ours,
@@ -523,13 +529,14 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         rendered.len() as u64
     };
     if target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
-        notes.push(v2_size_warning(size));
+        warnings::warn(v2_size_warning(size));
     }
 
     let config_sha256 =
         sha256_of(t.as_file_mut()).with_context(|| format!("reading back {}", cfg.ign))?;
 
     // Everything is ready: commit the payload (remote mode), then the config.
+    warnings::check_strict()?;
     staged.push((cfg.ign.clone(), t));
     for (out, t) in staged {
         out.commit(t, 0o644)?;
@@ -541,6 +548,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         config_bytes: size,
         layers_read: ins.read_summary(),
         notes,
+        warnings: warnings::collected(),
         image: ins.image.clone(),
         config_sha256,
         payload_sha512: gz.sha512.clone(),
@@ -565,20 +573,24 @@ fn sha256_of(f: &mut std::fs::File) -> std::io::Result<String> {
 }
 
 /// The warning for big inline spec 2.x configs: what Ignition v0.x will spend on it,
-/// at the rates `benches/node.sh` measured with v0.35, and how remote mode avoids it.
-pub fn v2_size_warning(len: u64) -> String {
-    let mb = len as f64 / 1e6;
-    format!(
-        "warning: the spec 2.2 config is {mb:.1} MB with the payload inline; Ignition v0.x \
-         (bootimages 4.1-4.5) spends about {V0_CPU_S_PER_MB} s of CPU per MB and about \
-         {V0_RSS_PER_BYTE:.0} bytes of RAM per config byte parsing it (measured with \
-         v0.35): expect about {:.0} s of CPU and {:.2} GB of RAM in its fetch stage at \
-         first boot. Remote mode (--payload-url URL --payload-out FILE) keeps the config \
-         to a few kB; the node then downloads the payload in the files stage for a \
-         fraction of a second of CPU and about 13 MB of RAM.",
-        mb * V0_CPU_S_PER_MB,
-        len as f64 * V0_RSS_PER_BYTE / 1e9
-    )
+/// at the rates `benches/node.sh` measured with v0.35.
+pub fn v2_size_warning(len: u64) -> Warning {
+    Warning::LargeInlineConfig {
+        bytes: len,
+        cpu_seconds: len as f64 / 1e6 * V0_CPU_S_PER_MB,
+        ram_bytes: (len as f64 * V0_RSS_PER_BYTE) as u64,
+    }
+}
+
+/// A merge note that tells of a base entry `--force` replaced or unmasked, as a
+/// warning; other notes come back as they are. `merge` marks those notes with
+/// `(--force)` (the unit tests of `merge` and the test below hold it to that).
+fn forced_base_change(note: String) -> Result<Warning, String> {
+    if note.ends_with("(--force)") {
+        Ok(Warning::ForcedBaseChange { change: note })
+    } else {
+        Err(note)
+    }
 }
 
 /// Everything `verify` needs, parsed.
@@ -734,12 +746,44 @@ mod tests {
     fn size_warning_gives_the_cost_and_points_to_remote_mode() {
         // A current MCD's inline config, as benches/node.sh measured it: 28.87 MB,
         // 21.25-21.96 s of CPU and 500-539 MiB (up to 0.57 GB) in the fetch stage.
-        let w = v2_size_warning(28_870_000);
+        let w = v2_size_warning(28_870_000).to_string();
         assert!(w.contains("28.9 MB"), "{w}");
         assert!(w.contains("about 23 s of CPU"), "{w}");
         assert!(w.contains("0.61 GB"), "{w}");
         assert!(w.contains("--payload-url"), "{w}");
         const { assert!(V2_INLINE_WARN_BYTES < 18_000_000) };
+    }
+
+    #[test]
+    fn forced_merge_notes_are_warnings_and_the_others_notes() {
+        let ours = serde_json::json!({
+            "ignition": {"version": "3.2.0"},
+            "storage": {"links": [{"path": "/usr/local/bin/machine-config-daemon",
+                                   "target": "/run/bin/machine-config-daemon"}]},
+            "systemd": {"units": [{"name": "machine-config-daemon-firstboot.service",
+                                   "contents": "new", "dropins": [{"name": "99-mcd-inject.conf",
+                                                                   "contents": "x"}]}]}
+        });
+        let base = serde_json::json!({
+            "ignition": {"version": "3.1.0"},
+            "storage": {"files": [{"path": "/usr/local/bin/machine-config-daemon",
+                                   "contents": {"source": "data:,b"}}]},
+            "systemd": {"units": [{"name": "machine-config-daemon-firstboot.service",
+                                   "mask": true}]}
+        });
+        let (_, notes) = merge::merge(&base, &ours, SpecVersion::V3_2, true).unwrap();
+        let (warned, noted): (Vec<_>, Vec<_>) = notes
+            .iter()
+            .map(|n| forced_base_change(n.clone()))
+            .partition(Result::is_ok);
+        // Unmasked the unit, replaced the file: two warnings; translated, added the
+        // drop-in: two notes.
+        assert_eq!(warned.len(), 2, "{notes:?}");
+        assert_eq!(noted.len(), 2, "{notes:?}");
+        assert!(warned.iter().all(|w| matches!(
+            w,
+            Ok(Warning::ForcedBaseChange { change }) if change.contains("from the base")
+        )));
     }
 
     #[test]

@@ -38,3 +38,4 @@ pub mod report;
 pub mod select;
 pub mod target;
 pub mod tempfiles;
+pub mod warnings;

@@ -14,6 +14,7 @@ use mcd_inject::image::ImageRef;
 use mcd_inject::output::{print, Output, StdoutClosed};
 use mcd_inject::{
     cache, clidoc, extract, image, inject, inspect, json, logging, registry, report, tempfiles,
+    warnings,
 };
 
 /// Writes a JSON report to stdout, or atomically to a file.
@@ -74,7 +75,8 @@ fn run(cli: Cli) -> Result<()> {
             let img = image::open(&r, &opts)?;
             let report = extract::extract(&img, &a.path, &a.output)?;
             if a.json {
-                let v = json::extract(&img.info, &a.path, &a.output, &report);
+                let mut v = json::extract(&img.info, &a.path, &a.output, &report);
+                v["warnings"] = warnings::to_json(&warnings::collected());
                 print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
             } else if a.output != Output::Stdout && !a.image.registry.quiet {
                 note(&format!(
@@ -89,8 +91,10 @@ fn run(cli: Cli) -> Result<()> {
             let spool =
                 tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
             let report = inspect::inspect(&img, spool.path())?;
+            warnings::check_strict()?;
             if a.json {
                 let mut v = serde_json::to_value(&report)?;
+                v["warnings"] = warnings::to_json(&warnings::collected());
                 if let Some(rel) = release {
                     v["release"] = serde_json::to_value(rel)?;
                 }
@@ -113,11 +117,11 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
             let report = registry::pull(&r, &opts)?;
+            warnings::check_strict()?;
             if a.json {
-                print(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&json::pull(&report))?
-                ))?;
+                let mut v = json::pull(&report);
+                v["warnings"] = warnings::to_json(&warnings::collected());
+                print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
             } else if !a.image.registry.quiet {
                 note(&format!(
                     "{}: manifest {} with {} layers in {} ({} fetched now)",
@@ -159,6 +163,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Verify(a) => {
             let r = inject::verify(&a.config()?)?;
+            warnings::check_strict()?;
             if let Some(out) = a.json.target() {
                 write_json(&out, &report::verify_json(&r, &a.ign.to_string()))?;
             } else {
@@ -199,6 +204,8 @@ fn main() -> ExitCode {
         e.exit();
     }
     logging::init(cli.log.settings());
+    warnings::echo(true);
+    warnings::set_strict(cli.strict);
     if let Err(e) = tempfiles::install_signal_handlers() {
         note(&format!("error: installing signal handlers: {e}"));
         return ExitCode::from(1);

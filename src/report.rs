@@ -6,11 +6,7 @@ use serde_json::{json, Value};
 use crate::image::ImageInfo;
 use crate::inject::{InjectReport, VerifyReport};
 use crate::release::Release;
-
-fn is_warning(line: &str) -> bool {
-    let l = line.trim_start().to_ascii_lowercase();
-    l.starts_with("warning")
-}
+use crate::warnings;
 
 fn image_json(i: &ImageInfo) -> Value {
     json!({
@@ -36,8 +32,6 @@ fn release_json(r: &Release) -> Value {
 
 /// The report of one `inject` run; `config` names the output (`-` for stdout).
 pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) -> Value {
-    let (warnings, notes): (Vec<&String>, Vec<&String>) =
-        r.notes.iter().partition(|n| is_warning(n));
     json!({
         "binary": { "path": r.chosen, "sha256": r.binary_sha256 },
         "image": image_json(&r.image),
@@ -49,8 +43,8 @@ pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) ->
         },
         "config": { "path": config, "size": r.config_bytes, "sha256": r.config_sha256 },
         "payload": { "sha512": r.payload_sha512, "url": payload_url },
-        "notes": notes,
-        "warnings": warnings,
+        "notes": r.notes,
+        "warnings": warnings::to_json(&r.warnings),
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
     })
 }
@@ -65,17 +59,6 @@ pub fn verify_json(r: &VerifyReport, config: &str) -> Value {
         "provenance": r.provenance,
         "passed": r.passed,
         "problems": r.problems,
+        "warnings": warnings::to_json(&warnings::collected()),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn warnings_are_told_from_notes() {
-        assert!(is_warning("WARNING: --force: delivering"));
-        assert!(is_warning("warning: the spec 2.2 config is 40 MB"));
-        assert!(!is_warning("replaced /etc/x of the base"));
-    }
 }

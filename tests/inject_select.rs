@@ -158,14 +158,83 @@ fn binary_path_is_checked_and_force_warns() {
 
     let run = inject(&reference, "4.2", &out, &["--binary-path", MCD, "--force"]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
-    assert!(run.stderr.contains("WARNING: --force"), "{}", run.stderr);
+    // The warning is printed once, in the one form.
+    assert_eq!(
+        run.stderr.matches("warning: --force: delivering").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.matches("warning").count(), 1, "{}", run.stderr);
+    assert!(!run.stderr.contains("WARNING"), "{}", run.stderr);
     assert!(run.stderr.contains("does NOT fit"), "{}", run.stderr);
     assert_eq!(provenance(&fs::read(&out).unwrap())["binary_path"], MCD);
+    let delivered = fs::read(&out).unwrap();
 
-    // A compatible override is delivered without a warning.
-    let run = inject(&reference, "4.2", &out, &["--binary-path", RHEL8]);
+    // --json carries it, typed.
+    let run = inject(
+        &reference,
+        "4.2",
+        &out,
+        &["--binary-path", MCD, "--force", "--json"],
+    );
     assert_eq!(run.code, Some(0), "{}", run.describe());
-    assert!(!run.stderr.contains("WARNING"), "{}", run.stderr);
+    let v: Value = serde_json::from_slice(&run.stdout).expect("one JSON object on stdout");
+    let warnings = v["warnings"].as_array().expect("warnings array");
+    assert_eq!(warnings.len(), 1, "{v:#}");
+    assert_eq!(warnings[0]["kind"], "forced-incompatible");
+    assert_eq!(warnings[0]["binary"], MCD);
+    let message = warnings[0]["message"].as_str().unwrap();
+    assert!(message.contains("does NOT fit bootimage 4.2"), "{message}");
+    assert!(
+        run.stderr.contains(&format!("warning: {message}")),
+        "{}",
+        run.stderr
+    );
+
+    // --strict fails after printing it, and leaves the output as it was.
+    let run = inject(
+        &reference,
+        "4.2",
+        &out,
+        &["--binary-path", MCD, "--force", "--strict"],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert_eq!(
+        run.stderr.matches("warning: --force: delivering").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("error: --strict: 1 warning"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        fs::read(&out).unwrap() == delivered,
+        "--strict touched the output"
+    );
+    let fresh = dir.path().join("strict.ign");
+    let run = inject(
+        &reference,
+        "4.2",
+        &fresh,
+        &["--binary-path", MCD, "--force", "--strict", "--json"],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(run.stdout.is_empty(), "{}", run.describe());
+    assert_eq!(dir_entries(dir.path()), ["x.ign"]);
+
+    // A compatible override is delivered without a warning, --strict or not.
+    let run = inject(
+        &reference,
+        "4.2",
+        &out,
+        &["--binary-path", RHEL8, "--strict"],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
 
     // The path is normalised, and links are followed inside the image.
     for alias in [

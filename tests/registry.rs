@@ -1378,6 +1378,24 @@ fn damage_after_refetch(sb: &Sandbox, image: &str, layer: &str, want: &[u8]) {
     assert_eq!(fs::read(&out).unwrap(), want);
     assert!(cached_blobs(&cache).contains(&layer["sha256:".len()..].to_string()));
     assert_eq!(sb.extract(image, MCD, &["--offline"]), want);
+
+    // With --strict the same heal fails the run, after the warning, with no output.
+    damage(&cache, layer);
+    let strict_out = sb.path("strict");
+    let err = sb.fails(&[
+        "extract",
+        "--image",
+        image,
+        "--tls-verify=false",
+        "--path",
+        MCD,
+        "-o",
+        &strict_out.display().to_string(),
+        "--strict",
+    ]);
+    assert_eq!(err.matches("warning: cached blob").count(), 1, "{err}");
+    assert!(err.contains("error: --strict: 1 warning"), "{err}");
+    assert!(!strict_out.exists(), "--strict wrote its output");
 }
 
 #[test]

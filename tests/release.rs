@@ -910,6 +910,19 @@ fn release_from_the_source_and_a_mirror_down() {
         stderr.contains(&format!("served by {}/ocp/release (source)", w.source)),
         "{stderr}"
     );
+    // The dead mirror is a warning, on stderr and in the report.
+    let fallbacks: Vec<&Value> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "mirror-fallback")
+        .collect();
+    assert!(!fallbacks.is_empty(), "{v:#}");
+    for f in &fallbacks {
+        assert!(f["failed"][0].as_str().unwrap().contains(&dead), "{f:#}");
+        let line = format!("warning: {}", f["message"].as_str().unwrap());
+        assert_eq!(stderr.matches(&line).count(), 1, "{line:?} in {stderr}");
+    }
 
     // A mirror that lacks a layer of the MCO image: the source, after it, serves that
     // layer; with NeverContactSource, the run fails naming the layer.
@@ -966,6 +979,18 @@ fn release_from_the_source_and_a_mirror_down() {
             w.source
         )),
         "{stderr}"
+    );
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["kind"] == "mirror-fallback"
+                && x["object"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("layer {top}"))),
+        "{v:#}"
     );
     let never = w.idms("partial-never.yaml", &[&w.mirror], "NeverContactSource");
     let err = w.fails(&w.rel(

@@ -28,6 +28,7 @@ use crate::image::oci::{
 use crate::image::{
     BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, OpenOptions,
 };
+use crate::warnings::{self, Warning};
 pub use auth::{AuthFiles, Credentials};
 #[doc(hidden)]
 pub use client::parse_challenge;
@@ -216,6 +217,13 @@ pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Res
         });
         match attempt {
             Ok(img) => {
+                if !failures.is_empty() {
+                    warnings::warn(Warning::MirrorFallback {
+                        object: docker.to_string(),
+                        served_by: ep.to_string(),
+                        failed: failures,
+                    });
+                }
                 if ropts.progress != ProgressMode::Quiet && img.info.served_by.is_some() {
                     eprintln!(
                         "{docker}: served by {}{}",
@@ -395,6 +403,11 @@ impl BlobSource for RegistrySource {
             let c = cell.get().expect("set above");
             match c.blob_stream(&layer.digest, layer.size, &f.cache) {
                 Ok(stream) => {
+                    warnings::warn(Warning::MirrorFallback {
+                        object: format!("{}: layer {}", f.reference, layer.digest),
+                        served_by: ep.to_string(),
+                        failed: tried,
+                    });
                     if fb.opts.progress != ProgressMode::Quiet {
                         eprintln!(
                             "{}: layer {} served by {ep}{}",

@@ -1,0 +1,245 @@
+//! Warnings: what a run did that works but deserves attention, kept apart from errors.
+//!
+//! Every warning the tool gives is a [`Warning`], and its message is defined here, in
+//! [`Warning`]'s `Display`. Code that notices something calls [`warn`]; the warning
+//! goes to a process-wide report (like `log`'s logger: the registry and the cache sit
+//! too deep under the jobs to hand a collector down to them). The binary turns on
+//! [`echo`], which prints each warning once, as it happens, as `warning: MESSAGE` on
+//! stderr, and puts [`collected`] into its `--json` reports. With [`set_strict`]
+//! (`--strict`), [`check_strict`] fails once any warning was given: the jobs call it
+//! before they commit an output, so a strict run that warns leaves its outputs
+//! untouched.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One warning, with its data. `kind` in JSON is the variant's name in kebab-case.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Warning {
+    /// `--force` delivered a build that does not fit the target.
+    ForcedIncompatible {
+        /// The build delivered.
+        binary: String,
+        /// The target, described.
+        target: String,
+        /// Why it does not fit.
+        reasons: String,
+    },
+    /// `--force` replaced or unmasked an entry of the `--base` config.
+    ForcedBaseChange {
+        /// What merging did, in its words.
+        change: String,
+    },
+    /// A spec 2.x config with the payload inline, big enough to cost Ignition v0.x
+    /// seconds of CPU and hundreds of MB of RAM at first boot.
+    LargeInlineConfig {
+        /// The config's size in bytes.
+        bytes: u64,
+        /// CPU seconds Ignition v0.x is expected to spend in its fetch stage.
+        cpu_seconds: f64,
+        /// Bytes of RAM it is expected to need.
+        ram_bytes: u64,
+    },
+    /// A cached blob failed its digest; it was removed and is fetched again.
+    CacheBlobDamaged {
+        /// The blob's digest.
+        digest: String,
+        /// The cache directory.
+        cache: PathBuf,
+        /// What was wrong with it.
+        why: String,
+    },
+    /// A cache index did not parse; it was rebuilt empty.
+    CacheIndexRebuilt {
+        /// The index file.
+        index: PathBuf,
+        /// Why it did not parse.
+        why: String,
+    },
+    /// An endpoint (mirror or source) failed and a later one served instead.
+    MirrorFallback {
+        /// What was fetched: the image, or one of its layers.
+        object: String,
+        /// The endpoint that served it.
+        served_by: String,
+        /// Each endpoint tried before, with its error.
+        failed: Vec<String>,
+    },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::ForcedIncompatible {
+                binary,
+                target,
+                reasons,
+            } => write!(
+                f,
+                "--force: delivering {binary} although it does NOT fit {target}: {reasons}. \
+                 The node's first boot will likely fail."
+            ),
+            Warning::ForcedBaseChange { change } => write!(f, "--base: {change}"),
+            Warning::LargeInlineConfig {
+                bytes,
+                cpu_seconds,
+                ram_bytes,
+            } => write!(
+                f,
+                "the spec 2.2 config is {:.1} MB with the payload inline; Ignition v0.x \
+                 (bootimages 4.1-4.5) spends about {} s of CPU per MB and about {:.0} \
+                 bytes of RAM per config byte parsing it (measured with v0.35): expect \
+                 about {cpu_seconds:.0} s of CPU and {:.2} GB of RAM in its fetch stage \
+                 at first boot. Remote mode (--payload-url URL --payload-out FILE) keeps \
+                 the config to a few kB; the node then downloads the payload in the files \
+                 stage for a fraction of a second of CPU and about 13 MB of RAM.",
+                *bytes as f64 / 1e6,
+                crate::inject::V0_CPU_S_PER_MB,
+                crate::inject::V0_RSS_PER_BYTE,
+                *ram_bytes as f64 / 1e9
+            ),
+            Warning::CacheBlobDamaged { digest, cache, why } => write!(
+                f,
+                "cached blob {digest} in {} was damaged ({why}); fetching it again",
+                cache.display()
+            ),
+            Warning::CacheIndexRebuilt { index, why } => write!(
+                f,
+                "the cache index {} was damaged ({why}); rebuilt it empty (images pulled \
+                 before need pulling again for --offline runs)",
+                index.display()
+            ),
+            Warning::MirrorFallback {
+                object,
+                served_by,
+                failed,
+            } => write!(
+                f,
+                "{object}: served by {served_by} after {} failed: {}",
+                if failed.len() == 1 {
+                    "an endpoint".to_string()
+                } else {
+                    format!("{} endpoints", failed.len())
+                },
+                failed.join("; ")
+            ),
+        }
+    }
+}
+
+impl Warning {
+    /// The JSON form: `kind`, `message` (the text printed on stderr) and the data.
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::to_value(self).expect("warnings serialize");
+        v["message"] = Value::from(self.to_string());
+        v
+    }
+}
+
+/// The JSON array of some warnings.
+pub fn to_json(warnings: &[Warning]) -> Value {
+    Value::Array(warnings.iter().map(Warning::to_json).collect())
+}
+
+static REPORT: Mutex<Vec<Warning>> = Mutex::new(Vec::new());
+static ECHO: AtomicBool = AtomicBool::new(false);
+static STRICT: AtomicBool = AtomicBool::new(false);
+
+fn report() -> std::sync::MutexGuard<'static, Vec<Warning>> {
+    // A panic while holding the lock leaves a list that is still whole.
+    REPORT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The one form of a warning on stderr.
+pub fn line(w: &Warning) -> String {
+    format!("warning: {w}")
+}
+
+/// Gives a warning: adds it to the report, and prints it when [`echo`] is on.
+pub fn warn(w: Warning) {
+    if ECHO.load(Ordering::Relaxed) {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "{}", line(&w));
+    }
+    report().push(w);
+}
+
+/// Prints each warning on stderr as it is given (the binary's choice; off by default).
+pub fn echo(on: bool) {
+    ECHO.store(on, Ordering::Relaxed);
+}
+
+/// Makes [`check_strict`] fail once any warning was given (`--strict`).
+pub fn set_strict(on: bool) {
+    STRICT.store(on, Ordering::Relaxed);
+}
+
+/// The warnings given so far, in order.
+pub fn collected() -> Vec<Warning> {
+    report().clone()
+}
+
+/// Forgets the warnings given so far (a library running several jobs in one process
+/// calls it between them).
+pub fn clear() {
+    report().clear();
+}
+
+/// Why a `--strict` run failed.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--strict: {count} warning{} (above) turned into failure; no output was written",
+    if *count == 1 { "" } else { "s" }
+)]
+pub struct StrictFailure {
+    /// How many warnings were given.
+    pub count: usize,
+}
+
+/// Fails when `--strict` is on and a warning was given. Jobs call it before they
+/// commit an output.
+pub fn check_strict() -> Result<(), StrictFailure> {
+    let count = report().len();
+    if STRICT.load(Ordering::Relaxed) && count > 0 {
+        return Err(StrictFailure { count });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_carries_kind_message_and_data() {
+        let w = Warning::CacheIndexRebuilt {
+            index: PathBuf::from("cache/index.json"),
+            why: "EOF".into(),
+        };
+        let v = w.to_json();
+        assert_eq!(v["kind"], "cache-index-rebuilt");
+        assert_eq!(v["index"], "cache/index.json");
+        assert_eq!(v["message"], w.to_string());
+        assert!(line(&w).starts_with("warning: the cache index cache/index.json"));
+    }
+
+    #[test]
+    fn fallback_counts_the_endpoints() {
+        let w = Warning::MirrorFallback {
+            object: "docker://r.example/x@sha256:ab".into(),
+            served_by: "r.example/x".into(),
+            failed: vec!["m1.example/x: 404".into(), "m2.example/x: 500".into()],
+        };
+        assert_eq!(
+            w.to_string(),
+            "docker://r.example/x@sha256:ab: served by r.example/x after 2 endpoints \
+             failed: m1.example/x: 404; m2.example/x: 500"
+        );
+    }
+}
