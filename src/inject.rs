@@ -411,45 +411,68 @@ fn provenance(
     ignition::to_bytes(&p)
 }
 
-/// Runs `inject`. Nothing is written unless everything succeeded.
+/// Runs `inject`, in the stages of a config generator: plan (read the base, open the
+/// image, fix the target, choose the build) → render (the payload and our config) →
+/// merge (with the base) → validate → write. Nothing is written unless every stage
+/// succeeded.
 pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
-    let base = match &cfg.base {
-        Some(input) => {
-            let bytes = input.read()?;
-            Some(ignition::parse_json(&input.to_string(), &bytes)?)
-        }
-        None => None,
-    };
+    let mut plan = plan(cfg)?;
+    let Rendered {
+        config,
+        payload,
+        staged,
+    } = render(cfg, &mut plan)?;
+    let (config, notes) = merge_base(cfg, &plan, config)?;
+    validate(&config, plan.target.spec)?;
+    let written = write(cfg, &plan, staged, &payload, &config)?;
+    let bin = plan.chosen();
+    Ok(InjectReport {
+        chosen: bin.path.clone(),
+        binary_sha256: bin.sha256.hex().to_string(),
+        config_bytes: written.size,
+        layers_read: plan.ins.read_summary(),
+        notes,
+        warnings: warnings::collected(),
+        image: plan.ins.image.clone(),
+        config_sha256: written.sha256,
+        payload_sha512: payload.sha512,
+        release: cfg.release.clone(),
+        target: plan.target,
+    })
+}
+
+/// What `inject` settled before rendering anything.
+struct Plan {
+    base: Option<Value>,
+    target: Target,
+    ins: Inspection,
+    choice: Choice,
+    /// Spool for the binary and its compressed copy, beside the output.
+    spool: tempfile::TempDir,
+    /// The pieces of the chosen build compressed while its layer streamed.
+    followed: Vec<Vec<u8>>,
+}
+
+impl Plan {
+    fn chosen(&self) -> &inspect::Binary {
+        &self.ins.binaries[self.choice.index]
+    }
+}
+
+/// The plan: the base config, the target (the base may raise its spec), the image and
+/// the build chosen for the target.
+fn plan(cfg: &InjectConfig) -> Result<Plan> {
+    let base = read_base(cfg.base.as_ref())?;
     let arch = cfg.open.platform.architecture.clone();
     let target = output_spec(&cfg.target, base.as_ref(), &arch)?;
-
-    let binary_path = match &cfg.binary_path {
-        Some(p) if p.starts_with('/') => Some(format!(
-            "/{}",
-            normalize_name(p.trim_start_matches('/'))
-                .with_context(|| format!("--binary-path {p:?}"))?
-        )),
-        Some(p) => bail!("--binary-path {p:?} must be absolute"),
-        None => None,
-    };
+    let binary_path = normalized_binary_path(cfg.binary_path.as_deref())?;
     let img = image::open(&cfg.image, &cfg.open)?;
     // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
     // compressed copy are as big as the MCD.
     let spool_in = cfg.ign.spool_dir()?;
     let spool = crate::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
-    // The build most likely chosen, compressed while its layer streams: the one named,
-    // else the twin for the target's RHEL (MCO's choice for a host of the other major).
-    let likely = match &binary_path {
-        Some(p) => p.trim_start_matches('/').to_string(),
-        None => format!(
-            "{}/{}.rhel{}",
-            mco::BIN_DIR.trim_start_matches('/'),
-            mco::MCD_NAME,
-            target.rhel
-        ),
-    };
-    let follower = Follower::start(spool.path(), &likely);
+    let follower = Follower::start(spool.path(), &likely_build(binary_path.as_deref(), &target));
     // The choice of the full view, from as few layers as settle it.
     let (ins, choice) = inspect::select(
         &img,
@@ -459,7 +482,6 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         cfg.force,
     )?;
     let bin = &ins.binaries[choice.index];
-    let mut notes = Vec::new();
     if choice.forced {
         warnings::warn(Warning::ForcedIncompatible {
             binary: bin.path.clone(),
@@ -467,55 +489,154 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
             reasons: choice.verdict.because(),
         });
     }
+    let followed = follower.finish(bin.content.file.path());
+    Ok(Plan {
+        base,
+        target,
+        ins,
+        choice,
+        spool,
+        followed,
+    })
+}
 
-    let done = follower.finish(bin.content.file.path());
-    let gz = gzip_file_on(bin.content.file.path(), spool.path(), threads(), done)?;
-    let sha256 = bin.sha256.hex().to_string();
-    // Remote mode stages the payload file now; inline mode streams it into the config
-    // when that is written.
-    let mut staged = Vec::new();
-    let payload = match &cfg.remote {
-        Some(r) => {
-            if r.out == Output::Stdout || r.out == cfg.ign {
-                bail!("--payload-out must be a file other than --ign");
-            }
-            let mut t = r.out.temp_file()?;
-            std::io::copy(&mut gz.file.reopen()?, t.as_file_mut())
-                .with_context(|| format!("writing {}", r.out))?;
-            staged.push((r.out.clone(), t));
-            Source::Url(r.url.clone())
-        }
-        None => Source::Streamed,
+/// The `--base` config, parsed.
+fn read_base(base: Option<&Input>) -> Result<Option<Value>> {
+    let Some(input) = base else {
+        return Ok(None);
     };
+    let bytes = input.read()?;
+    Ok(Some(ignition::parse_json(&input.to_string(), &bytes)?))
+}
+
+/// `--binary-path`, absolute and normalised.
+fn normalized_binary_path(path: Option<&str>) -> Result<Option<String>> {
+    match path {
+        Some(p) if p.starts_with('/') => Ok(Some(format!(
+            "/{}",
+            normalize_name(p.trim_start_matches('/'))
+                .with_context(|| format!("--binary-path {p:?}"))?
+        ))),
+        Some(p) => bail!("--binary-path {p:?} must be absolute"),
+        None => Ok(None),
+    }
+}
+
+/// The build most likely chosen, compressed while its layer streams: the one named,
+/// else the twin for the target's RHEL (MCO's choice for a host of the other major).
+fn likely_build(binary_path: Option<&str>, target: &Target) -> String {
+    match binary_path {
+        Some(p) => p.trim_start_matches('/').to_string(),
+        None => format!(
+            "{}/{}.rhel{}",
+            mco::BIN_DIR.trim_start_matches('/'),
+            mco::MCD_NAME,
+            target.rhel
+        ),
+    }
+}
+
+/// Our config, before merging, and what it delivers.
+struct Rendered {
+    config: Value,
+    payload: Payload,
+    /// Remote mode: the payload file, staged, committed with the config.
+    staged: Vec<(Output, tempfile::NamedTempFile)>,
+}
+
+/// The payload, compressed, and our config for the target's spec.
+fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
+    let followed = std::mem::take(&mut plan.followed);
+    let bin = plan.chosen();
+    let gz = gzip_file_on(
+        bin.content.file.path(),
+        plan.spool.path(),
+        threads(),
+        followed,
+    )?;
+    let sha256 = bin.sha256.hex().to_string();
+    let (payload, staged) = stage_payload(cfg, &gz)?;
     let delivery = Delivery {
         payload,
         payload_sha512: gz.sha512.clone(),
         binary_sha256: sha256.clone(),
-        provenance: provenance(&ins, &bin.path, &sha256, &target, cfg.release.as_ref()),
-        legacy_firstboot: target.has_legacy_firstboot(),
+        provenance: provenance(
+            &plan.ins,
+            &bin.path,
+            &sha256,
+            &plan.target,
+            cfg.release.as_ref(),
+        ),
+        legacy_firstboot: plan.target.has_legacy_firstboot(),
     };
-    let ours = units::config(&delivery).render(target.spec)?;
-    let merged = match &base {
-        Some(b) => {
-            let (m, n) = merge::merge(b, &ours, target.spec, cfg.force)?;
-            for note in n {
-                match forced_base_change(note) {
-                    Ok(w) => warnings::warn(w),
-                    Err(note) => notes.push(note),
-                }
-            }
-            m
-        }
-        None => ours,
+    Ok(Rendered {
+        config: units::config(&delivery).render(plan.target.spec)?,
+        payload: gz,
+        staged,
+    })
+}
+
+/// Remote mode stages the payload file now; inline mode streams it into the config
+/// when that is written.
+fn stage_payload(
+    cfg: &InjectConfig,
+    gz: &Payload,
+) -> Result<(Source, Vec<(Output, tempfile::NamedTempFile)>)> {
+    let Some(r) = &cfg.remote else {
+        return Ok((Source::Streamed, Vec::new()));
     };
-    let report = schema::validate(&merged, target.spec);
-    if !report.is_clean() {
-        bail!(
-            "internal error: the config is not valid spec {}: {report:?}",
-            target.spec
-        );
+    if r.out == Output::Stdout || r.out == cfg.ign {
+        bail!("--payload-out must be a file other than --ign");
     }
-    let rendered = ignition::to_bytes(&merged);
+    let mut t = r.out.temp_file()?;
+    std::io::copy(&mut gz.file.reopen()?, t.as_file_mut())
+        .with_context(|| format!("writing {}", r.out))?;
+    Ok((Source::Url(r.url.clone()), vec![(r.out.clone(), t)]))
+}
+
+/// Our config merged into the base, if any, with merge's notes; the base entries
+/// `--force` replaced are warnings.
+fn merge_base(cfg: &InjectConfig, plan: &Plan, ours: Value) -> Result<(Value, Vec<String>)> {
+    let Some(base) = &plan.base else {
+        return Ok((ours, Vec::new()));
+    };
+    let (merged, merge_notes) = merge::merge(base, &ours, plan.target.spec, cfg.force)?;
+    let mut notes = Vec::new();
+    for note in merge_notes {
+        match forced_base_change(note) {
+            Ok(w) => warnings::warn(w),
+            Err(note) => notes.push(note),
+        }
+    }
+    Ok((merged, notes))
+}
+
+/// The config against its spec's schema: a failure is a bug of ours.
+fn validate(config: &Value, spec: SpecVersion) -> Result<()> {
+    let report = schema::validate(config, spec);
+    if !report.is_clean() {
+        bail!("internal error: the config is not valid spec {spec}: {report:?}");
+    }
+    Ok(())
+}
+
+/// What `write` wrote.
+struct Written {
+    size: u64,
+    sha256: String,
+}
+
+/// Writes the config (the payload streamed into it inline), warns about the size of a
+/// big inline spec 2.x config, then commits the staged payload and the config, unless
+/// `--strict` turns a warning of the run into failure.
+fn write(
+    cfg: &InjectConfig,
+    plan: &Plan,
+    mut staged: Vec<(Output, tempfile::NamedTempFile)>,
+    gz: &Payload,
+    config: &Value,
+) -> Result<Written> {
+    let rendered = ignition::to_bytes(config);
     let mut t = cfg.ign.temp_file()?;
     let size = if cfg.remote.is_none() {
         let mut w = std::io::BufWriter::new(t.as_file_mut());
@@ -528,12 +649,10 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
             .with_context(|| format!("writing {}", cfg.ign))?;
         rendered.len() as u64
     };
-    if target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
+    if plan.target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
         warnings::warn(v2_size_warning(size));
     }
-
-    let config_sha256 =
-        sha256_of(t.as_file_mut()).with_context(|| format!("reading back {}", cfg.ign))?;
+    let sha256 = sha256_of(t.as_file_mut()).with_context(|| format!("reading back {}", cfg.ign))?;
 
     // Everything is ready: commit the payload (remote mode), then the config.
     warnings::check_strict()?;
@@ -541,19 +660,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     for (out, t) in staged {
         out.commit(t, 0o644)?;
     }
-    Ok(InjectReport {
-        chosen: bin.path.clone(),
-        binary_sha256: sha256,
-        target,
-        config_bytes: size,
-        layers_read: ins.read_summary(),
-        notes,
-        warnings: warnings::collected(),
-        image: ins.image.clone(),
-        config_sha256,
-        payload_sha512: gz.sha512.clone(),
-        release: cfg.release.clone(),
-    })
+    Ok(Written { size, sha256 })
 }
 
 /// The sha256 of a file from its start, in hex.
@@ -616,7 +723,10 @@ pub struct VerifyReport {
     pub provenance: Option<Value>,
 }
 
-/// Runs `verify`.
+/// Runs `verify`: the config's own checks (spec, payload hashes, units), then the
+/// target (`--bootimage`, else the config's provenance), the firstboot path it needs,
+/// whether the binary fits it, and with `--image` whether it is the build `inject`
+/// chooses.
 pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
     let bytes = cfg.ign.read()?;
     let spool =
@@ -627,20 +737,59 @@ pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
         cfg.payload.as_deref(),
         spool.path(),
     )?;
-    let mut passed = v.passed.clone();
-    let mut problems = v.problems.clone();
+    let mut checks = Checks {
+        passed: v.passed.clone(),
+        problems: v.problems.clone(),
+    };
+    let target = verify_target(cfg, &v, &mut checks);
+    if let Some(t) = &target {
+        check_firstboot_path(t, &v, &mut checks);
+        if let Some(bin) = &v.binary {
+            check_binary_fits(bin.path(), t, &mut checks);
+        }
+    }
+    if let (Some((r, o)), Some(t)) = (&cfg.image, &target) {
+        check_chosen_build(r, o, t, &v, spool.path(), &mut checks)?;
+    }
+    Ok(VerifyReport {
+        passed: checks.passed,
+        problems: checks.problems,
+        spec: v.spec.as_str().to_string(),
+        binary_sha256: v.binary_sha256.clone(),
+        provenance: v.provenance.clone(),
+    })
+}
 
+/// The lines of a `verify` run.
+struct Checks {
+    passed: Vec<String>,
+    problems: Vec<String>,
+}
+
+impl Checks {
+    fn check(&mut self, ok: bool, line: String) {
+        if ok {
+            self.passed.push(line);
+        } else {
+            self.problems.push(line);
+        }
+    }
+}
+
+/// The target to check against: `--bootimage`, else the one the config's provenance
+/// names, at the config's spec.
+fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) -> Option<Target> {
     let from_provenance = v
         .provenance
         .as_ref()
         .and_then(|p| p["target"]["bootimage"].as_str())
         .and_then(|s| s.parse::<OcpVersion>().ok());
     let target_args = match (&cfg.target, from_provenance) {
-        (Some(t), _) => Some(TargetArgs {
+        (Some(t), _) => TargetArgs {
             spec: Some(v.spec),
             ..t.clone()
-        }),
-        (None, Some(b)) => Some(TargetArgs {
+        },
+        (None, Some(b)) => TargetArgs {
             bootimage: b,
             spec: Some(v.spec),
             rhel: v.provenance.as_ref().and_then(|p| {
@@ -648,94 +797,104 @@ pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
                     .as_u64()
                     .and_then(|r| u32::try_from(r).ok())
             }),
-        }),
-        (None, None) => None,
-    };
-    let target = match &target_args {
-        Some(t) => match Target::new(t.bootimage, t.spec, t.rhel, &cfg.arch) {
-            Ok(target) => {
-                passed.push(format!(
-                    "bootimage {} reads spec {}",
-                    target.bootimage, target.spec
-                ));
-                Some(target)
-            }
-            Err(e) => {
-                problems.push(e.to_string());
-                None
-            }
         },
-        None => {
-            problems.push("no target: pass --bootimage (the config has no provenance)".into());
+        (None, None) => {
+            checks
+                .problems
+                .push("no target: pass --bootimage (the config has no provenance)".into());
+            return None;
+        }
+    };
+    match Target::new(
+        target_args.bootimage,
+        target_args.spec,
+        target_args.rhel,
+        &cfg.arch,
+    ) {
+        Ok(target) => {
+            checks.passed.push(format!(
+                "bootimage {} reads spec {}",
+                target.bootimage, target.spec
+            ));
+            Some(target)
+        }
+        Err(e) => {
+            checks.problems.push(e.to_string());
             None
         }
-    };
-    if let Some(t) = &target {
-        if t.has_legacy_firstboot() != verify::masks_legacy(&v) {
-            problems.push(format!(
-                "bootimage {} {} pivot.service masked",
-                t.bootimage,
-                if t.has_legacy_firstboot() {
-                    "needs"
+    }
+}
+
+/// 4.1-4.5 bootimages need `pivot.service` masked; later ones must keep it.
+fn check_firstboot_path(t: &Target, v: &verify::Verified, checks: &mut Checks) {
+    if t.has_legacy_firstboot() != verify::masks_legacy(v) {
+        checks.problems.push(format!(
+            "bootimage {} {} pivot.service masked",
+            t.bootimage,
+            if t.has_legacy_firstboot() {
+                "needs"
+            } else {
+                "should not have"
+            }
+        ));
+    }
+}
+
+/// The payload's binary against the target's compatibility rules.
+fn check_binary_fits(bin: &std::path::Path, t: &Target, checks: &mut Checks) {
+    match elf::read_facts(bin) {
+        Ok(f) => {
+            let verdict = select::verdict(&f, t);
+            let line = format!(
+                "the binary ({}) {} {}: {}",
+                f.summary(),
+                if verdict.compatible {
+                    "fits"
                 } else {
-                    "should not have"
-                }
-            ));
+                    "does NOT fit"
+                },
+                select::describe(t),
+                verdict.because()
+            );
+            checks.check(verdict.compatible, line);
         }
-        if let Some(bin) = &v.binary {
-            match elf::read_facts(bin.path()) {
-                Ok(f) => {
-                    let verdict = select::verdict(&f, t);
-                    let line = format!(
-                        "the binary ({}) {} {}: {}",
-                        f.summary(),
-                        if verdict.compatible {
-                            "fits"
-                        } else {
-                            "does NOT fit"
-                        },
-                        select::describe(t),
-                        verdict.because()
-                    );
-                    if verdict.compatible {
-                        passed.push(line);
-                    } else {
-                        problems.push(line);
-                    }
-                }
-                Err(e) => problems.push(format!("the payload is not an ELF binary: {e:#}")),
+        Err(e) => checks
+            .problems
+            .push(format!("the payload is not an ELF binary: {e:#}")),
+    }
+}
+
+/// The payload against the build `inject` chooses from the image for the target.
+fn check_chosen_build(
+    r: &ImageRef,
+    o: &OpenOptions,
+    t: &Target,
+    v: &verify::Verified,
+    spool: &std::path::Path,
+    checks: &mut Checks,
+) -> Result<()> {
+    let img = image::open(r, o)?;
+    let ins = inspect::inspect(&img, spool)?;
+    match choose(&ins, t, None, false) {
+        Ok(c) => {
+            let chosen = &ins.binaries[c.index];
+            let want = chosen.sha256.hex().to_string();
+            if v.binary_sha256.as_deref() == Some(want.as_str()) {
+                checks.passed.push(format!(
+                    "the payload is {} of {r}, the binary inject chooses",
+                    chosen.path
+                ));
+            } else {
+                checks.problems.push(format!(
+                    "inject would choose {} (sha256 {want}), the payload is {}",
+                    chosen.path,
+                    v.binary_sha256.as_deref().unwrap_or("unreadable")
+                ));
             }
         }
+        Err(e) => checks.problems.push(format!("{e:#}")),
     }
-    if let (Some((r, o)), Some(t)) = (&cfg.image, &target) {
-        let img = image::open(r, o)?;
-        let ins = inspect::inspect(&img, spool.path())?;
-        match choose(&ins, t, None, false) {
-            Ok(c) => {
-                let want = ins.binaries[c.index].sha256.hex().to_string();
-                if v.binary_sha256.as_deref() == Some(want.as_str()) {
-                    passed.push(format!(
-                        "the payload is {} of {r}, the binary inject chooses",
-                        ins.binaries[c.index].path
-                    ));
-                } else {
-                    problems.push(format!(
-                        "inject would choose {} (sha256 {want}), the payload is {}",
-                        ins.binaries[c.index].path,
-                        v.binary_sha256.as_deref().unwrap_or("unreadable")
-                    ));
-                }
-            }
-            Err(e) => problems.push(format!("{e:#}")),
-        }
-    }
-    Ok(VerifyReport {
-        passed,
-        problems,
-        spec: v.spec.as_str().to_string(),
-        binary_sha256: v.binary_sha256.clone(),
-        provenance: v.provenance.clone(),
-    })
+    Ok(())
 }
 
 #[cfg(test)]
