@@ -68,7 +68,9 @@ impl Cache {
         Ok(PathBuf::from(home).join(".cache").join("mcd-inject"))
     }
 
-    /// Opens a cache directory, creating the layout when it does not exist yet.
+    /// Opens a cache directory for an online run, creating the layout when it does
+    /// not exist yet.
+    #[cfg(test)]
     pub fn open(root: &Path) -> Result<Self> {
         Self::open_with(root, false)
     }

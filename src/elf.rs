@@ -21,6 +21,7 @@ use serde::Serialize;
 pub enum Linkage {
     /// No interpreter and no shared libraries: runs on any kernel of its machine.
     Static,
+    /// Linked against shared libraries, through a program interpreter.
     Dynamic,
 }
 
@@ -79,6 +80,7 @@ pub struct ElfFacts {
     pub arch: String,
     /// 32 or 64.
     pub class: u8,
+    /// Static or dynamic.
     pub linkage: Linkage,
     /// The program interpreter (`PT_INTERP`), for dynamic binaries.
     pub interpreter: Option<String>,

@@ -14,7 +14,9 @@ use crate::tempfiles;
 pub struct ExtractReport {
     /// The path that held the content, after links.
     pub resolved: String,
+    /// Bytes written.
     pub size: u64,
+    /// Permission bits of the entry in the image.
     pub mode: u32,
     /// Layers read to find the answer.
     pub layer_reads: usize,

@@ -30,8 +30,8 @@ pub const V2_INLINE_WARN_BYTES: u64 = 10_000_000;
 /// seconds per MB in the `fetch` stage (0.74-0.82 s measured; the `files` stage adds
 /// 0.02 s), and peak RSS per config byte (18.2-20.9 measured, Go's collector varying
 /// between runs; `files`: 4.3-5.4).
-pub(crate) const V0_CPU_S_PER_MB: f64 = 0.8;
-pub(crate) const V0_RSS_PER_BYTE: f64 = 21.0;
+const V0_CPU_S_PER_MB: f64 = 0.8;
+const V0_RSS_PER_BYTE: f64 = 21.0;
 /// Compression level of the payload (libdeflate's scale): fixed, so the same binary
 /// gives the same bytes. libdeflate at 6 makes a real 80 MB MCD 0.2% smaller than one
 /// `gzip -6` stream, in 4 MiB members, where zlib-rs at 6 made it 2.35% bigger
@@ -41,7 +41,9 @@ const GZIP_LEVEL: i32 = 6;
 /// A named input; `-` is stdin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
+    /// Standard input (`-`).
     Stdin,
+    /// A file.
     File(PathBuf),
 }
 
@@ -84,28 +86,41 @@ impl Input {
 /// What the target is, as the user gave it.
 #[derive(Clone, Debug)]
 pub struct TargetArgs {
+    /// The bootimage (`--bootimage`).
     pub bootimage: OcpVersion,
+    /// The spec to write (`--spec`); else the table's, or the base's when newer.
     pub spec: Option<SpecVersion>,
+    /// The node's RHEL major (`--target-rhel`, `--target-os-release`); else the table's.
     pub rhel: Option<u32>,
 }
 
 /// Remote mode: the config references a served copy of the payload.
 #[derive(Clone, Debug)]
 pub struct Remote {
+    /// Where the node downloads the payload (`--payload-url`).
     pub url: String,
+    /// Where the payload is written (`--payload-out`).
     pub out: Output,
 }
 
 /// Everything `inject` needs, parsed.
 #[derive(Clone, Debug)]
 pub struct InjectConfig {
+    /// The MCO image.
     pub image: ImageRef,
+    /// How to open it (platform, registry options, limits).
     pub open: OpenOptions,
+    /// The target.
     pub target: TargetArgs,
+    /// The build to deliver (`--binary-path`), instead of the one chosen.
     pub binary_path: Option<String>,
+    /// Deliver an incompatible `binary_path`, and replace conflicting base entries.
     pub force: bool,
+    /// The config to write (`--ign`).
     pub ign: Output,
+    /// A config to merge ours into (`--base`).
     pub base: Option<Input>,
+    /// Remote mode: the payload is served, not inline.
     pub remote: Option<Remote>,
     /// The release the image was taken from (`--release`).
     pub release: Option<Release>,
@@ -114,9 +129,13 @@ pub struct InjectConfig {
 /// What `inject` did, for the caller to report.
 #[derive(Debug)]
 pub struct InjectReport {
+    /// The path of the build delivered.
     pub chosen: String,
+    /// Its sha256, in hex.
     pub binary_sha256: String,
+    /// The target, as settled.
     pub target: Target,
+    /// The size of the config written.
     pub config_bytes: u64,
     /// Which layers the choice needed, and their share of the image's stored bytes.
     pub layers_read: String,
@@ -130,6 +149,7 @@ pub struct InjectReport {
     pub config_sha256: String,
     /// sha512 of the (gzip) payload, as the config checks it.
     pub payload_sha512: String,
+    /// The release the image came from (`--release`).
     pub release: Option<Release>,
 }
 
@@ -684,6 +704,8 @@ fn sha256_of(f: &mut std::fs::File) -> std::io::Result<String> {
 pub fn v2_size_warning(len: u64) -> Warning {
     Warning::LargeInlineConfig {
         bytes: len,
+        cpu_seconds_per_mb: V0_CPU_S_PER_MB,
+        ram_per_byte: V0_RSS_PER_BYTE,
         cpu_seconds: len as f64 / 1e6 * V0_CPU_S_PER_MB,
         ram_bytes: (len as f64 * V0_RSS_PER_BYTE) as u64,
     }
@@ -703,17 +725,24 @@ fn forced_base_change(note: String) -> Result<Warning, String> {
 /// Everything `verify` needs, parsed.
 #[derive(Clone, Debug)]
 pub struct VerifyConfig {
+    /// The config to check.
     pub ign: Input,
+    /// The target (`--bootimage`, ...); else the config's provenance names it.
     pub target: Option<TargetArgs>,
+    /// An image to check the payload against (`--image`): the build `inject` chooses.
     pub image: Option<(ImageRef, OpenOptions)>,
+    /// The payload file of a remote-mode config (`--payload`).
     pub payload: Option<PathBuf>,
+    /// The node's architecture (`--platform`).
     pub arch: String,
 }
 
 /// The outcome of `verify`.
 #[derive(Debug)]
 pub struct VerifyReport {
+    /// The checks that passed, one line each.
     pub passed: Vec<String>,
+    /// The checks that failed, one line each.
     pub problems: Vec<String>,
     /// The config's spec.
     pub spec: String,

@@ -21,11 +21,15 @@ const OS_RELEASE_PATHS: [&str; 2] = ["/etc/os-release", "/usr/lib/os-release"];
 /// One machine-config-daemon build found in the image.
 #[derive(Debug, Serialize)]
 pub struct Binary {
+    /// The path in the image (`/usr/bin/machine-config-daemon*`).
     pub path: String,
     /// The path holding the bytes, after links.
     pub resolved: String,
+    /// Size in bytes.
     pub size: u64,
+    /// Permission bits.
     pub mode: u32,
+    /// The digest of its content.
     pub sha256: Digest,
     /// The ELF facts, when the file is an ELF binary.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,18 +40,26 @@ pub struct Binary {
     /// The verdict for each bootimage of the table, on the image's platform.
     pub verdicts: Vec<BootimageVerdict>,
     #[serde(skip)]
-    pub content: FileContent,
+    pub(crate) content: FileContent,
 }
 
 /// Whether a binary fits one bootimage.
 #[derive(Debug, Serialize)]
 pub struct BootimageVerdict {
+    /// The bootimage.
     pub bootimage: OcpVersion,
+    /// Fits or not, and why.
     #[serde(flatten)]
     pub verdict: Verdict,
 }
 
 impl Binary {
+    /// The build's bytes, verified, in a temp file of the spool directory (removed when
+    /// the inspection is dropped).
+    pub fn file(&self) -> &std::path::Path {
+        self.content.file.path()
+    }
+
     /// This binary as a selection candidate.
     pub fn candidate(&self) -> Candidate {
         Candidate {
@@ -64,6 +76,7 @@ impl Binary {
 /// The result of inspecting an image.
 #[derive(Debug, Serialize)]
 pub struct Inspection {
+    /// The image inspected.
     pub image: ImageInfo,
     /// The os-release; from [`select()`], only when the choice needed it.
     pub os_release: Option<OsRelease>,
@@ -76,6 +89,7 @@ pub struct Inspection {
     pub layers_read: Vec<usize>,
     /// Stored bytes of the layers read, and of all the layers of the image.
     pub bytes_read: u64,
+    /// Stored bytes of all the layers of the image.
     pub image_bytes: u64,
 }
 

@@ -7,9 +7,13 @@ use serde::Serialize;
 /// The fields of an os-release file that matter here, plus all of them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct OsRelease {
+    /// `ID` (`rhcos`, `rhel`, `fedora`, ...).
     pub id: Option<String>,
+    /// `VERSION_ID`.
     pub version_id: Option<String>,
+    /// `RHEL_VERSION` (RHCOS and images built on RHEL).
     pub rhel_version: Option<String>,
+    /// Every field, unquoted.
     #[serde(skip)]
     pub fields: BTreeMap<String, String>,
 }

@@ -16,7 +16,9 @@ use crate::tempfiles;
 /// An output named on the command line; `-` is stdout.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
+    /// Standard output (`-`).
     Stdout,
+    /// A file, written through a temp file beside it and renamed into place.
     File(PathBuf),
 }
 
@@ -44,11 +46,11 @@ impl fmt::Display for Output {
 /// expects.
 #[derive(Debug, thiserror::Error)]
 #[error("stdout was closed by its reader")]
-pub struct StdoutClosed;
+pub(crate) struct StdoutClosed;
 
 /// The error for a failed write to stdout: [`StdoutClosed`] for a broken pipe, else the
 /// error itself, named.
-pub fn stdout_error(e: io::Error) -> anyhow::Error {
+pub(crate) fn stdout_error(e: io::Error) -> anyhow::Error {
     if e.kind() == io::ErrorKind::BrokenPipe {
         anyhow::Error::new(StdoutClosed)
     } else {
@@ -57,7 +59,7 @@ pub fn stdout_error(e: io::Error) -> anyhow::Error {
 }
 
 /// Writes `text` to stdout and flushes it; never panics.
-pub fn print(text: &str) -> Result<()> {
+pub(crate) fn print(text: &str) -> Result<()> {
     let mut lock = io::stdout().lock();
     lock.write_all(text.as_bytes())
         .and_then(|()| lock.flush())
@@ -161,8 +163,8 @@ impl Output {
         }
     }
 
-    /// A temp file to fill, beside the output (named for this run, see
-    /// [`crate::tempfiles`]).
+    /// A temp file to fill, beside the output (`.mcd-inject-PID-NS-*`, removed when the
+    /// run is interrupted).
     pub fn temp_file(&self) -> Result<NamedTempFile> {
         let dir = self.spool_dir()?;
         tempfiles::file_in(&dir)

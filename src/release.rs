@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::image::fs::MergedFs;
 use crate::image::{self, Digest, DockerRef, ImageRef, OpenOptions};
 
+/// Where a release image lists the images of its payload.
 pub const IMAGE_REFERENCES: &str = "/release-manifests/image-references";
+/// Where a release image keeps its version and metadata.
 pub const RELEASE_METADATA: &str = "/release-manifests/release-metadata";
 /// The ImageStream tag of the machine-config-operator image.
 pub const MCO_TAG: &str = "machine-config-operator";

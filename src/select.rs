@@ -15,7 +15,9 @@ use crate::target::Target;
 /// Whether a binary fits a target, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Verdict {
+    /// True when the binary runs on the target.
     pub compatible: bool,
+    /// Why, or why not: one reason per check.
     pub reasons: Vec<String>,
 }
 
@@ -187,7 +189,9 @@ pub fn nominal_rhel(path: &str, image_rhel: Option<u32>) -> Option<u32> {
 /// A binary that could be chosen.
 #[derive(Clone, Debug, Serialize)]
 pub struct Candidate {
+    /// The path in the image.
     pub path: String,
+    /// The sha256 of its content, in hex.
     pub sha256: String,
     /// The ELF facts, or why they could not be read.
     pub facts: Result<ElfFacts, String>,
@@ -228,7 +232,9 @@ pub fn order(candidates: &[Candidate], os: Option<&OsRelease>, target: &Target) 
 /// The chosen binary.
 #[derive(Clone, Debug)]
 pub struct Choice {
+    /// Its index among the candidates (and the inspection's binaries).
     pub index: usize,
+    /// Its verdict for the target.
     pub verdict: Verdict,
     /// Chosen although incompatible, because the user forced it.
     pub forced: bool,
@@ -237,17 +243,25 @@ pub struct Choice {
 /// Why no binary was chosen.
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
+    /// No candidate fits the target.
     #[error("no {MCD_NAME} build fits {target}:{}", list(.rejected))]
     NothingFits {
+        /// The target, described.
         target: String,
+        /// Each candidate, with why it does not fit.
         rejected: Vec<(String, Verdict)>,
     },
+    /// `--binary-path` names no build the image holds.
     #[error("{0} was not read from the image")]
     NotACandidate(String),
+    /// `--binary-path` names a build that does not fit, without `--force`.
     #[error("{path} does not fit {target}: {} (use --force to deliver it anyway)", .verdict.because())]
     Incompatible {
+        /// The build named.
         path: String,
+        /// The target, described.
         target: String,
+        /// Why it does not fit.
         verdict: Verdict,
     },
 }

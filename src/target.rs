@@ -20,15 +20,19 @@ use SpecVersion::{V2_2, V3_1, V3_2, V3_3, V3_4};
 /// An OpenShift minor version, `X.Y`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OcpVersion {
+    /// `4` in `4.2`.
     pub major: u32,
+    /// `2` in `4.2`.
     pub minor: u32,
 }
 
 /// Why a bootimage version was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum VersionError {
+    /// Not `X.Y`.
     #[error("invalid bootimage version {0:?}: expected X.Y, e.g. 4.2")]
     Syntax(String),
+    /// Newer than the table.
     #[error(
         "unknown bootimage {0}: {newest} is the newest release the table knows (it covers \
          {first} to {newest}); for a newer bootimage, give its RHEL with --target-os-release FILE \
@@ -37,6 +41,7 @@ pub enum VersionError {
         first = first_known(), newest = newest_known()
     )]
     Unknown(OcpVersion),
+    /// Older than the first RHCOS bootimage.
     #[error("unknown bootimage {0}: the table starts at {first}, the first RHCOS bootimage", first = first_known())]
     TooOld(OcpVersion),
 }
@@ -95,9 +100,13 @@ pub enum IgnitionGeneration {
 /// What one RHEL major version offers a dynamic binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct RhelBase {
+    /// The RHEL major version.
     pub major: u32,
+    /// Its glibc version.
     pub glibc: &'static str,
+    /// Its libcrypto soname.
     pub libcrypto: &'static str,
+    /// Its libssl soname.
     pub libssl: &'static str,
 }
 
@@ -141,13 +150,18 @@ pub fn rhel(major: u32) -> Option<RhelBase> {
 /// One row of the table.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Bootimage {
+    /// The OpenShift release.
     pub version: OcpVersion,
+    /// The RHEL major of its RHCOS.
     pub rhel: u32,
     /// The RHEL release of the bootimage, `major.minor` (`8.x` where the minor is not
     /// pinned; only the major matters to a binary).
     pub rhel_release: &'static str,
+    /// The glibc version of its RHCOS.
     pub glibc: &'static str,
+    /// The libcrypto soname of its RHCOS.
     pub libcrypto: &'static str,
+    /// The Ignition it runs at first boot.
     pub ignition: IgnitionGeneration,
     /// The Ignition release the bootimage ships, as far as public sources pin it.
     pub ignition_release: &'static str,
@@ -407,13 +421,21 @@ pub fn from_os_release(os: &OsRelease) -> (Option<OcpVersion>, Option<u32>) {
 /// What a binary and a config must fit: a table row with the user's overrides applied.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Target {
+    /// The bootimage's OpenShift release.
     pub bootimage: OcpVersion,
+    /// The RHEL major of the node (the table's, or `--target-rhel`).
     pub rhel: u32,
+    /// The glibc version of that RHEL.
     pub glibc: String,
+    /// The libcrypto soname of that RHEL.
     pub libcrypto: String,
+    /// The libssl soname of that RHEL.
     pub libssl: String,
+    /// The Ignition the bootimage runs.
     pub ignition: IgnitionGeneration,
+    /// The newest spec that Ignition reads.
     pub max_spec: SpecVersion,
+    /// The spec of the config to write.
     pub spec: SpecVersion,
     /// The OCI architecture of the node (from `--platform`).
     pub arch: String,
@@ -422,21 +444,32 @@ pub struct Target {
 /// Why a target could not be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TargetError {
+    /// The bootimage version is not in the table.
     #[error(transparent)]
     Version(#[from] VersionError),
+    /// A RHEL major the tool has no reference values for.
     #[error("--target-rhel {0}: only RHEL 7, 8, 9 and 10 are known")]
     UnknownRhel(u32),
+    /// A spec newer than the bootimage's Ignition reads.
     #[error("spec {spec} cannot be read by the Ignition of bootimage {bootimage}, which reads at most spec {max}")]
     SpecTooNew {
+        /// The spec asked for.
         spec: SpecVersion,
+        /// The bootimage.
         bootimage: OcpVersion,
+        /// The newest spec its Ignition reads.
         max: SpecVersion,
     },
+    /// A spec of the other family (2.x for Ignition v0.x, 3.x for v2.x).
     #[error("spec {spec} cannot be read by bootimage {bootimage}: its Ignition {generation} reads spec {family} only")]
     WrongFamily {
+        /// The spec asked for.
         spec: SpecVersion,
+        /// The bootimage.
         bootimage: OcpVersion,
+        /// Its Ignition generation (`v0.x`, `v2.x`).
         generation: &'static str,
+        /// The spec family that generation reads.
         family: &'static str,
     },
 }

@@ -41,6 +41,10 @@ pub enum Warning {
     LargeInlineConfig {
         /// The config's size in bytes.
         bytes: u64,
+        /// CPU seconds Ignition v0.35 spent per MB of such a config, as measured.
+        cpu_seconds_per_mb: f64,
+        /// Bytes of RAM it needed per byte of config, as measured.
+        ram_per_byte: f64,
         /// CPU seconds Ignition v0.x is expected to spend in its fetch stage.
         cpu_seconds: f64,
         /// Bytes of RAM it is expected to need.
@@ -88,20 +92,20 @@ impl fmt::Display for Warning {
             Warning::ForcedBaseChange { change } => write!(f, "--base: {change}"),
             Warning::LargeInlineConfig {
                 bytes,
+                cpu_seconds_per_mb,
+                ram_per_byte,
                 cpu_seconds,
                 ram_bytes,
             } => write!(
                 f,
                 "the spec 2.2 config is {:.1} MB with the payload inline; Ignition v0.x \
-                 (bootimages 4.1-4.5) spends about {} s of CPU per MB and about {:.0} \
-                 bytes of RAM per config byte parsing it (measured with v0.35): expect \
+                 (bootimages 4.1-4.5) spends about {cpu_seconds_per_mb} s of CPU per MB and \
+                 about {ram_per_byte:.0} bytes of RAM per config byte parsing it (measured with v0.35): expect \
                  about {cpu_seconds:.0} s of CPU and {:.2} GB of RAM in its fetch stage \
                  at first boot. Remote mode (--payload-url URL --payload-out FILE) keeps \
                  the config to a few kB; the node then downloads the payload in the files \
                  stage for a fraction of a second of CPU and about 13 MB of RAM.",
                 *bytes as f64 / 1e6,
-                crate::inject::V0_CPU_S_PER_MB,
-                crate::inject::V0_RSS_PER_BYTE,
                 *ram_bytes as f64 / 1e9
             ),
             Warning::CacheBlobDamaged { digest, cache, why } => write!(

@@ -129,7 +129,7 @@ fn builds() -> (Vec<u8>, Vec<u8>) {
     let ins = inspect::inspect(&img, spool.path()).unwrap();
     let bytes = |p: &str| {
         let b = ins.binaries.iter().find(|b| b.path == p).unwrap();
-        std::fs::read(b.content.file.path()).unwrap()
+        std::fs::read(b.file()).unwrap()
     };
     (
         bytes("/usr/bin/machine-config-daemon"),

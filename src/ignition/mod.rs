@@ -2,13 +2,13 @@
 //! module per spec family (`v2` for 2.2.0, `v3` for 3.0.0-3.6.0). Only this module
 //! knows spec versions.
 
-pub mod merge;
-pub mod rules;
+pub(crate) mod merge;
+pub(crate) mod rules;
 pub mod schema;
-pub mod units;
+pub(crate) mod units;
 mod v2;
 mod v3;
-pub mod verify;
+pub(crate) mod verify;
 
 use std::fmt;
 use std::str::FromStr;
@@ -19,13 +19,21 @@ use serde_json::Value;
 /// An Ignition config spec version that this tool reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SpecVersion {
+    /// Spec 2.2.0, read by Ignition v0.x (bootimages 4.1-4.5).
     V2_2,
+    /// Spec 3.0.0.
     V3_0,
+    /// Spec 3.1.0.
     V3_1,
+    /// Spec 3.2.0.
     V3_2,
+    /// Spec 3.3.0.
     V3_3,
+    /// Spec 3.4.0.
     V3_4,
+    /// Spec 3.5.0.
     V3_5,
+    /// Spec 3.6.0.
     V3_6,
 }
 
@@ -111,7 +119,7 @@ impl Serialize for SpecVersion {
 
 /// Where a file's bytes come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// Inline, as a `data:;base64,` URL.
     Inline(Vec<u8>),
     /// Inline too, but too big to hold in memory: the rendered config carries
@@ -124,16 +132,16 @@ pub enum Source {
 
 /// Stands for the base64 of a [`Source::Streamed`] payload in a rendered config. It is
 /// valid base64 itself (of "mcd-inject:payload-goes-here"), so the config validates.
-pub const STREAM_MARK: &str = "bWNkLWluamVjdDpwYXlsb2FkLWdvZXMtaGVyZQ==";
+pub(crate) const STREAM_MARK: &str = "bWNkLWluamVjdDpwYXlsb2FkLWdvZXMtaGVyZQ==";
 
 /// The length of the base64 of `n` bytes.
-pub fn base64_len(n: u64) -> u64 {
+pub(crate) fn base64_len(n: u64) -> u64 {
     n.div_ceil(3) * 4
 }
 
 /// Writes a serialised config, replacing the one data URL that holds [`STREAM_MARK`] with
 /// the base64 of `payload`, read as it is written. Returns the bytes written.
-pub fn write_streamed(
+pub(crate) fn write_streamed(
     rendered: &[u8],
     mut payload: impl std::io::Read,
     payload_len: u64,
@@ -166,7 +174,7 @@ pub fn write_streamed(
 
 /// A regular file to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct File {
+pub(crate) struct File {
     pub path: String,
     pub mode: u32,
     pub source: Source,
@@ -176,21 +184,21 @@ pub struct File {
 
 /// A symbolic link to create.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Link {
+pub(crate) struct Link {
     pub path: String,
     pub target: String,
 }
 
 /// A systemd drop-in.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Dropin {
+pub(crate) struct Dropin {
     pub name: String,
     pub contents: String,
 }
 
 /// A systemd unit: written, enabled, masked, or only given drop-ins.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unit {
+pub(crate) struct Unit {
     pub name: String,
     pub contents: Option<String>,
     pub enabled: bool,
@@ -200,7 +208,7 @@ pub struct Unit {
 
 /// What to put on the node, independent of any spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Config {
+pub(crate) struct Config {
     pub files: Vec<File>,
     pub links: Vec<Link>,
     pub units: Vec<Unit>,
@@ -208,7 +216,7 @@ pub struct Config {
 
 /// A model that a spec cannot express, or a broken model.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum RenderError {
+pub(crate) enum RenderError {
     #[error("spec {spec} cannot express {what}")]
     Unsupported { spec: SpecVersion, what: String },
     #[error("the config would hold {what} twice")]
@@ -309,7 +317,7 @@ fn percent_decode(s: &str) -> anyhow::Result<Vec<u8>> {
 
 /// Serialises a config the one way this tool does: pretty, keys in insertion order,
 /// one trailing newline. Same value, same bytes.
-pub fn to_bytes(v: &Value) -> Vec<u8> {
+pub(crate) fn to_bytes(v: &Value) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(v).expect("JSON values always serialise");
     out.push(b'\n');
     out
@@ -319,9 +327,13 @@ pub fn to_bytes(v: &Value) -> Vec<u8> {
 #[derive(Debug, thiserror::Error)]
 #[error("{name}: invalid JSON at line {line}, column {column}: {msg}")]
 pub struct ParseError {
+    /// The input's name (a path, or `<stdin>`).
     pub name: String,
+    /// Where the JSON parser stopped (1-based).
     pub line: usize,
+    /// The column on that line (1-based).
     pub column: usize,
+    /// What the parser says.
     pub msg: String,
 }
 
@@ -342,7 +354,7 @@ pub fn parse_json(name: &str, bytes: &[u8]) -> Result<Value, ParseError> {
 }
 
 /// The `ignition.version` of a config, as written.
-pub fn version_of(v: &Value) -> Option<&str> {
+pub(crate) fn version_of(v: &Value) -> Option<&str> {
     v.get("ignition")?.get("version")?.as_str()
 }
 

@@ -32,6 +32,7 @@ pub struct Report {
 }
 
 impl Report {
+    /// True when the config breaks nothing.
     pub fn is_clean(&self) -> bool {
         self.errors.is_empty() && self.unknown_keys.is_empty()
     }

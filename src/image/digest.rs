@@ -103,11 +103,6 @@ impl HashState {
         self.0.borrow().len
     }
 
-    /// True when nothing has been read yet.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// True once the inner reader has reported its end.
     pub fn at_end(&self) -> bool {
         self.0.borrow().at_end
@@ -128,6 +123,7 @@ pub struct HashingReader<R> {
 
 impl<R: Read> HashingReader<R> {
     /// A reader that hashes.
+    #[cfg(test)]
     pub fn new(inner: R) -> (Self, HashState) {
         Self::maybe(inner, true)
     }

@@ -420,8 +420,6 @@ impl<'a> MergedFs<'a> {
             name: dir.join("/"),
             meta: EntryMeta {
                 kind: EntryKind::Dir,
-                mode: 0o755,
-                size: 0,
                 link: None,
                 ordinal: 0,
                 implicit: true,

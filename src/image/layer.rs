@@ -38,9 +38,6 @@ pub enum EntryKind {
 #[derive(Clone, Debug)]
 pub struct EntryMeta {
     pub kind: EntryKind,
-    /// Permission bits; 0 for entries kept only as a name hash (see [`LayerIndex`]).
-    pub mode: u32,
-    pub size: u64,
     /// Symlink target as written, or hardlink target as a normalised name.
     pub link: Option<String>,
     /// Position of the entry in its layer (hardlinks may only point backwards).
@@ -379,8 +376,6 @@ impl LayerIndex {
                 parent,
                 EntryMeta {
                     kind: EntryKind::Dir,
-                    mode: 0o755,
-                    size: 0,
                     link: None,
                     ordinal: meta.ordinal,
                     implicit: true,
@@ -405,8 +400,6 @@ impl LayerIndex {
                 parent.to_string(),
                 EntryMeta {
                     kind: EntryKind::Dir,
-                    mode: 0o755,
-                    size: 0,
                     link: None,
                     ordinal,
                     implicit: true,
@@ -440,8 +433,6 @@ impl LayerIndex {
             .max_by_key(|h| h.ordinal)
             .map(|h| EntryMeta {
                 kind: h.kind,
-                mode: 0,
-                size: 0,
                 link: None,
                 ordinal: h.ordinal as usize,
                 implicit: false,
@@ -493,8 +484,6 @@ impl LayerIndex {
                 name.to_string(),
                 EntryMeta {
                     kind,
-                    mode: 0,
-                    size: 0,
                     link: None,
                     ordinal,
                     implicit: false,
@@ -779,8 +768,6 @@ pub fn scan_layer(
             }
             let meta = EntryMeta {
                 kind,
-                mode,
-                size,
                 link,
                 ordinal: this,
                 implicit: false,

@@ -2,16 +2,16 @@
 //!
 //! [`open`] turns an [`ImageRef`] into an [`Image`]: its manifest, configuration and
 //! layer list, read and digest-checked, plus a [`BlobSource`] to stream layers from.
-//! [`fs::MergedFs`] answers path questions over the layers, top-down, reading as few
+//! The merged view (`fs::MergedFs`, inside the crate) answers path questions over the layers, top-down, reading as few
 //! layers as the answer needs.
 
-pub mod digest;
+pub(crate) mod digest;
 mod docker_archive;
 mod files;
-pub mod fs;
-pub mod layer;
+pub(crate) mod fs;
+pub(crate) mod layer;
 pub(crate) mod oci;
-pub mod reference;
+pub(crate) mod reference;
 
 use std::io::Read;
 
@@ -22,14 +22,17 @@ pub use digest::Digest;
 pub use reference::{DockerRef, ImageRef, Platform};
 
 /// Manifests, indexes and configs larger than this are refused: they are hostile input.
-pub const MAX_METADATA_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const MAX_METADATA_BYTES: u64 = 8 * 1024 * 1024;
 
 /// How a layer blob is compressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
+    /// A plain tar.
     None,
+    /// gzip.
     Gzip,
+    /// zstd.
     Zstd,
     /// Unknown from metadata (docker-archive): decided by the blob's magic bytes.
     Detect,
@@ -39,7 +42,12 @@ pub enum Compression {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verification {
     /// The digest and size of the blob as stored (OCI layouts, registries).
-    Blob { digest: Digest, size: u64 },
+    Blob {
+        /// The blob's digest.
+        digest: Digest,
+        /// The blob's size in bytes.
+        size: u64,
+    },
     /// The digest of the uncompressed tar (docker-archive: `rootfs.diff_ids`).
     DiffId(Digest),
 }
@@ -51,11 +59,14 @@ pub struct LayerInfo {
     pub digest: Digest,
     /// Stored size in bytes.
     pub size: u64,
+    /// The layer's media type, as the manifest gives it.
     pub media_type: String,
+    /// How the blob is compressed.
     pub compression: Compression,
     /// Where the blob lives in its transport (layout path, archive member, cache path).
     #[serde(skip)]
     pub location: String,
+    /// How the layer is checked as it is read.
     #[serde(skip)]
     pub verification: Verification,
 }
@@ -69,6 +80,7 @@ pub struct ImageInfo {
     pub manifest_digest: Option<Digest>,
     /// Digest of the image configuration (the image ID).
     pub config_digest: Digest,
+    /// The platform of the image read (an index's entry for `--platform`).
     pub platform: Platform,
     /// Layers bottom first, as in the manifest.
     pub layers: Vec<LayerInfo>,
@@ -79,7 +91,7 @@ pub struct ImageInfo {
 }
 
 /// Streams stored blobs. Implementations hand out raw bytes; callers verify them.
-pub trait BlobSource {
+pub(crate) trait BlobSource {
     /// Opens the stored bytes of a layer.
     fn open_layer(&self, layer: &LayerInfo) -> Result<Box<dyn Read + '_>>;
 
@@ -93,6 +105,7 @@ pub trait BlobSource {
 
 /// An opened image: verified metadata plus where to read its layers from.
 pub struct Image {
+    /// What the image's metadata says.
     pub info: ImageInfo,
     source: Box<dyn BlobSource>,
     max_file_size: u64,
@@ -102,7 +115,8 @@ pub struct Image {
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 1 << 30;
 
 impl Image {
-    pub fn new(info: ImageInfo, source: Box<dyn BlobSource>) -> Self {
+    /// An image whose layers `source` reads.
+    pub(crate) fn new(info: ImageInfo, source: Box<dyn BlobSource>) -> Self {
         Image {
             info,
             source,
@@ -115,11 +129,13 @@ impl Image {
         self.max_file_size
     }
 
+    /// Sets the limit of [`Image::max_file_size`].
     pub fn set_max_file_size(&mut self, bytes: u64) {
         self.max_file_size = bytes;
     }
 
-    pub fn source(&self) -> &dyn BlobSource {
+    /// Where the layers are read from.
+    pub(crate) fn source(&self) -> &dyn BlobSource {
         self.source.as_ref()
     }
 }
@@ -171,7 +187,7 @@ fn open_transport(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
 }
 
 /// The compression a layer media type implies, or an error for types that are no layer.
-pub fn compression_of(media_type: &str) -> Result<Compression> {
+pub(crate) fn compression_of(media_type: &str) -> Result<Compression> {
     const GZIP: &[&str] = &[
         "application/vnd.oci.image.layer.v1.tar+gzip",
         "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",

@@ -10,12 +10,24 @@ use super::digest::{Digest, DigestError};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ImageRef {
     /// `oci:DIR[:TAG]`: an OCI image layout directory.
-    Oci { dir: PathBuf, tag: Option<String> },
+    Oci {
+        /// The layout directory.
+        dir: PathBuf,
+        /// The `org.opencontainers.image.ref.name` to pick; the only image without it.
+        tag: Option<String>,
+    },
     /// `oci-archive:FILE[:TAG]`: a tar of an OCI image layout.
-    OciArchive { file: PathBuf, tag: Option<String> },
+    OciArchive {
+        /// The archive.
+        file: PathBuf,
+        /// As for [`ImageRef::Oci`].
+        tag: Option<String>,
+    },
     /// `docker-archive:FILE[:REF]`: `docker save` output; REF is a name or `@N`.
     DockerArchive {
+        /// The archive.
         file: PathBuf,
+        /// A name of `manifest.json`'s `RepoTags`, or `@N` for the N-th image.
         reference: Option<String>,
     },
     /// `docker://HOST/REPO[:TAG][@DIGEST]` or a bare reference.
@@ -29,7 +41,9 @@ pub struct DockerRef {
     pub registry: String,
     /// Repository path, `library/NAME` for official Docker Hub images.
     pub repository: String,
+    /// The tag; `latest` is implied when neither tag nor digest is given.
     pub tag: Option<String>,
+    /// The manifest digest, which pins the image.
     pub digest: Option<Digest>,
 }
 
@@ -242,8 +256,11 @@ impl fmt::Display for DockerRef {
 /// An OCI platform, `os/arch[/variant]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Platform {
+    /// `linux`.
     pub os: String,
+    /// The OCI architecture name (`amd64`, `arm64`, `ppc64le`, `s390x`).
     pub architecture: String,
+    /// The variant (`v8` for `arm64/v8`), when given.
     pub variant: Option<String>,
 }
 

@@ -23,7 +23,9 @@ use serde::Deserialize;
 /// A user name and password (or token). Never printed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
+    /// The user name.
     pub username: String,
+    /// The password or token.
     pub password: String,
     /// An OAuth2 refresh token (`identitytoken`), used instead of the password.
     pub identity_token: Option<String>,
@@ -83,6 +85,9 @@ pub struct AuthFiles {
 }
 
 impl AuthFiles {
+    /// The auth files of this environment: `explicit` (`--authfile`), else
+    /// `REGISTRY_AUTH_FILE`, else the containers and docker default locations under
+    /// `XDG_RUNTIME_DIR`, `XDG_CONFIG_HOME`, `HOME` and `DOCKER_CONFIG`.
     pub fn from_env(explicit: Option<PathBuf>) -> Self {
         let var = |k: &str| {
             std::env::var_os(k)

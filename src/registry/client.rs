@@ -45,13 +45,16 @@ pub struct RetryPolicy {
     pub resumes: u32,
     /// First backoff delay; it doubles on each retry.
     pub backoff: Duration,
+    /// Longest backoff delay.
     pub max_backoff: Duration,
+    /// Longest wait for a connection.
     pub connect_timeout: Duration,
     /// Longest wait for response headers or for the next chunk of a body.
     pub read_timeout: Duration,
     /// A blob download slower than this (bytes per second) over `low_speed_time` is cut
     /// and resumed like a dropped connection; 0 turns the check off.
     pub low_speed_limit: u64,
+    /// How long a download may stay under `low_speed_limit`.
     pub low_speed_time: Duration,
 }
 

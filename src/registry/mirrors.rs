@@ -81,7 +81,9 @@ pub struct Rule {
 /// A place to pull one image from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
+    /// The registry host (and port).
     pub registry: String,
+    /// The repository path.
     pub repository: String,
     /// Skip TLS verification (and allow plain http) for this endpoint.
     pub insecure: bool,
@@ -98,7 +100,7 @@ impl fmt::Display for Endpoint {
 /// Every mirror rule in force.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Mirrors {
-    pub rules: Vec<Rule>,
+    pub(crate) rules: Vec<Rule>,
 }
 
 // ------------------------------------------------------------------ registries.conf

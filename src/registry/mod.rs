@@ -3,15 +3,15 @@
 //!
 //! [`open`] resolves a reference to one image manifest (following an index by
 //! platform), verifies every document against its digest, and keeps manifests and
-//! configs in the [`Cache`]. Layers are fetched only when the layer scanner asks for
+//! configs in the local cache (an OCI layout). Layers are fetched only when the layer scanner asks for
 //! them, streamed to it while they are written to the cache; they enter the cache only
 //! once their digest has been checked. With `offline` the network is never used.
 
-pub mod auth;
+pub(crate) mod auth;
 mod client;
-pub mod mirrors;
-pub mod policy;
-pub mod progress;
+pub(crate) mod mirrors;
+pub(crate) mod policy;
+pub(crate) mod progress;
 mod verify;
 
 use std::io::{self, Read};
@@ -49,15 +49,17 @@ pub struct RegistryOptions {
     pub tls_verify: bool,
     /// Extra CA certificates (`*.crt`).
     pub cert_dir: Option<PathBuf>,
-    /// The cache directory; `None` for the default ([`Cache::default_dir`]).
+    /// The cache directory; `None` for the default (`$XDG_CACHE_HOME/mcd-inject`, else `~/.cache/mcd-inject`).
     pub cache_dir: Option<PathBuf>,
     /// Use only the cache.
     pub offline: bool,
+    /// Progress on stderr.
     pub progress: ProgressMode,
+    /// Retries and timeouts.
     pub retry: RetryPolicy,
-    /// Mirrors to try before (or instead of) the source ([`mirrors`]).
+    /// Mirrors to try before (or instead of) the source ([`Mirrors`]).
     pub mirrors: Mirrors,
-    /// The signature policy images must satisfy ([`policy`]); `None` accepts anything.
+    /// The signature policy images must satisfy ([`Policy`]); `None` accepts anything.
     pub policy: Option<Policy>,
 }
 
@@ -190,7 +192,7 @@ fn media_type_of(bytes: &[u8], doc: &Document) -> String {
 /// Opens an image from a registry (or, offline, from the cache). With mirrors, the
 /// endpoints [`Mirrors::endpoints`] gives are tried in order; the first that serves the
 /// manifest and config serves the layers too. The error names every endpoint tried.
-pub fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Result<Image> {
+pub(crate) fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Result<Image> {
     let ropts = &opts.registry;
     if ropts.offline {
         let fetcher = Fetcher {
@@ -433,9 +435,11 @@ impl BlobSource for RegistrySource {
 /// What [`pull`] did.
 #[derive(Debug, serde::Serialize)]
 pub struct PullReport {
+    /// The image, as the cache now holds it.
     pub image: ImageInfo,
     /// Layers downloaded by this run (the others were cached already).
     pub fetched: usize,
+    /// The cache directory.
     pub cache: PathBuf,
 }
 

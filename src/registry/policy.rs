@@ -39,8 +39,11 @@ const SIGNATURE_TYPE: &str = "atomic container signature";
 #[derive(Debug, thiserror::Error)]
 #[error("{reference}: refused by the signature policy {policy}: {why}")]
 pub struct PolicyRejected {
+    /// The image refused.
     pub reference: String,
+    /// The policy file.
     pub policy: String,
+    /// Which requirement failed, and why.
     pub why: String,
 }
 

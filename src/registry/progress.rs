@@ -11,6 +11,7 @@ pub enum ProgressMode {
     Bar,
     /// A line every few seconds (stderr is a file or pipe).
     Lines,
+    /// Nothing.
     Quiet,
 }
 

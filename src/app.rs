@@ -1,0 +1,228 @@
+//! The `mcd-inject` command: parse the command line, run the job, print its result,
+//! map errors to exit codes. `src/main.rs` only calls [`main`].
+//!
+//! Exit codes: 0 success; 1 any error (bad input, missing path, corrupt image, I/O, a
+//! warning under `--strict`); 2 command-line usage errors.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+
+use crate::cli::{Cli, Command, ImageArgs};
+use crate::image::ImageRef;
+use crate::output::{print, Output, StdoutClosed};
+use crate::{
+    cache, clidoc, extract, image, inject, inspect, json, logging, registry, report, tempfiles,
+    warnings,
+};
+
+/// Writes a JSON report to stdout, or atomically to a file.
+fn write_json(out: &Output, v: &serde_json::Value) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(v)?;
+    text.push('\n');
+    match out {
+        Output::Stdout => print(&text)?,
+        Output::File(_) => {
+            let mut t = out.temp_file()?;
+            t.write_all(text.as_bytes())?;
+            out.commit(t, 0o644)?;
+        }
+    }
+    Ok(())
+}
+
+/// The files and directories an image is read from, which no output may overwrite.
+fn image_inputs(a: &ImageArgs) -> Vec<PathBuf> {
+    let cache = || {
+        a.registry
+            .cache_dir
+            .clone()
+            .or_else(|| cache::Cache::default_dir().ok())
+            .into_iter()
+            .collect()
+    };
+    match (&a.image, &a.release) {
+        (Some(ImageRef::Oci { dir, .. }), _) => vec![dir.clone()],
+        (Some(ImageRef::OciArchive { file, .. } | ImageRef::DockerArchive { file, .. }), _) => {
+            vec![file.clone()]
+        }
+        (_, Some(ImageRef::Oci { dir, .. })) => {
+            let mut v: Vec<PathBuf> = cache();
+            v.push(dir.clone());
+            v
+        }
+        (_, Some(ImageRef::OciArchive { file, .. } | ImageRef::DockerArchive { file, .. })) => {
+            let mut v: Vec<PathBuf> = cache();
+            v.push(file.clone());
+            v
+        }
+        _ => cache(),
+    }
+}
+
+fn refuse_overlap(out: &Output, a: &ImageArgs, flag: &str) -> Result<()> {
+    let inputs = image_inputs(a);
+    let inputs: Vec<_> = inputs.iter().map(PathBuf::as_path).collect();
+    out.refuse_overlap(&inputs, flag)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Extract(a) => {
+            refuse_overlap(&a.output, &a.image, "-o")?;
+            let (r, opts, _) = a.image.resolve()?;
+            let img = image::open(&r, &opts)?;
+            let report = extract::extract(&img, &a.path, &a.output)?;
+            if a.json {
+                let mut v = json::extract(&img.info, &a.path, &a.output, &report);
+                v["warnings"] = warnings::to_json(&warnings::collected());
+                print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+            } else if a.output != Output::Stdout && !a.image.registry.quiet {
+                note(&format!(
+                    "wrote {} ({} bytes, mode {:o}) from {}",
+                    a.output, report.size, report.mode, report.resolved
+                ));
+            }
+        }
+        Command::Inspect(a) => {
+            let (r, opts, release) = a.image.resolve()?;
+            let img = image::open(&r, &opts)?;
+            let spool =
+                tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
+            let report = inspect::inspect(&img, spool.path())?;
+            warnings::check_strict()?;
+            if a.json {
+                let mut v = serde_json::to_value(&report)?;
+                v["warnings"] = warnings::to_json(&warnings::collected());
+                if let Some(rel) = release {
+                    v["release"] = serde_json::to_value(rel)?;
+                }
+                print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+            } else {
+                print(&report.render_text())?;
+            }
+        }
+        Command::Pull(a) => {
+            let (r, opts, release) = a.image.resolve()?;
+            if let Some(rel) = &release {
+                // Reading the release cached what `--release ... --offline` needs of it
+                // (its manifests and the layers that hold /release-manifests), not the
+                // rest of the release image.
+                if !a.image.registry.quiet {
+                    eprintln!(
+                        "{}: release {}: its manifests are cached",
+                        rel.reference, rel.version
+                    );
+                }
+            }
+            let report = registry::pull(&r, &opts)?;
+            warnings::check_strict()?;
+            if a.json {
+                let mut v = json::pull(&report);
+                v["warnings"] = warnings::to_json(&warnings::collected());
+                print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+            } else if !a.image.registry.quiet {
+                note(&format!(
+                    "{}: manifest {} with {} layers in {} ({} fetched now)",
+                    report.image.reference,
+                    report
+                        .image
+                        .manifest_digest
+                        .as_ref()
+                        .map_or("?".to_string(), |d| d.to_string()),
+                    report.image.layers.len(),
+                    report.cache.display(),
+                    report.fetched
+                ));
+            }
+        }
+        Command::Inject(a) => {
+            refuse_overlap(&a.ign, &a.image, "--ign")?;
+            if let Some(out) = &a.payload_out {
+                refuse_overlap(out, &a.image, "--payload-out")?;
+            }
+            let r = inject::inject(&a.config()?)?;
+            for n in &r.notes {
+                note(n);
+            }
+            note(&format!(
+                "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {}); {}",
+                r.chosen,
+                r.binary_sha256,
+                r.target.bootimage,
+                a.ign,
+                r.config_bytes,
+                r.target.spec,
+                r.layers_read
+            ));
+            if let Some(out) = a.json.target() {
+                let v = report::inject_json(&r, &a.ign.to_string(), a.payload_url.as_deref());
+                write_json(&out, &v)?;
+            }
+        }
+        Command::Verify(a) => {
+            let r = inject::verify(&a.config()?)?;
+            warnings::check_strict()?;
+            if let Some(out) = a.json.target() {
+                write_json(&out, &report::verify_json(&r, &a.ign.to_string()))?;
+            } else {
+                let mut text = String::new();
+                for p in &r.passed {
+                    text.push_str(&format!("ok: {p}\n"));
+                }
+                for p in &r.problems {
+                    text.push_str(&format!("FAIL: {p}\n"));
+                }
+                print(&text)?;
+            }
+            if !r.problems.is_empty() {
+                bail!("{}: {} problem(s)", a.ign, r.problems.len());
+            }
+        }
+        Command::Completion(a) => clidoc::completion(a.shell, &mut std::io::stdout().lock())?,
+        Command::Man(a) => match a.dir {
+            Some(dir) => {
+                for page in clidoc::man_pages_to(&dir)? {
+                    eprintln!("wrote {}", page.display());
+                }
+            }
+            None => std::io::Write::write_all(&mut std::io::stdout().lock(), &clidoc::man_page()?)?,
+        },
+    }
+    Ok(())
+}
+
+/// A message on stderr; a failure to write it is not worth a panic.
+fn note(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
+/// Runs the command line of this process and gives its exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(e) = cli.check_usage() {
+        e.exit();
+    }
+    logging::init(cli.log.settings());
+    warnings::echo(true);
+    warnings::set_strict(cli.strict);
+    if let Err(e) = tempfiles::install_signal_handlers() {
+        note(&format!("error: installing signal handlers: {e}"));
+        return ExitCode::from(1);
+    }
+    if let Some(limit) = cli.timeout {
+        tempfiles::set_deadline(limit);
+    }
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`| head`): nothing more to say.
+        Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => ExitCode::SUCCESS,
+        Err(e) => {
+            note(&format!("error: {e:#}"));
+            ExitCode::from(1)
+        }
+    }
+}
