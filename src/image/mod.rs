@@ -1,9 +1,9 @@
 //! Container images: references, transports, layers and the merged filesystem view.
 //!
 //! [`open`] turns an [`ImageRef`] into an [`Image`]: its manifest, configuration and
-//! layer list, read and digest-checked, plus a [`BlobSource`] to stream layers from.
-//! The merged view (`fs::MergedFs`, inside the crate) answers path questions over the layers, top-down, reading as few
-//! layers as the answer needs.
+//! layer list, read and digest-checked, plus the source its layers stream from.
+//! The merged view (`fs::MergedFs`, inside the crate) answers path questions over the
+//! layers, top-down, reading as few layers as the answer needs.
 
 pub(crate) mod digest;
 mod docker_archive;

@@ -1,11 +1,12 @@
 //! Images from registries (`docker://`), through the local cache. The only module that
 //! touches the network.
 //!
-//! [`open`] resolves a reference to one image manifest (following an index by
-//! platform), verifies every document against its digest, and keeps manifests and
-//! configs in the local cache (an OCI layout). Layers are fetched only when the layer scanner asks for
-//! them, streamed to it while they are written to the cache; they enter the cache only
-//! once their digest has been checked. With `offline` the network is never used.
+//! [`crate::image::open`] resolves a `docker://` reference to one image manifest
+//! (following an index by platform), verifies every document against its digest, and
+//! keeps manifests and configs in the local cache (an OCI layout). Layers are fetched
+//! only when the layer scanner asks for them, streamed to it while they are written to
+//! the cache; they enter the cache only once their digest has been checked. With
+//! `offline` the network is never used.
 
 pub(crate) mod auth;
 mod client;
