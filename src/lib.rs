@@ -31,6 +31,7 @@ pub mod json;
 pub mod logging;
 pub mod osrelease;
 pub mod output;
+mod payload;
 pub mod registry;
 pub mod release;
 pub mod report;
