@@ -320,7 +320,10 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     };
     w.flush().with_context(|| format!("writing {}", cfg.ign))?;
     if w.len != size {
-        bail!("internal error: wrote {} bytes of config, expected {size}", w.len);
+        bail!(
+            "internal error: wrote {} bytes of config, expected {size}",
+            w.len
+        );
     }
     let config_sha256 = w.hex();
     log::info!("config written: {size} bytes");
@@ -524,5 +527,4 @@ mod tests {
         assert!(w.contains("--payload-url"), "{w}");
         const { assert!(V2_INLINE_WARN_BYTES < 18_000_000) };
     }
-
 }

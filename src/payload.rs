@@ -108,8 +108,7 @@ pub(crate) fn gzip_file_on(
 ) -> Result<Payload> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
-    let mut sink: HashWriter<_, Sha512> =
-        HashWriter::new(std::io::BufWriter::new(file.reopen()?));
+    let mut sink: HashWriter<_, Sha512> = HashWriter::new(std::io::BufWriter::new(file.reopen()?));
     let mut written_any = !done.is_empty();
     std::io::Seek::seek(
         &mut f,
@@ -289,7 +288,6 @@ impl Drop for Follower {
 mod tests {
     use super::*;
     use sha2::Digest as _;
-
 
     #[test]
     fn gzip_is_deterministic() {
