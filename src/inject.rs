@@ -260,7 +260,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
     let early = done.len();
     let gz = gzip_file_on(bin.content.file.path(), spool.path(), threads(), done)?;
     log::info!(
-        "payload: {} bytes of gzip, {} of its {} pieces compressed while the layer streamed",
+        "payload: {} bytes of gzip, {} of its {} pieces compressed while the image was read",
         gz.len,
         early,
         bin.size.div_ceil(GZIP_CHUNK as u64).max(1)
