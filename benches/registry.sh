@@ -3,7 +3,9 @@
 # registry: `mcd-inject extract` and `mcd-inject inject` with a cold cache, against
 # `skopeo copy` + `umoci raw unpack`, and against the stock-tool lower bound (curl of the
 # top blob only, piped to sha256sum and `tar -xzO`), with the bytes each mcd-inject run
-# fetched. Prints a Markdown table for BENCHMARKS.md.
+# fetched. The commands' runs are interleaved (round i of every command before round
+# i+1), so that a change in the machine's load hits them alike; each gets its median
+# wall time and median user + system CPU. Prints a Markdown table for BENCHMARKS.md.
 #
 #   bash benches/registry.sh                   # CONTENT=host RUNS=5 by default
 #   CONTENT=synthetic RUNS=9 bash benches/registry.sh
