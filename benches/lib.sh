@@ -112,3 +112,53 @@ table() {
         (rw > 0 ? w / rw : 0), (rr > 0 ? r / rr : 0) }'
   done <"$results"
 }
+
+# Interleaved rows: `add_row NAME CHECK -- CMD...` for each command, then
+# `measure_rows` runs round i of every row, starting at row i mod n (so a change in the
+# machine's load hits every row alike), RUNS rounds; CHECK (a shell condition) must
+# hold after a row's first run. Records "NAME|median wall s|peak RSS kB|median CPU s"
+# (CPU: user + system, which on a shared machine says more than wall time); print with
+# `table_cpu`.
+row_count=0
+row_name=()
+row_check=()
+add_row() {
+  row_name[row_count]=$1
+  row_check[row_count]=$2
+  shift 3
+  eval "row_cmd_$row_count=(\"\$@\")"
+  row_count=$((row_count + 1))
+}
+
+measure_rows() {
+  local i j k cmd walls=() cpus=() rss=()
+  for ((i = 0; i < RUNS; i++)); do
+    for ((j = 0; j < row_count; j++)); do
+      k=$(((i + j) % row_count))
+      eval 'cmd=("${row_cmd_'"$k"'[@]}")'
+      one_run "${row_name[k]}" "${cmd[@]}"
+      ((i == 0)) && check_result "${row_name[k]}" "${row_check[k]}"
+      walls[k]="${walls[k]:-} $run_wall"
+      cpus[k]="${cpus[k]:-} $run_cpu"
+      ((run_rss > ${rss[k]:-0})) && rss[k]=$run_rss
+    done
+  done
+  for ((k = 0; k < row_count; k++)); do
+    # shellcheck disable=SC2086
+    echo "${row_name[k]}|$(median ${walls[k]})|${rss[k]}|$(median ${cpus[k]})" >>"$results"
+  done
+}
+
+# table_cpu: the results of measure_rows as Markdown, ratios against the first row.
+table_cpu() {
+  local ref_wall ref_rss ref_cpu
+  echo "| command | median wall (s) | median CPU (s) | peak RSS (MiB) | wall ratio | CPU ratio | RSS ratio |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+  IFS='|' read -r _ ref_wall ref_rss ref_cpu <"$results"
+  while IFS='|' read -r name wall rss cpu; do
+    awk -v n="$name" -v w="$wall" -v r="$rss" -v c="$cpu" -v rw="$ref_wall" -v rr="$ref_rss" \
+      -v rc="$ref_cpu" 'BEGIN {
+      printf "| %s | %.2f | %.2f | %.1f | %.2fx | %.2fx | %.2fx |\n", n, w, c, r / 1024,
+        (rw > 0 ? w / rw : 0), (rc > 0 ? c / rc : 0), (rr > 0 ? r / rr : 0) }'
+  done <"$results"
+}

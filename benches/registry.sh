@@ -3,7 +3,9 @@
 # registry: `mcd-inject extract` and `mcd-inject inject` with a cold cache, against
 # `skopeo copy` + `umoci raw unpack`, and against the stock-tool lower bound (curl of the
 # top blob only, piped to sha256sum and `tar -xzO`), with the bytes each mcd-inject run
-# fetched. Prints a Markdown table for BENCHMARKS.md.
+# fetched. The commands' runs are interleaved (round i of every command before round
+# i+1), so that a change in the machine's load hits them alike; each gets its median
+# wall time and median user + system CPU. Prints a Markdown table for BENCHMARKS.md.
 #
 #   bash benches/registry.sh                   # CONTENT=host RUNS=5 by default
 #   CONTENT=synthetic RUNS=9 bash benches/registry.sh
@@ -152,14 +154,9 @@ out_ok='[ "$(sha256sum <"$work/out" | cut -d" " -f1)" = "$mcd_sha256" ]'
 rootfs_ok='[ "$(sha256sum <"$work/rootfs$MCD_PATH" | cut -d" " -f1)" = "$mcd_sha256" ]'
 curl_ok="$out_ok"' && [ "$(cut -d" " -f1 "$work/sum")" = "'"${top#sha256:}"'" ]'
 
-echo "measuring, $RUNS runs each ..." >&2
-measure "mcd-inject extract, cold cache" "$out_ok" -- \
-  "$bin" extract -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image" \
-  --path "$MCD_PATH" -o "$work/out"
 fetched=$work/fetched
 # cached: the bytes the last run fetched (the blobs in its cold cache).
 cached() { find "$work/cache" -type f -path '*/blobs/*' -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
-echo "extract|$(cached)" >>"$fetched"
 # The config must verify, and its provenance name the expected binary.
 prov_sha() {
   python3 - "$work/out.ign" <<'PY'
@@ -175,31 +172,36 @@ PY
 }
 ign8_ok='"$bin" verify "$work/out.ign" >/dev/null 2>&1 && [ "$(prov_sha)" = "$mcd_sha256" ]'
 ign9_ok='"$bin" verify "$work/out.ign" >/dev/null 2>&1 && [ "$(prov_sha)" = "$mcd9_sha256" ]'
-measure "mcd-inject inject --bootimage 4.2, cold cache" "$ign8_ok" -- \
+# After its first run, each mcd-inject row also records the bytes it fetched.
+add_row "mcd-inject extract, cold cache" "$out_ok"' && echo "extract|$(cached)" >>"$fetched"' -- \
+  "$bin" extract -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image" \
+  --path "$MCD_PATH" -o "$work/out"
+add_row "mcd-inject inject --bootimage 4.2, cold cache" "$ign8_ok"' && echo "inject 4.2|$(cached)" >>"$fetched"' -- \
   "$bin" inject -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image" \
   --bootimage 4.2 --ign "$work/out.ign"
-echo "inject 4.2|$(cached)" >>"$fetched"
-measure "mcd-inject inject --bootimage 4.16, cold cache" "$ign9_ok" -- \
+add_row "mcd-inject inject --bootimage 4.16, cold cache" "$ign9_ok"' && echo "inject 4.16|$(cached)" >>"$fetched"' -- \
   "$bin" inject -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image" \
   --bootimage 4.16 --ign "$work/out.ign"
-echo "inject 4.16|$(cached)" >>"$fetched"
-measure "skopeo copy + umoci raw unpack" "$rootfs_ok" -- bash -c '
+add_row "skopeo copy + umoci raw unpack" "$rootfs_ok" -- bash -c '
   skopeo copy -q --src-tls-verify=false "docker://$1" "oci:$2/copy:x" &&
   umoci raw unpack --rootless --image "$2/copy:x" "$2/rootfs"' _ "$image" "$work"
-measure "lower bound: curl of the top blob, sha256sum, tar -xzO" "$curl_ok" -- bash -c '
+add_row "lower bound: curl of the top blob, sha256sum, tar -xzO" "$curl_ok" -- bash -c '
   set -o pipefail
   curl -sf "http://$1/v2/bench/mco/blobs/$2" | tee >(sha256sum >"$3/sum") |
     tar -xzO "${4#/}" >"$3/out"' _ "$reg" "$top" "$work" "$MCD_PATH"
+echo "measuring, $RUNS rounds of every command, interleaved ..." >&2
+measure_rows
 
 cpu=$(cpu_name)
 echo
 echo "Content: $CONTENT. Image: 3 gzip layers, $(mib "$image_bytes") MiB of blobs in a loopback docker-registry" \
   "(distribution $(docker-registry --version | awk '{print $3}')); two base layers, a top" \
   "layer of $(mib "$top_bytes") MiB with four ${BIN_MIB} MiB binaries, \`$MCD_PATH\` among them." \
-  "Host: $(nproc) CPUs, ${cpu:-unknown CPU}; median of $RUNS runs; ratios are each command's" \
-  "median over \`mcd-inject extract, cold cache\`."
+  "Host: $(nproc) CPUs, ${cpu:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end;" \
+  "median of $RUNS runs, interleaved; CPU is user + system time; ratios are each" \
+  "command's median over \`mcd-inject extract, cold cache\`'s."
 echo
-table
+table_cpu
 echo
 echo "Bytes fetched by mcd-inject (blobs in the cold cache after a run) against the" \
   "image's $image_bytes bytes of blobs:"

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
-use sha2::{Digest as _, Sha512};
 
 use crate::elf;
 use crate::ignition::units::{self, Delivery};
@@ -16,6 +15,7 @@ use crate::image::{self, ImageInfo, ImageRef, OpenOptions};
 use crate::inspect::{self, Inspection};
 use crate::mco;
 use crate::output::Output;
+use crate::payload::{gzip_file_on, threads, Follower, HashWriter, Payload, GZIP_CHUNK};
 use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
@@ -32,11 +32,6 @@ pub const V2_INLINE_WARN_BYTES: u64 = 10_000_000;
 /// between runs; `files`: 4.3-5.4).
 const V0_CPU_S_PER_MB: f64 = 0.8;
 const V0_RSS_PER_BYTE: f64 = 21.0;
-/// Compression level of the payload (libdeflate's scale): fixed, so the same binary
-/// gives the same bytes. libdeflate at 6 makes a real 80 MB MCD 0.2% smaller than one
-/// `gzip -6` stream, in 4 MiB members, where zlib-rs at 6 made it 2.35% bigger
-/// (BENCHMARKS.md, "Payload size").
-const GZIP_LEVEL: i32 = 6;
 
 /// A named input; `-` is stdin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,215 +185,6 @@ fn output_spec(t: &TargetArgs, base: Option<&Value>, arch: &str) -> Result<Targe
     }
 }
 
-/// A compressed payload, spooled to a temp file.
-struct Payload {
-    file: tempfile::NamedTempFile,
-    len: u64,
-    sha512: String,
-}
-
-/// Writes through to `inner` and hashes what passes (sha512, the spec 2.x hash).
-struct Sha512Writer<W> {
-    inner: W,
-    hasher: Sha512,
-    len: u64,
-}
-
-impl<W: Write> Write for Sha512Writer<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// The payload is compressed in pieces of this size, each a gzip member of its own, so
-/// that the pieces can be compressed in parallel. The output does not depend on the
-/// number of threads; `gzip -d` reads the members as one stream. Larger pieces gain
-/// almost nothing (0.05% at 8 MiB for a real MCD).
-const GZIP_CHUNK: usize = 4 * 1024 * 1024;
-
-/// One gzip member: libdeflate's header has no name, mtime 0, OS 255 (unknown).
-fn gzip_member(data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let level = libdeflater::CompressionLvl::new(GZIP_LEVEL).expect("a valid libdeflate level");
-    let mut c = libdeflater::Compressor::new(level);
-    let mut out = vec![0; c.gzip_compress_bound(data.len())];
-    let n = c
-        .gzip_compress(data, &mut out)
-        .map_err(|e| std::io::Error::other(format!("libdeflate: {e:?}")))?;
-    out.truncate(n);
-    Ok(out)
-}
-
-/// Reads up to `buf.len()` bytes, fewer only at the end of the input.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
-}
-
-/// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level) into
-/// a temp file in `spool`, hashing the compressed bytes on the way. Pieces of
-/// [`GZIP_CHUNK`] bytes are compressed on all cores, a batch at a time.
-#[cfg(test)]
-fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload> {
-    gzip_file_on(path, spool, threads(), Vec::new())
-}
-
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// [`gzip_file`] with `threads` pieces compressed at a time, the first `done.len()`
-/// pieces being already compressed (`done`, from [`Follower`]).
-fn gzip_file_on(
-    path: &std::path::Path,
-    spool: &std::path::Path,
-    threads: usize,
-    done: Vec<Vec<u8>>,
-) -> Result<Payload> {
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
-    let mut sink = Sha512Writer {
-        inner: std::io::BufWriter::new(file.reopen()?),
-        hasher: Sha512::new(),
-        len: 0,
-    };
-    let mut written_any = !done.is_empty();
-    std::io::Seek::seek(
-        &mut f,
-        std::io::SeekFrom::Start((done.len() * GZIP_CHUNK) as u64),
-    )
-    .with_context(|| format!("reading {}", path.display()))?;
-    for m in done {
-        sink.write_all(&m).context("writing the payload")?;
-    }
-    let mut at_end = false;
-    while !at_end {
-        let mut pieces = Vec::with_capacity(threads);
-        while pieces.len() < threads && !at_end {
-            let mut buf = vec![0; GZIP_CHUNK];
-            let n = read_full(&mut f, &mut buf)
-                .with_context(|| format!("reading {}", path.display()))?;
-            buf.truncate(n);
-            at_end = n < GZIP_CHUNK;
-            // An empty input still gets one (empty) member.
-            if n > 0 || !written_any && pieces.is_empty() {
-                pieces.push(buf);
-            }
-        }
-        let members = std::thread::scope(|scope| {
-            let jobs: Vec<_> = pieces
-                .iter()
-                .map(|piece| scope.spawn(|| gzip_member(piece)))
-                .collect();
-            jobs.into_iter()
-                .map(|j| j.join().expect("a compression thread panicked"))
-                .collect::<std::io::Result<Vec<_>>>()
-        })
-        .context("compressing the binary")?;
-        for m in members {
-            sink.write_all(&m).context("writing the payload")?;
-            written_any = true;
-        }
-    }
-    sink.flush().context("writing the payload")?;
-    Ok(Payload {
-        file,
-        len: sink.len,
-        sha512: hex::encode(sink.hasher.finalize()),
-    })
-}
-
-/// Compresses a captured file while its layer still streams, on a thread of its own:
-/// the [`GZIP_CHUNK`] pieces that are already spooled, one after another, as
-/// [`gzip_file`] would. The result is used only if the file turns out to be the chosen
-/// binary, verified with its layer; the rest is then compressed by [`gzip_file_on`]. The
-/// output is the same bytes either way.
-struct Follower {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    job: Option<std::thread::JoinHandle<Option<Followed>>>,
-}
-
-/// The file followed and the members compressed from it so far.
-type Followed = (PathBuf, Vec<Vec<u8>>);
-
-impl Follower {
-    /// Follows the capture of `name` (normalised, no leading `/`) in `spool`.
-    fn start(spool: &std::path::Path, name: &str) -> Follower {
-        use std::sync::atomic::Ordering;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (flag, dir) = (stop.clone(), spool.to_path_buf());
-        let prefix = crate::image::layer::capture_prefix(name);
-        let job = std::thread::spawn(move || {
-            let pause = std::time::Duration::from_millis(3);
-            let path = loop {
-                if flag.load(Ordering::Acquire) {
-                    return None;
-                }
-                let found = std::fs::read_dir(&dir).ok()?.find_map(|e| {
-                    let e = e.ok()?;
-                    e.file_name()
-                        .to_str()?
-                        .starts_with(&prefix)
-                        .then(|| e.path())
-                });
-                match found {
-                    Some(p) => break p,
-                    None => std::thread::sleep(pause),
-                }
-            };
-            let mut f = std::fs::File::open(&path).ok()?;
-            let mut done = Vec::new();
-            let mut buf = vec![0; GZIP_CHUNK];
-            loop {
-                // Once stopped, the rest is compressed on all cores instead.
-                if flag.load(Ordering::Acquire) {
-                    return Some((path, done));
-                }
-                let want = ((done.len() + 1) * GZIP_CHUNK) as u64;
-                if f.metadata().ok()?.len() >= want {
-                    read_full(&mut f, &mut buf).ok()?;
-                    done.push(gzip_member(&buf).ok()?);
-                } else {
-                    std::thread::sleep(pause);
-                }
-            }
-        });
-        Follower {
-            stop,
-            job: Some(job),
-        }
-    }
-
-    /// Stops following; the pieces compressed so far if `path` is the file followed.
-    fn finish(mut self, path: &std::path::Path) -> Vec<Vec<u8>> {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        match self.job.take().map(|j| j.join()) {
-            Some(Ok(Some((p, done)))) if p == path => done,
-            _ => Vec::new(),
-        }
-    }
-}
-
-impl Drop for Follower {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Some(j) = self.job.take() {
-            let _ = j.join();
-        }
-    }
-}
-
 fn provenance(
     ins: &Inspection,
     path: &str,
@@ -493,13 +279,15 @@ fn plan(cfg: &InjectConfig) -> Result<Plan> {
     let spool = crate::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
     let follower = Follower::start(spool.path(), &likely_build(binary_path.as_deref(), &target));
-    // The choice of the full view, from as few layers as settle it.
-    let (ins, choice) = inspect::select(
+    // The choice of the full view, from as few layers as settle it; when lower layers
+    // must be read for it, the build it is likely to settle on is compressed meanwhile.
+    let (ins, choice) = inspect::select_with_hint(
         &img,
         spool.path(),
         &target,
         binary_path.as_deref(),
         cfg.force,
+        &|b| follower.prefer(b.content.file.path(), b.size),
     )?;
     let bin = &ins.binaries[choice.index];
     if choice.forced {
@@ -509,6 +297,7 @@ fn plan(cfg: &InjectConfig) -> Result<Plan> {
             reasons: choice.verdict.because(),
         });
     }
+    log::info!("chose {}", bin.path);
     let followed = follower.finish(bin.content.file.path());
     Ok(Plan {
         base,
@@ -567,6 +356,7 @@ struct Rendered {
 /// The payload, compressed, and our config for the target's spec.
 fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     let followed = std::mem::take(&mut plan.followed);
+    let early = followed.len();
     let bin = plan.chosen();
     let gz = gzip_file_on(
         bin.content.file.path(),
@@ -574,6 +364,12 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
         threads(),
         followed,
     )?;
+    log::info!(
+        "payload: {} bytes of gzip, {} of its {} pieces compressed while the image was read",
+        gz.len,
+        early,
+        bin.size.div_ceil(GZIP_CHUNK as u64).max(1)
+    );
     let sha256 = bin.sha256.hex().to_string();
     let (payload, staged) = stage_payload(cfg, &gz)?;
     let delivery = Delivery {
@@ -658,21 +454,29 @@ fn write(
 ) -> Result<Written> {
     let rendered = ignition::to_bytes(config);
     let mut t = cfg.ign.temp_file()?;
+    // The config's sha256 is taken as it is written.
+    let mut w: HashWriter<_, sha2::Sha256> =
+        HashWriter::new(std::io::BufWriter::new(t.as_file_mut()));
     let size = if cfg.remote.is_none() {
-        let mut w = std::io::BufWriter::new(t.as_file_mut());
-        let n = ignition::write_streamed(&rendered, gz.file.reopen()?, gz.len, &mut w)
-            .with_context(|| format!("writing {}", cfg.ign))?;
-        w.flush().with_context(|| format!("writing {}", cfg.ign))?;
-        n
+        ignition::write_streamed(&rendered, gz.file.reopen()?, gz.len, &mut w)
+            .with_context(|| format!("writing {}", cfg.ign))?
     } else {
-        t.write_all(&rendered)
+        w.write_all(&rendered)
             .with_context(|| format!("writing {}", cfg.ign))?;
         rendered.len() as u64
     };
+    w.flush().with_context(|| format!("writing {}", cfg.ign))?;
+    if w.len != size {
+        bail!(
+            "internal error: wrote {} bytes of config, expected {size}",
+            w.len
+        );
+    }
+    let sha256 = w.hex();
+    log::info!("config written: {size} bytes");
     if plan.target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
         warnings::warn(v2_size_warning(size));
     }
-    let sha256 = sha256_of(t.as_file_mut()).with_context(|| format!("reading back {}", cfg.ign))?;
 
     // Everything is ready: commit the payload (remote mode), then the config.
     warnings::check_strict()?;
@@ -681,22 +485,6 @@ fn write(
         out.commit(t, 0o644)?;
     }
     Ok(Written { size, sha256 })
-}
-
-/// The sha256 of a file from its start, in hex.
-fn sha256_of(f: &mut std::fs::File) -> std::io::Result<String> {
-    use sha2::Sha256;
-    use std::io::Seek;
-    f.seek(std::io::SeekFrom::Start(0))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match f.read(&mut buf)? {
-            0 => break,
-            n => h.update(&buf[..n]),
-        }
-    }
-    Ok(hex::encode(h.finalize()))
 }
 
 /// The warning for big inline spec 2.x configs: what Ignition v0.x will spend on it,
@@ -972,64 +760,5 @@ mod tests {
             w,
             Ok(Warning::ForcedBaseChange { change }) if change.contains("from the base")
         )));
-    }
-
-    #[test]
-    fn gzip_is_deterministic() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("b");
-        std::fs::write(&p, b"same bytes, same gzip").unwrap();
-        let gz = gzip_file(&p, dir.path()).unwrap();
-        let a = std::fs::read(gz.file.path()).unwrap();
-        let b = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
-        assert_eq!(a, b);
-        assert_eq!(gz.len, a.len() as u64);
-        assert_eq!(gz.sha512, hex::encode(Sha512::digest(&a)));
-        // No name, mtime 0.
-        assert_eq!(&a[3..8], &[0, 0, 0, 0, 0]);
-        // Pieces become members; they decompress to the whole input.
-        let big: Vec<u8> = (0..GZIP_CHUNK * 2 + 5)
-            .map(|i| (i * 7 % 251) as u8)
-            .collect();
-        std::fs::write(&p, &big).unwrap();
-        let gz = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
-        let mut back = Vec::new();
-        flate2::read::MultiGzDecoder::new(&gz[..])
-            .read_to_end(&mut back)
-            .unwrap();
-        assert!(back == big);
-        // The same bytes whatever the number of cores.
-        for threads in [1, 2, 3, 8] {
-            let other = gzip_file_on(&p, dir.path(), threads, Vec::new()).unwrap();
-            assert!(
-                std::fs::read(other.file.path()).unwrap() == gz,
-                "{threads} threads"
-            );
-        }
-        // A follower that saw the file grow gives the same bytes.
-        let spool = tempfile::tempdir().unwrap();
-        let f = Follower::start(spool.path(), "usr/bin/x");
-        let mut cap = tempfile::Builder::new()
-            .prefix(&crate::image::layer::capture_prefix("usr/bin/x"))
-            .tempfile_in(spool.path())
-            .unwrap();
-        for piece in big.chunks(GZIP_CHUNK / 3) {
-            cap.write_all(piece).unwrap();
-            cap.flush().unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        // Time enough for two pieces even on a busy machine (it stops once told to).
-        std::thread::sleep(std::time::Duration::from_millis(2000));
-        let done = f.finish(cap.path());
-        assert!(!done.is_empty() && done.len() <= 2, "{} pieces", done.len());
-        let followed = gzip_file_on(cap.path(), dir.path(), 2, done).unwrap();
-        assert!(std::fs::read(followed.file.path()).unwrap() == gz);
-        // Another file than the one followed: nothing is taken from the follower.
-        let f = Follower::start(spool.path(), "usr/bin/x");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        assert!(f.finish(&p).is_empty());
-        std::fs::write(&p, b"").unwrap();
-        let gz = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
-        assert!(gz.starts_with(&[0x1f, 0x8b]));
     }
 }

@@ -279,6 +279,21 @@ pub fn select(
     binary_path: Option<&str>,
     force: bool,
 ) -> Result<(Inspection, Choice)> {
+    select_with_hint(image, spool, target, binary_path, force, &|_| {})
+}
+
+/// [`select()`], calling `likely` with the build the choice will be when the
+/// os-release confirms it, before lower layers are read for that os-release: the plain
+/// build when it fits (the choice unless the image's RHEL is another than the target's
+/// and a fitting `.rhel{t}` turns up). `inject` compresses it meanwhile.
+pub fn select_with_hint(
+    image: &Image,
+    spool: &std::path::Path,
+    target: &Target,
+    binary_path: Option<&str>,
+    force: bool,
+    likely: &dyn Fn(&Binary),
+) -> Result<(Inspection, Choice)> {
     let extra = extra_name(binary_path)?;
     let mut r = Reader::new(image, spool, extra.clone());
     if let Some(x) = &extra {
@@ -300,6 +315,9 @@ pub fn select(
     };
     let plain = r.binary(&plain_path)?;
     let (os_release, twin) = if fits(&plain) {
+        if let Some(p) = &plain {
+            likely(p);
+        }
         match r.os_release()? {
             // The plain build is first in its group whatever `.rhel{t}` holds.
             Some(os) if select::image_rhel(&os) == Some(target.rhel) => (Some(os), None),

@@ -56,6 +56,7 @@ mod logging;
 pub mod mco;
 pub mod osrelease;
 pub mod output;
+mod payload;
 pub mod registry;
 pub mod release;
 pub mod report;
