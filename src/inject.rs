@@ -12,12 +12,14 @@ use crate::elf;
 use crate::ignition::units::{self, Delivery};
 use crate::ignition::{self, merge, schema, verify, Source, SpecVersion};
 use crate::image::layer::normalize_name;
-use crate::image::{self, ImageInfo, ImageRef, OpenOptions};
+use crate::image::{ImageInfo, ImageRef};
+// `image::open` below is the transport dispatch (`transport::open`).
 use crate::inspect::{self, Inspection};
 use crate::output::Output;
 use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
+use crate::transport::{self as image, OpenOptions};
 
 /// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
 /// (about 8 s of CPU and 210 MB of RAM at the rates below): every inline config of a

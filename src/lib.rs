@@ -3,7 +3,9 @@
 //! writes an Ignition config that delivers it.
 //!
 //! The library is split by concern:
-//! - [`image`]: image references, transports, layers and the merged filesystem view.
+//! - [`transport`]: opens an image of any transport ([`transport::open`]).
+//! - [`image`]: image references, the on-disk transports, layers and the merged
+//!   filesystem view; no network.
 //! - [`extract`]: one file out of an image, written atomically.
 //! - [`inspect`]: what an image holds that matters here.
 //! - [`registry`]: images from registries; the only module that touches the network.
@@ -37,3 +39,4 @@ pub mod report;
 pub mod select;
 pub mod target;
 pub mod tempfiles;
+pub mod transport;

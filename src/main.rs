@@ -13,7 +13,7 @@ use mcd_inject::cli::{Cli, Command, ImageArgs};
 use mcd_inject::image::ImageRef;
 use mcd_inject::output::{print, Output, StdoutClosed};
 use mcd_inject::{
-    cache, clidoc, extract, image, inject, inspect, json, logging, registry, report, tempfiles,
+    cache, clidoc, extract, inject, inspect, json, logging, registry, report, tempfiles, transport,
 };
 
 /// Writes a JSON report to stdout, or atomically to a file.
@@ -71,7 +71,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Extract(a) => {
             refuse_overlap(&a.output, &a.image, "-o")?;
             let (r, opts, _) = a.image.resolve()?;
-            let img = image::open(&r, &opts)?;
+            let img = transport::open(&r, &opts)?;
             let report = extract::extract(&img, &a.path, &a.output)?;
             if a.json {
                 let v = json::extract(&img.info, &a.path, &a.output, &report);
@@ -85,7 +85,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Inspect(a) => {
             let (r, opts, release) = a.image.resolve()?;
-            let img = image::open(&r, &opts)?;
+            let img = transport::open(&r, &opts)?;
             let spool =
                 tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
             let report = inspect::inspect(&img, spool.path())?;
@@ -112,7 +112,7 @@ fn run(cli: Cli) -> Result<()> {
                     );
                 }
             }
-            let report = registry::pull(&r, &opts)?;
+            let report = registry::pull(&r, &opts.platform, &opts.registry)?;
             if a.json {
                 print(&format!(
                     "{}\n",
