@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 use tempfile::NamedTempFile;
 
 use crate::image::{Digest, MAX_METADATA_BYTES};
+use crate::io::read_at_most;
 
 /// The annotation that names an image in an OCI layout index.
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -139,14 +140,12 @@ impl Cache {
         let Some(f) = self.open_blob(digest)? else {
             return Ok(None);
         };
-        let mut bytes = Vec::new();
-        f.take(MAX_METADATA_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("reading cached blob {digest}"))?;
-        if bytes.len() as u64 > MAX_METADATA_BYTES {
+        let Some(bytes) = read_at_most(f, MAX_METADATA_BYTES)
+            .with_context(|| format!("reading cached blob {digest}"))?
+        else {
             self.damaged(digest, "it is larger than any manifest or config")?;
             return Ok(None);
-        }
+        };
         let actual = Digest::of(&bytes);
         if &actual != digest {
             self.damaged(digest, &format!("its content hashes to {actual}"))?;

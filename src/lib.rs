@@ -29,6 +29,7 @@ pub mod ignition;
 pub mod image;
 pub mod inject;
 pub mod inspect;
+pub mod io;
 pub mod json;
 pub mod logging;
 pub mod osrelease;

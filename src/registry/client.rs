@@ -22,6 +22,7 @@ use super::verify::{Spool, VerifyingReader};
 use super::RegistryOptions;
 use crate::cache::Cache;
 use crate::image::{Digest, MAX_METADATA_BYTES};
+use crate::io::{read_at_most, LowSpeedReader, SpeedWindow};
 
 /// Manifest media types we ask for. Schema1 is accepted on the wire only so that it can
 /// be refused with a clear message.
@@ -218,12 +219,7 @@ fn retry_after(asked: Option<&str>) -> std::result::Result<(Option<Duration>, St
 
 /// Reads a response body whole, up to `limit` bytes.
 fn read_limited(resp: impl Read, limit: u64, what: &str) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    resp.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        bail!("{what}: more than {limit} bytes, refused");
-    }
-    Ok(bytes)
+    read_at_most(resp, limit)?.ok_or_else(|| anyhow!("{what}: more than {limit} bytes, refused"))
 }
 
 /// The first error code of a registry error body (`{"errors":[{"code":...}]}`).
@@ -603,11 +599,8 @@ impl Client {
                 .get("docker-content-digest")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            let body = LowSpeed {
-                inner: resp,
-                policy: &self.retry,
-                window: SpeedWindow::new(),
-            };
+            let body =
+                LowSpeedReader::new(resp, self.retry.low_speed_limit, self.retry.low_speed_time);
             match read_limited(body, MAX_METADATA_BYTES, what) {
                 Ok(bytes) => return Ok((bytes, claimed)),
                 Err(e) if e.downcast_ref::<io::Error>().is_some() => {
@@ -688,7 +681,7 @@ impl Client {
             response: Some(response),
             resumes: 0,
             progress: Progress::new(self.progress, label, size),
-            window: SpeedWindow::new(),
+            window: SpeedWindow::default(),
         };
         let what = format!("{}: blob {digest}", self.describe());
         Ok(VerifyingReader::new(body, digest, size, what, Some(spool)))
@@ -729,63 +722,6 @@ pub struct ResumingBody<'a> {
     resumes: u32,
     progress: Progress,
     window: SpeedWindow,
-}
-
-/// Bytes received since a point in time: the low-speed check looks at each window of
-/// `low_speed_time`.
-struct SpeedWindow {
-    start: std::time::Instant,
-    bytes: u64,
-}
-
-impl SpeedWindow {
-    fn new() -> Self {
-        SpeedWindow {
-            start: std::time::Instant::now(),
-            bytes: 0,
-        }
-    }
-
-    /// Counts `n` bytes; `Some(rate)` when a whole window has passed below `limit`
-    /// bytes per second (the window starts again either way).
-    fn add(&mut self, n: u64, limit: u64, window: Duration) -> Option<f64> {
-        self.bytes += n;
-        let elapsed = self.start.elapsed();
-        if limit == 0 || elapsed < window {
-            return None;
-        }
-        let rate = self.bytes as f64 / elapsed.as_secs_f64();
-        *self = SpeedWindow::new();
-        (rate < limit as f64).then_some(rate)
-    }
-}
-
-/// A body that fails (to be fetched again) when it arrives below the low-speed limit.
-struct LowSpeed<'a, R> {
-    inner: R,
-    policy: &'a RetryPolicy,
-    window: SpeedWindow,
-}
-
-impl<R: Read> Read for LowSpeed<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let p = self.policy;
-        if let Some(rate) = self
-            .window
-            .add(n as u64, p.low_speed_limit, p.low_speed_time)
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "{rate:.0} bytes/s for {:.0} s, below the low-speed limit of {} bytes/s",
-                    p.low_speed_time.as_secs_f64(),
-                    p.low_speed_limit
-                ),
-            ));
-        }
-        Ok(n)
-    }
 }
 
 impl ResumingBody<'_> {
@@ -841,26 +777,21 @@ impl Read for ResumingBody<'_> {
                     self.received += n as u64;
                     self.progress.advance(n as u64);
                     let retry = &self.client.retry;
-                    if let Some(rate) =
+                    if let Some(slow) =
                         self.window
                             .add(n as u64, retry.low_speed_limit, retry.low_speed_time)
                     {
                         // Too slow: drop this connection and ask again from here. The
                         // bytes read so far are good; they are returned now.
-                        let why = format!(
-                            "{rate:.0} bytes/s for {:.0} s, below the low-speed limit of {} bytes/s",
-                            retry.low_speed_time.as_secs_f64(),
-                            retry.low_speed_limit
-                        );
-                        self.interrupted(&why)?;
-                        self.window = SpeedWindow::new();
+                        self.interrupted(&slow.to_string())?;
+                        self.window = SpeedWindow::default();
                     }
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.interrupted(&e.to_string())?;
-                    self.window = SpeedWindow::new();
+                    self.window = SpeedWindow::default();
                 }
             }
         }
@@ -901,22 +832,6 @@ mod tests {
         let (wait, why) = retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")).unwrap();
         assert_eq!(wait, None);
         assert!(why.contains("not understood"), "{why}");
-    }
-
-    #[test]
-    fn slow_windows_are_reported_once_per_window() {
-        let mut w = SpeedWindow::new();
-        assert_eq!(w.add(10, 1024, Duration::from_secs(3600)), None);
-        let mut w = SpeedWindow::new();
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(w.add(1, 1024, Duration::from_millis(10)).is_some());
-        assert_eq!(w.bytes, 0);
-        let mut w = SpeedWindow::new();
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(w.add(1 << 20, 1024, Duration::from_millis(10)), None);
-        let mut w = SpeedWindow::new();
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(w.add(1, 0, Duration::from_millis(10)), None);
     }
 
     #[test]
