@@ -4,7 +4,9 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use super::digest::{Digest, DigestError};
+use oci_spec::distribution::{ParseError, Reference};
+
+use super::digest::Digest;
 
 /// Where an image comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,16 +47,42 @@ pub enum ReferenceError {
     },
     #[error("unknown transport {0:?} (expected docker://, oci:, oci-archive: or docker-archive:)")]
     UnknownTransport(String),
-    #[error("invalid repository name {name:?} in {input:?}: {why}")]
-    BadRepository {
-        name: String,
-        input: String,
-        why: &'static str,
-    },
-    #[error("invalid tag {tag:?} in {input:?}")]
-    BadTag { tag: String, input: String },
-    #[error("invalid digest in {input:?}: {source}")]
-    BadDigest { input: String, source: DigestError },
+    #[error(
+        "invalid image reference {input:?}: expected [HOST[:PORT]/]REPOSITORY[:TAG][@DIGEST], \
+         with repository components of lowercase letters, digits and separators (. _ __ -), \
+         and a tag of at most 128 letters, digits, '_', '.' and '-' that does not start \
+         with '.' or '-'"
+    )]
+    BadFormat { input: String },
+    #[error("invalid repository name in {input:?}: {why}")]
+    BadRepository { input: String, why: String },
+    #[error("invalid tag in {input:?}")]
+    BadTag { input: String },
+    #[error("invalid digest in {input:?}: {why}")]
+    BadDigest { input: String, why: String },
+}
+
+impl ReferenceError {
+    /// The error for a reference that oci-spec's parser (distribution's grammar) refused.
+    fn from_parse(input: &str, e: ParseError) -> Self {
+        let input = input.to_string();
+        match e {
+            ParseError::DigestInvalidFormat
+            | ParseError::DigestInvalidLength
+            | ParseError::DigestUnsupported => ReferenceError::BadDigest {
+                input,
+                why: e.to_string(),
+            },
+            ParseError::NameContainsUppercase | ParseError::NameEmpty | ParseError::NameTooLong => {
+                ReferenceError::BadRepository {
+                    input,
+                    why: e.to_string(),
+                }
+            }
+            ParseError::TagInvalidFormat => ReferenceError::BadTag { input },
+            ParseError::ReferenceInvalidFormat => ReferenceError::BadFormat { input },
+        }
+    }
 }
 
 const DOCKER_HUB: &str = "docker.io";
@@ -127,100 +155,50 @@ impl fmt::Display for ImageRef {
     }
 }
 
-fn valid_path_component(c: &str) -> bool {
-    // distribution/reference: [a-z0-9]+(?:(?:[._]|__|[-]*)[a-z0-9]+)*
-    !c.is_empty()
-        && c.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
-        && c.as_bytes()[0].is_ascii_alphanumeric()
-        && c.as_bytes()[c.len() - 1].is_ascii_alphanumeric()
-}
-
-fn valid_tag(t: &str) -> bool {
-    // [\w][\w.-]{0,127}
-    !t.is_empty()
-        && t.len() <= 128
-        && (t.as_bytes()[0].is_ascii_alphanumeric() || t.as_bytes()[0] == b'_')
-        && t.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-}
+/// Docker Hub's other names, which docker and podman treat as `docker.io` (oci-spec
+/// knows only `index.docker.io`).
+const DOCKER_HUB_ALIASES: &[&str] = &["index.docker.io", "registry-1.docker.io"];
 
 impl FromStr for DockerRef {
     type Err = ReferenceError;
 
+    /// Parses with oci-spec's `distribution::Reference` (the grammar of
+    /// distribution/reference, docker.io normalisation, `latest` by default), then
+    /// checks the digest as this crate's [`Digest`] (sha256 only).
     fn from_str(input: &str) -> Result<Self, Self::Err> {
         if input.is_empty() {
             return Err(ReferenceError::Empty);
         }
-        let (name_tag, digest) = match input.split_once('@') {
-            Some((n, d)) => (
-                n,
-                Some(
-                    d.parse::<Digest>()
-                        .map_err(|source| ReferenceError::BadDigest {
-                            input: input.to_string(),
-                            source,
-                        })?,
-                ),
-            ),
-            None => (input, None),
-        };
-        // A tag is after the last ':' that follows the last '/'.
-        let last_slash = name_tag.rfind('/').map(|i| i + 1).unwrap_or(0);
-        let (name, tag) = match name_tag[last_slash..].rfind(':') {
-            Some(i) => (
-                &name_tag[..last_slash + i],
-                Some(name_tag[last_slash + i + 1..].to_string()),
-            ),
-            None => (name_tag, None),
-        };
-        if let Some(t) = &tag {
-            if !valid_tag(t) {
-                return Err(ReferenceError::BadTag {
-                    tag: t.clone(),
+        let parsed: Reference = input
+            .parse()
+            .map_err(|e| ReferenceError::from_parse(input, e))?;
+        let digest = parsed
+            .digest()
+            .map(|d| {
+                d.parse::<Digest>().map_err(|e| ReferenceError::BadDigest {
                     input: input.to_string(),
-                });
-            }
-        }
-        let (registry, repository) = match name.split_once('/') {
-            Some((first, rest))
-                if first.contains('.') || first.contains(':') || first == "localhost" =>
-            {
-                (first.to_string(), rest.to_string())
-            }
-            _ => (DOCKER_HUB.to_string(), name.to_string()),
-        };
-        let registry = match registry.as_str() {
-            "index.docker.io" | "registry-1.docker.io" => DOCKER_HUB.to_string(),
-            _ => registry,
-        };
-        let bad = |why| ReferenceError::BadRepository {
-            name: name.to_string(),
-            input: input.to_string(),
-            why,
-        };
-        if repository.is_empty() {
-            return Err(bad("no repository"));
-        }
-        if !repository.split('/').all(valid_path_component) {
-            return Err(bad(
-                "components must be lowercase letters, digits and separators",
-            ));
-        }
-        let repository = if registry == DOCKER_HUB && !repository.contains('/') {
-            format!("library/{repository}")
+                    why: e.to_string(),
+                })
+            })
+            .transpose()?;
+        let (registry, repository) = if DOCKER_HUB_ALIASES.contains(&parsed.registry()) {
+            let repo = parsed.repository();
+            let repo = if repo.contains('/') {
+                repo.to_string()
+            } else {
+                format!("library/{repo}")
+            };
+            (DOCKER_HUB.to_string(), repo)
         } else {
-            repository
-        };
-        let tag = if tag.is_none() && digest.is_none() {
-            Some("latest".to_string())
-        } else {
-            tag
+            (
+                parsed.registry().to_string(),
+                parsed.repository().to_string(),
+            )
         };
         Ok(DockerRef {
             registry,
             repository,
-            tag,
+            tag: parsed.tag().map(str::to_string),
             digest,
         })
     }
@@ -354,6 +332,17 @@ mod tests {
         assert_eq!(d.registry, "localhost:5000");
         assert_eq!(d.tag, None);
         assert!(d.digest.is_some());
+        let d = docker("registry-1.docker.io/busybox:1");
+        assert_eq!(d.to_string(), "docker.io/library/busybox:1");
+        let d = docker("index.docker.io/a/b");
+        assert_eq!(d.to_string(), "docker.io/a/b:latest");
+        let d = docker("registry.example/a/b:t@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!((d.tag.as_deref(), d.digest.is_some()), (Some("t"), true));
+        let d = docker("localhost/a");
+        assert_eq!(
+            (d.registry.as_str(), d.repository.as_str()),
+            ("localhost", "a")
+        );
         let d = docker("127.0.0.1:5000/a/b:t");
         assert_eq!(
             (d.registry.as_str(), d.repository.as_str()),
@@ -363,18 +352,39 @@ mod tests {
 
     #[test]
     fn refuses_bad_references() {
-        assert!(matches!(
-            "docker://Quay.io/UPPER".parse::<ImageRef>(),
-            Err(ReferenceError::BadRepository { .. })
-        ));
+        // distribution's grammar has no rule of its own for upper case: the error lists
+        // what a reference is made of.
+        let e = "docker://Quay.io/UPPER".parse::<ImageRef>().unwrap_err();
+        assert!(matches!(e, ReferenceError::BadFormat { .. }), "{e:?}");
+        assert!(e.to_string().contains("lowercase letters"), "{e}");
         assert!(matches!(
             "registry.example/a:-bad".parse::<ImageRef>(),
-            Err(ReferenceError::BadTag { .. })
+            Err(ReferenceError::BadFormat { .. })
         ));
         assert!(matches!(
             "registry.example/a@sha256:zz".parse::<ImageRef>(),
-            Err(ReferenceError::BadDigest { .. })
+            Err(ReferenceError::BadFormat { .. })
         ));
+        for bad_digest in [
+            "registry.example/a@sha256:0123456789abcdef0123456789abcdef01234567",
+            "registry.example/a@sha512:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            "registry.example/a@sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855",
+        ] {
+            assert!(
+                matches!(
+                    bad_digest.parse::<ImageRef>(),
+                    Err(ReferenceError::BadDigest { .. })
+                ),
+                "{bad_digest}"
+            );
+        }
+        let long = format!("registry.example/{}", "a".repeat(256));
+        assert!(matches!(
+            long.parse::<ImageRef>(),
+            Err(ReferenceError::BadRepository { .. })
+        ));
+        let e = "registry.example/A:t".parse::<ImageRef>().unwrap_err();
+        assert!(e.to_string().contains("\"registry.example/A:t\""), "{e}");
         assert!(matches!(
             "containers-storage:foo/bar".parse::<ImageRef>(),
             Err(ReferenceError::UnknownTransport(_))
