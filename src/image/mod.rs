@@ -1,6 +1,6 @@
 //! Container images: references, the on-disk transports, layers and the merged
 //! filesystem view. Nothing here touches the network or knows of `registry`, which
-//! builds on this module; [`crate::transport::open`] dispatches among them.
+//! builds on this module; `transport::open` dispatches among them.
 //!
 //! [`open_local`] turns an on-disk [`ImageRef`] into an [`Image`]: its manifest,
 //! configuration and layer list, read and digest-checked, plus a [`BlobSource`] to
@@ -129,7 +129,7 @@ impl Image {
 
 /// Opens an image stored on disk (`oci:`, `oci-archive:`, `docker-archive:`): reads and
 /// verifies its manifest and configuration. Registry references are opened by
-/// [`crate::transport::open`], which knows every transport.
+/// `transport::open`, which knows every transport.
 pub fn open_local(reference: &ImageRef, platform: &Platform) -> Result<Image> {
     match reference {
         ImageRef::Oci { dir, tag } => oci::open(

@@ -383,6 +383,8 @@ mod tests {
             long.parse::<ImageRef>(),
             Err(ReferenceError::BadRepository { .. })
         ));
+        // distribution's grammar (as oci-spec has it) has no IPv6 literal hosts.
+        assert!("[::1]:5000/a".parse::<DockerRef>().is_err());
         let e = "registry.example/A:t".parse::<ImageRef>().unwrap_err();
         assert!(e.to_string().contains("\"registry.example/A:t\""), "{e}");
         assert!(matches!(
