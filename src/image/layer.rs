@@ -861,13 +861,8 @@ impl<'o> Placer<'o> {
         let size = entry.size().max(item.beside);
         let wanted = kind == EntryKind::File && self.wants(&name, this);
         if wanted {
-            let capture = if size > self.opts.max_file_size {
-                Capture::TooBig { size }
-            } else if item.beside > 0 {
-                self.spool(beside, &name, &raw_name, mode, size)?
-            } else {
-                self.spool(entry, &name, &raw_name, mode, size)?
-            };
+            let data: &mut dyn Read = if item.beside > 0 { beside } else { entry };
+            let capture = self.capture(data, &name, &raw_name, mode, size)?;
             self.captures.insert(this, capture);
         }
         let meta = EntryMeta {
@@ -922,15 +917,19 @@ impl<'o> Placer<'o> {
         Ok(true)
     }
 
-    /// Copies a wanted file's data to a temp file in the spool directory.
-    fn spool(
+    /// Copies a wanted file's data to a temp file in the spool directory, unless it is
+    /// larger than the limit.
+    fn capture(
         &self,
-        data: &mut impl Read,
+        data: &mut dyn Read,
         name: &str,
         raw_name: &str,
         mode: u32,
         size: u64,
     ) -> Result<Capture> {
+        if size > self.opts.max_file_size {
+            return Ok(Capture::TooBig { size });
+        }
         let spool = self.opts.spool;
         let mut tmp = tempfile::Builder::new()
             .prefix(&capture_prefix(name))
