@@ -3,15 +3,16 @@
 //! `cargo run --example list_mcd -- oci:fixtures/mco-small:latest`
 
 use anyhow::{Context, Result};
-use mcd_inject::image::{self, ImageRef, OpenOptions};
+use mcd_inject::image::ImageRef;
 use mcd_inject::inspect;
+use mcd_inject::transport::{self, OpenOptions};
 
 fn main() -> Result<()> {
     let reference: ImageRef = std::env::args()
         .nth(1)
         .context("usage: list_mcd IMAGE-REF")?
         .parse()?;
-    let img = image::open(&reference, &OpenOptions::default())?;
+    let img = transport::open(&reference, &OpenOptions::default())?;
     let spool = tempfile::tempdir()?;
     let report = inspect::inspect(&img, spool.path())?;
     for b in &report.binaries {

@@ -15,7 +15,7 @@ use crate::cli::{Cli, Command, ImageArgs};
 use crate::image::ImageRef;
 use crate::output::{print, Output, StdoutClosed};
 use crate::{
-    cache, clidoc, extract, image, inject, inspect, json, logging, registry, report, tempfiles,
+    cache, clidoc, extract, inject, inspect, json, logging, registry, report, tempfiles, transport,
     warnings,
 };
 
@@ -74,7 +74,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Extract(a) => {
             refuse_overlap(&a.output, &a.image, "-o")?;
             let (r, opts, _) = a.image.resolve()?;
-            let img = image::open(&r, &opts)?;
+            let img = transport::open(&r, &opts)?;
             let report = extract::extract(&img, &a.path, &a.output)?;
             if a.json {
                 let mut v = json::extract(&img.info, &a.path, &a.output, &report);
@@ -89,7 +89,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Inspect(a) => {
             let (r, opts, release) = a.image.resolve()?;
-            let img = image::open(&r, &opts)?;
+            let img = transport::open(&r, &opts)?;
             let spool =
                 tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
             let report = inspect::inspect(&img, spool.path())?;
@@ -118,7 +118,7 @@ fn run(cli: Cli) -> Result<()> {
                     );
                 }
             }
-            let report = registry::pull(&r, &opts)?;
+            let report = registry::pull(&r, &opts.platform, &opts.registry)?;
             warnings::check_strict()?;
             if a.json {
                 let mut v = json::pull(&report);

@@ -22,10 +22,11 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde_json::{json, Value};
+use oci_spec::image::{Descriptor, ImageIndex, MediaType};
 use tempfile::NamedTempFile;
 
 use crate::image::{Digest, MAX_METADATA_BYTES};
+use crate::io::read_at_most;
 use crate::warnings::{self, Warning};
 
 /// The annotation that names an image in an OCI layout index.
@@ -89,8 +90,8 @@ impl Cache {
         if !root.join("oci-layout").exists() {
             cache.write_atomic("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#)?;
         }
-        if !root.join("index.json").exists() {
-            cache.write_atomic("index.json", &empty_index())?;
+        if !root.join(INDEX).exists() {
+            cache.write_index(INDEX, &empty_index())?;
         }
         // Temp files of runs that were killed (their process is gone).
         crate::tempfiles::sweep_stale(root);
@@ -138,14 +139,12 @@ impl Cache {
         let Some(f) = self.open_blob(digest)? else {
             return Ok(None);
         };
-        let mut bytes = Vec::new();
-        f.take(MAX_METADATA_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("reading cached blob {digest}"))?;
-        if bytes.len() as u64 > MAX_METADATA_BYTES {
+        let Some(bytes) = read_at_most(f, MAX_METADATA_BYTES)
+            .with_context(|| format!("reading cached blob {digest}"))?
+        else {
             self.damaged(digest, "it is larger than any manifest or config")?;
             return Ok(None);
-        }
+        };
         let actual = Digest::of(&bytes);
         if &actual != digest {
             self.damaged(digest, &format!("its content hashes to {actual}"))?;
@@ -251,23 +250,23 @@ impl Cache {
     pub fn lookup(&self, reference: &str) -> Result<Option<CachedRef>> {
         for file in [INDEX, PARTIAL_REFS] {
             let index = self.read_index(file)?;
-            let found = index["manifests"].as_array().and_then(|ms| {
-                ms.iter()
-                    .find(|m| m["annotations"][REF_NAME].as_str() == Some(reference))
-            });
-            let Some(m) = found else {
+            let Some(m) = index
+                .manifests()
+                .iter()
+                .find(|m| ref_name(m) == Some(reference))
+            else {
                 continue;
             };
-            let digest = m["digest"]
-                .as_str()
-                .ok_or_else(|| anyhow!("cache {file}: entry {reference} has no digest"))?
+            let digest = m
+                .digest()
+                .to_string()
                 .parse()
                 .with_context(|| format!("cache {file}: entry {reference}"))?;
             log::info!("cache entry: {reference} -> {digest} ({file})");
             return Ok(Some(CachedRef {
-                media_type: m["mediaType"].as_str().unwrap_or_default().to_string(),
+                media_type: m.media_type().to_string(),
                 digest,
-                size: m["size"].as_u64().unwrap_or_default(),
+                size: m.size(),
             }));
         }
         Ok(None)
@@ -286,31 +285,34 @@ impl Cache {
     fn record(&self, file: &str, reference: &str, desc: &CachedRef) -> Result<()> {
         let _lock = self.lock()?;
         let mut index = self.read_index(file)?;
-        let manifests = index["manifests"]
-            .as_array_mut()
-            .ok_or_else(|| anyhow!("cache {file} has no manifests list"))?;
-        manifests.retain(|m| m["annotations"][REF_NAME].as_str() != Some(reference));
-        manifests.push(json!({
-            "mediaType": desc.media_type,
-            "digest": desc.digest.to_string(),
-            "size": desc.size,
-            "annotations": { REF_NAME: reference },
-        }));
-        let bytes = serde_json::to_vec_pretty(&index)?;
-        self.write_atomic(file, &bytes)
+        let digest: oci_spec::image::Digest = desc
+            .digest
+            .to_string()
+            .parse()
+            .with_context(|| format!("cache {file}: entry {reference}"))?;
+        let mut entry =
+            Descriptor::new(MediaType::from(desc.media_type.as_str()), desc.size, digest);
+        entry.set_annotations(Some([(REF_NAME.to_string(), reference.to_string())].into()));
+        let mut manifests = index.manifests().clone();
+        manifests.retain(|m| ref_name(m) != Some(reference));
+        manifests.push(entry);
+        index.set_manifests(manifests);
+        self.write_index(file, &index)
     }
 
-    fn read_index(&self, file: &str) -> Result<Value> {
+    /// Reads an index file (an OCI image index); a damaged one is rebuilt empty online,
+    /// and an error offline.
+    fn read_index(&self, file: &str) -> Result<ImageIndex> {
         let path = self.root.join(file);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => empty_index(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(empty_index()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        match parse_index(&bytes) {
-            Ok(v) => Ok(v),
-            Err(why) if self.offline => bail!(
-                "the cache index {} is damaged ({why}); {REPAIR_HINT} \
+        match serde_json::from_slice::<ImageIndex>(&bytes) {
+            Ok(index) => Ok(index),
+            Err(e) if self.offline => bail!(
+                "the cache index {} is damaged (not an OCI image index: {e}); {REPAIR_HINT} \
                  (it is rebuilt, and images pulled before need pulling again)",
                 path.display()
             ),
@@ -320,10 +322,14 @@ impl Cache {
                     why: why.to_string(),
                 });
                 let empty = empty_index();
-                self.write_atomic(file, &empty)?;
-                Ok(serde_json::from_slice(&empty)?)
+                self.write_index(file, &empty)?;
+                Ok(empty)
             }
         }
+    }
+
+    fn write_index(&self, file: &str, index: &ImageIndex) -> Result<()> {
+        self.write_atomic(file, &serde_json::to_vec_pretty(index)?)
     }
 
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<()> {
@@ -350,23 +356,19 @@ impl Cache {
     }
 }
 
-/// An index file's JSON, or why it is not an OCI image index.
-fn parse_index(bytes: &[u8]) -> std::result::Result<Value, String> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
-    let entries = v["manifests"]
-        .as_array()
-        .ok_or("not an OCI image index: no manifests list")?;
-    if entries.iter().any(|m| {
-        !m["digest"].is_string() || !m["annotations"].is_object() && !m["annotations"].is_null()
-    }) {
-        return Err("not an OCI image index: an entry without a digest".into());
-    }
-    Ok(v)
+/// The reference an index entry is annotated with.
+fn ref_name(entry: &Descriptor) -> Option<&str> {
+    entry
+        .annotations()
+        .as_ref()?
+        .get(REF_NAME)
+        .map(String::as_str)
 }
 
-fn empty_index() -> Vec<u8> {
-    br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#
-        .to_vec()
+fn empty_index() -> ImageIndex {
+    let mut index = ImageIndex::default();
+    index.set_media_type(Some(MediaType::ImageIndex));
+    index
 }
 
 #[cfg(test)]
@@ -402,6 +404,7 @@ mod tests {
             &b"{ not json"[..],
             br#"{"manifests": 3}"#,
             br#"{"manifests": [{}]}"#,
+            br#"{"schemaVersion": 2, "manifests": [{"mediaType": "a/b", "size": 1, "digest": "sha256:zz"}]}"#,
         ] {
             fs::write(dir.path().join(INDEX), garbage).unwrap();
             let offline = Cache::open_with(dir.path(), true).unwrap();
@@ -410,7 +413,17 @@ mod tests {
             assert_eq!(fs::read(dir.path().join(INDEX)).unwrap(), garbage);
             let online = Cache::open_with(dir.path(), false).unwrap();
             assert_eq!(online.lookup("h/a:1").unwrap(), None);
-            assert_eq!(online.read_index(INDEX).unwrap()["manifests"], json!([]));
+            assert!(online.read_index(INDEX).unwrap().manifests().is_empty());
+            let healed: serde_json::Value =
+                serde_json::from_slice(&fs::read(dir.path().join(INDEX)).unwrap()).unwrap();
+            assert_eq!(
+                healed,
+                serde_json::json!({
+                    "schemaVersion": 2,
+                    "mediaType": "application/vnd.oci.image.index.v1+json",
+                    "manifests": []
+                })
+            );
         }
     }
 
@@ -454,18 +467,23 @@ mod tests {
         assert_eq!(cache.lookup("h:5000/b:1").unwrap(), Some(desc(b"y")));
         assert_eq!(cache.lookup("h:5000/c:1").unwrap(), None);
         let partial = cache.read_index(PARTIAL_REFS).unwrap();
-        assert_eq!(partial["manifests"].as_array().unwrap().len(), 2);
+        assert_eq!(partial.manifests().len(), 2);
         assert!(dir.path().join("oci-layout").is_file());
         // Only complete images are listed where skopeo and umoci look.
-        assert_eq!(cache.read_index(INDEX).unwrap()["manifests"], json!([]));
+        assert!(cache.read_index(INDEX).unwrap().manifests().is_empty());
         cache.publish("h:5000/b:1", &desc(b"y")).unwrap();
         assert_eq!(cache.lookup("h:5000/b:1").unwrap(), Some(desc(b"y")));
+        // The entry is an OCI descriptor, as other tools read it.
+        let index: serde_json::Value =
+            serde_json::from_slice(&fs::read(dir.path().join(INDEX)).unwrap()).unwrap();
         assert_eq!(
-            cache.read_index(INDEX).unwrap()["manifests"]
-                .as_array()
-                .unwrap()
-                .len(),
-            1
+            index["manifests"],
+            serde_json::json!([{
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": Digest::of(b"y").to_string(),
+                "size": 1,
+                "annotations": { REF_NAME: "h:5000/b:1" }
+            }])
         );
     }
 }

@@ -7,7 +7,7 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::ignition::SpecVersion;
-use crate::image::{ImageRef, OpenOptions, Platform};
+use crate::image::{ImageRef, Platform};
 use crate::inject::{InjectConfig, Input, Remote, TargetArgs, VerifyConfig};
 use crate::osrelease::OsRelease;
 use crate::output::Output;
@@ -19,6 +19,7 @@ use crate::registry::{
 };
 use crate::release::Release;
 use crate::target::{from_os_release, OcpVersion};
+use crate::transport::OpenOptions;
 
 /// Deliver the machine-config-daemon that fits an old OpenShift bootimage through Ignition.
 #[derive(Debug, Parser)]

@@ -57,7 +57,11 @@ pub fn image_reference(data: &[u8]) {
 /// `WWW-Authenticate` challenges.
 pub fn www_authenticate(data: &[u8]) {
     if let Ok(s) = std::str::from_utf8(data) {
-        let _ = crate::registry::parse_challenge(s);
+        for (scheme, params) in crate::registry::parse_challenge(s).unwrap_or_default() {
+            assert!(!scheme.is_empty(), "{s:?}: a challenge without a scheme");
+            assert_eq!(scheme, scheme.to_ascii_lowercase());
+            assert!(params.iter().all(|(k, _)| *k == k.to_ascii_lowercase()));
+        }
     }
 }
 

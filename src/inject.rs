@@ -11,7 +11,7 @@ use crate::elf;
 use crate::ignition::units::{self, Delivery};
 use crate::ignition::{self, merge, schema, verify, Source, SpecVersion};
 use crate::image::layer::normalize_name;
-use crate::image::{self, ImageInfo, ImageRef, OpenOptions};
+use crate::image::{ImageInfo, ImageRef};
 use crate::inspect::{self, Inspection};
 use crate::mco;
 use crate::output::Output;
@@ -19,6 +19,7 @@ use crate::payload::{gzip_file_on, threads, Follower, HashWriter, Payload, GZIP_
 use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
+use crate::transport::{self, OpenOptions};
 use crate::warnings::{self, Warning};
 
 /// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
@@ -272,7 +273,7 @@ fn plan(cfg: &InjectConfig) -> Result<Plan> {
     let arch = cfg.open.platform.architecture.clone();
     let target = output_spec(&cfg.target, base.as_ref(), &arch)?;
     let binary_path = normalized_binary_path(cfg.binary_path.as_deref())?;
-    let img = image::open(&cfg.image, &cfg.open)?;
+    let img = transport::open(&cfg.image, &cfg.open)?;
     // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
     // compressed copy are as big as the MCD.
     let spool_in = cfg.ign.spool_dir()?;
@@ -690,7 +691,7 @@ fn check_chosen_build(
     spool: &std::path::Path,
     checks: &mut Checks,
 ) -> Result<()> {
-    let img = image::open(r, o)?;
+    let img = transport::open(r, o)?;
     let ins = inspect::inspect(&img, spool)?;
     match choose(&ins, t, None, false) {
         Ok(c) => {

@@ -13,7 +13,9 @@
 //! - [`registry::pull`]: fill the local cache for later offline runs;
 //! - [`release::resolve`]: the MCO image an OpenShift release image names.
 //!
-//! Their inputs and outputs: [`image`] (references and [`image::open`]), [`registry`]'s
+//! Their inputs and outputs: [`transport`] (opening an image of any transport:
+//! [`transport::open`]), [`image`] (references, the on-disk transports, layers and the
+//! merged file view; no network), [`registry`]'s
 //! options (credentials, mirrors, signature policy), [`target`] (the bootimage table),
 //! [`select`], [`elf`] and [`osrelease`] (verdicts and the facts they rest on),
 //! [`mco`] (where MCO images keep their MCD builds), [`ignition`] (data URLs, specs,
@@ -21,11 +23,12 @@
 //! [`warnings`] (typed warnings, `--strict`).
 //!
 //! ```no_run
-//! use mcd_inject::image::{self, ImageRef, OpenOptions};
+//! use mcd_inject::image::ImageRef;
+//! use mcd_inject::transport::{self, OpenOptions};
 //! use mcd_inject::inspect;
 //!
 //! let reference: ImageRef = "oci:fixtures/mco-small:latest".parse()?;
-//! let img = image::open(&reference, &OpenOptions::default())?;
+//! let img = transport::open(&reference, &OpenOptions::default())?;
 //! let spool = tempfile::tempdir()?;
 //! for b in inspect::inspect(&img, spool.path())?.binaries {
 //!     println!("{} {}", b.sha256, b.path);
@@ -51,6 +54,7 @@ pub mod ignition;
 pub mod image;
 pub mod inject;
 pub mod inspect;
+mod io;
 mod json;
 mod logging;
 pub mod mco;
@@ -63,6 +67,7 @@ pub mod report;
 pub mod select;
 pub mod target;
 mod tempfiles;
+pub mod transport;
 pub mod warnings;
 
 /// The `mcd-inject` binary: parses this process's command line, runs it, and gives the

@@ -13,7 +13,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::image::fs::MergedFs;
-use crate::image::{self, Digest, DockerRef, ImageRef, OpenOptions};
+use crate::image::{Digest, DockerRef, ImageRef};
+use crate::transport::{self, OpenOptions};
 
 /// Where a release image lists the images of its payload.
 pub const IMAGE_REFERENCES: &str = "/release-manifests/image-references";
@@ -163,7 +164,7 @@ pub fn resolve(release: &ImageRef, opts: &OpenOptions) -> Result<Release> {
         })?),
         _ => None,
     };
-    let img = image::open(release, opts)?;
+    let img = transport::open(release, opts)?;
     let spool = tempfile::tempdir().context("creating a spool directory")?;
     let wanted = [IMAGE_REFERENCES, RELEASE_METADATA].map(|p| p.trim_start_matches('/'));
     let mut fs = MergedFs::new(&img, spool.path(), move |n| wanted.contains(&n));

@@ -9,8 +9,9 @@ mod common;
 use std::path::Path;
 
 use common::{fixture, fixture_list};
-use mcd_inject::image::{self, ImageRef, OpenOptions, Platform};
+use mcd_inject::image::{ImageRef, Platform};
 use mcd_inject::target::{Target, BOOTIMAGES};
+use mcd_inject::transport::{self, OpenOptions};
 use mcd_inject::{inject, inspect};
 
 /// What a choice came to: the chosen path and its sha256, or the error.
@@ -32,7 +33,7 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                     platform: platform.parse::<Platform>().unwrap(),
                     ..OpenOptions::default()
                 };
-                let img = match image::open(&reference, &opts) {
+                let img = match transport::open(&reference, &opts) {
                     Ok(i) => i,
                     // Hostile fixtures may fail to open; nothing to choose from.
                     Err(_) => continue,
@@ -120,7 +121,7 @@ fn layout(dir: &Path, layers: &[Vec<u8>]) -> ImageRef {
 /// The RHEL 9 and RHEL 8 builds of the mco-4.16 fixture (real dynamic ELF files).
 fn builds() -> (Vec<u8>, Vec<u8>) {
     let fx = fixture("mco-4.16");
-    let img = image::open(
+    let img = transport::open(
         &fx.reference("oci").parse().unwrap(),
         &OpenOptions::default(),
     )
@@ -143,7 +144,7 @@ const RHEL8: &str = "usr/bin/machine-config-daemon.rhel8";
 
 /// (chosen path, layers read) for a bootimage, checked against the full view.
 fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String> {
-    let img = image::open(r, &OpenOptions::default()).unwrap();
+    let img = transport::open(r, &OpenOptions::default()).unwrap();
     let target = Target::new(bootimage.parse().unwrap(), None, None, "amd64").unwrap();
     let spool = tempfile::tempdir().unwrap();
     let full = inspect::inspect(&img, spool.path()).unwrap();

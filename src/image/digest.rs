@@ -1,9 +1,7 @@
-//! Content digests (`sha256:<64 hex>`), and readers that compute them while streaming.
+//! Content digests (`sha256:<64 hex>`).
 
-use std::cell::RefCell;
 use std::fmt;
 use std::io::{self, Read};
-use std::rc::Rc;
 use std::str::FromStr;
 
 use sha2::{Digest as _, Sha256};
@@ -84,82 +82,6 @@ impl serde::Serialize for Digest {
     }
 }
 
-/// What a [`HashingReader`] has seen so far; shared so that it can be read after the
-/// reader has been moved into a decompressor or a tar parser.
-#[derive(Clone, Default)]
-pub struct HashState(Rc<RefCell<Seen>>);
-
-#[derive(Clone, Default)]
-struct Seen {
-    /// `None` when the reader only counts.
-    hasher: Option<Sha256>,
-    len: u64,
-    at_end: bool,
-}
-
-impl HashState {
-    /// Bytes seen so far.
-    pub fn len(&self) -> u64 {
-        self.0.borrow().len
-    }
-
-    /// True once the inner reader has reported its end.
-    pub fn at_end(&self) -> bool {
-        self.0.borrow().at_end
-    }
-
-    /// The digest of everything read so far, when the reader hashes.
-    pub fn digest(&self) -> Option<Digest> {
-        self.0.borrow().hasher.clone().map(Digest::from_hasher)
-    }
-}
-
-/// A reader that counts, and optionally hashes, every byte that passes through it, and
-/// notes when its inner reader ends.
-pub struct HashingReader<R> {
-    inner: R,
-    state: HashState,
-}
-
-impl<R: Read> HashingReader<R> {
-    /// A reader that hashes.
-    #[cfg(test)]
-    pub fn new(inner: R) -> (Self, HashState) {
-        Self::maybe(inner, true)
-    }
-
-    /// A reader that hashes only when `hash`, so that a chain can skip digests it
-    /// does not need; it always counts.
-    pub fn maybe(inner: R, hash: bool) -> (Self, HashState) {
-        let state = HashState(Rc::new(RefCell::new(Seen {
-            hasher: hash.then(Sha256::new),
-            ..Seen::default()
-        })));
-        (
-            HashingReader {
-                inner,
-                state: state.clone(),
-            },
-            state,
-        )
-    }
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let mut seen = self.state.0.borrow_mut();
-        if n == 0 && !buf.is_empty() {
-            seen.at_end = true;
-        }
-        if let Some(h) = seen.hasher.as_mut() {
-            h.update(&buf[..n]);
-        }
-        seen.len += n as u64;
-        Ok(n)
-    }
-}
-
 /// Hash a whole reader (used for files already on disk).
 pub fn digest_reader(mut r: impl Read) -> io::Result<(Digest, u64)> {
     let mut hasher = Sha256::new();
@@ -202,18 +124,5 @@ mod tests {
             "sha256:ABC".parse::<Digest>(),
             Err(DigestError::BadHex(_))
         ));
-    }
-
-    #[test]
-    fn hashing_reader_matches_digest_of() {
-        let data = b"hello layer";
-        let (mut r, st) = HashingReader::new(&data[..]);
-        io::copy(&mut r, &mut io::sink()).unwrap();
-        assert_eq!(st.digest(), Some(Digest::of(data)));
-        assert_eq!(st.len(), data.len() as u64);
-        assert!(st.at_end());
-        let (mut r, st) = HashingReader::maybe(&data[..], false);
-        io::copy(&mut (&mut r).take(3), &mut io::sink()).unwrap();
-        assert_eq!((st.digest(), st.len(), st.at_end()), (None, 3, false));
     }
 }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::files::{read_member, ArchiveTree, FileTree};
 use super::oci::{check_blob, ConfigFacts};
 use super::{
-    BlobSource, Compression, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, OpenOptions,
+    BlobSource, Compression, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, Platform,
     Verification, MAX_METADATA_BYTES,
 };
 
@@ -98,7 +98,7 @@ pub(crate) fn open(
     reference: &ImageRef,
     file: &Path,
     want: Option<&str>,
-    opts: &OpenOptions,
+    platform: &Platform,
 ) -> Result<Image> {
     let tree = ArchiveTree::open(file)?;
     let what = tree.describe();
@@ -153,7 +153,7 @@ pub(crate) fn open(
         reference: reference.to_string(),
         manifest_digest: None,
         config_digest,
-        platform: facts.checked_platform(&opts.platform, &what)?,
+        platform: facts.checked_platform(platform, &what)?,
         layers,
         served_by: None,
     };

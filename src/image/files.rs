@@ -6,7 +6,9 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::io::read_at_most;
 
 /// A tree of named files (an OCI layout, a `docker save` archive).
 pub trait FileTree {
@@ -43,12 +45,15 @@ pub fn read_member(tree: &dyn FileTree, path: &str, limit: u64) -> Result<Option
             m.size
         );
     }
-    let mut buf = Vec::with_capacity(m.size as usize);
-    (&mut m.reader)
-        .take(limit + 1)
-        .read_to_end(&mut buf)
-        .with_context(|| format!("{}: reading {path}", tree.describe()))?;
-    Ok(Some(buf))
+    read_at_most(&mut m.reader, limit)
+        .with_context(|| format!("{}: reading {path}", tree.describe()))?
+        .map(Some)
+        .ok_or_else(|| {
+            anyhow!(
+                "{}: {path} grew past {limit} bytes while read",
+                tree.describe()
+            )
+        })
 }
 
 /// A directory on disk.

@@ -575,7 +575,7 @@ mod tests {
 
     use super::*;
     use crate::image::testutil::{layout, tar_bytes, E};
-    use crate::image::{open, ImageRef, OpenOptions};
+    use crate::image::{open_local, ImageRef, Platform};
 
     struct Fixture {
         dir: tempfile::TempDir,
@@ -587,7 +587,7 @@ mod tests {
         let tars: Vec<Vec<u8>> = layers.iter().map(|l| tar_bytes(l)).collect();
         layout(&dir.path().join("img"), &tars);
         let r: ImageRef = format!("oci:{}/img", dir.path().display()).parse().unwrap();
-        let image = open(&r, &OpenOptions::default()).unwrap();
+        let image = open_local(&r, &Platform::default()).unwrap();
         Fixture { dir, image }
     }
 
@@ -663,11 +663,11 @@ mod tests {
     #[test]
     fn the_size_limit_refuses_before_writing() {
         let f = image(&[&[E::File("big", &[0u8; 4096], 0o644)]]);
-        let mut image = open(
+        let mut image = open_local(
             &format!("oci:{}/img", f.dir.path().display())
                 .parse()
                 .unwrap(),
-            &OpenOptions::default(),
+            &Platform::default(),
         )
         .unwrap();
         image.set_max_file_size(4095);

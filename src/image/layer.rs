@@ -4,7 +4,7 @@
 //! it is returned. While reading, the content of the entries a caller wants is spooled
 //! to temp files, so that the common case reads each layer once.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
 use std::io::{self, BufRead, BufReader, Read};
@@ -15,8 +15,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use flate2::bufread::MultiGzDecoder;
 use tempfile::NamedTempFile;
 
-use super::digest::HashingReader;
+use super::digest::Digest;
 use super::{BlobSource, Compression, LayerInfo, Verification};
+use crate::io::{read_at_most, HashState, HashingReader, SharedReader, TarPad};
 
 const WHITEOUT_PREFIX: &str = ".wh.";
 const OPAQUE_MARKER: &str = ".wh..wh..opq";
@@ -286,45 +287,6 @@ pub fn child_of(dir: &str, base: &str) -> String {
     }
 }
 
-/// Pads a layer stream that ends without tar's end-of-archive blocks (some tools write
-/// such layers), and remembers how many real bytes there were.
-struct TarPad<R> {
-    inner: R,
-    real: Rc<Cell<u64>>,
-    padding_left: Option<u64>,
-}
-
-impl<R: Read> Read for TarPad<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(left) = self.padding_left.as_mut() {
-            let n = buf.len().min(*left as usize);
-            buf[..n].fill(0);
-            *left -= n as u64;
-            return Ok(n);
-        }
-        let n = self.inner.read(buf)?;
-        if n == 0 && !buf.is_empty() {
-            let real = self.real.get();
-            let left = (512 - real % 512) % 512 + 1024;
-            self.padding_left = Some(left);
-            return self.read(buf);
-        }
-        self.real.set(self.real.get() + n as u64);
-        Ok(n)
-    }
-}
-
-/// The padded stream, shared between the tar parser and the scanner: the data of an
-/// entry whose size only a PAX record gives (files over 8 GiB: writers put 0 in the
-/// header) is read here, behind the parser, which takes the next header right after it.
-struct Shared<R>(Rc<RefCell<TarPad<R>>>);
-
-impl<R: Read> Read for Shared<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.borrow_mut().read(buf)
-    }
-}
-
 fn decompressor<'a>(raw: impl Read + 'a, compression: Compression) -> Result<Box<dyn Read + 'a>> {
     let mut buffered = BufReader::with_capacity(COPY_BUFFER, raw);
     let compression = match compression {
@@ -540,11 +502,480 @@ struct NextMeta {
     pax: Option<Vec<u8>>,
 }
 
+impl NextMeta {
+    fn is_empty(&self) -> bool {
+        self.long_name.is_none() && self.long_link.is_none() && self.pax.is_none()
+    }
+}
+
 fn without_nuls(mut v: Vec<u8>) -> Vec<u8> {
     while v.last() == Some(&0) {
         v.pop();
     }
     v
+}
+
+/// The tar stream of a layer: decompressed, padded, shared between the tar parser and
+/// the reads behind it, with the counts and hashes its verification needs.
+struct LayerStream<'a> {
+    tar: SharedReader<TarPad<HashingReader<Box<dyn Read + 'a>>>>,
+    /// The stored blob (hashed unless the source verifies it, or a diff ID does).
+    raw: HashState,
+    /// The uncompressed tar (hashed for a diff ID only).
+    plain: HashState,
+    /// Real (unpadded) bytes of the tar stream.
+    real: Rc<Cell<u64>>,
+}
+
+impl<'a> LayerStream<'a> {
+    fn open(source: &'a dyn BlobSource, layer: &LayerInfo, what: &str) -> Result<Self> {
+        let raw = source.open_layer(layer)?;
+        let by_diff_id = matches!(layer.verification, Verification::DiffId(_));
+        let (raw, raw_state) = HashingReader::maybe(raw, !by_diff_id && !source.verifies_blobs());
+        let (plain, plain_state) = HashingReader::maybe(
+            decompressor(raw, layer.compression).with_context(|| what.to_string())?,
+            by_diff_id,
+        );
+        let (padded, real) = TarPad::new(plain);
+        Ok(LayerStream {
+            tar: SharedReader::new(padded),
+            raw: raw_state,
+            plain: plain_state,
+            real,
+        })
+    }
+
+    /// Checks the layer's digest (and size) once the stream has been read to its end.
+    fn verify(&self, layer: &LayerInfo, what: &str) -> Result<()> {
+        match &layer.verification {
+            Verification::Blob { digest, size } => {
+                if self.raw.len() != *size {
+                    bail!(
+                        "{what} is corrupt: {} bytes read, the manifest says {size}",
+                        self.raw.len()
+                    );
+                }
+                match self.raw.sha256().map(Digest::from_hasher) {
+                    Some(actual) if &actual != digest => {
+                        bail!("{what} is corrupt: its content hashes to {actual}")
+                    }
+                    Some(_) => {}
+                    // A self-verifying source checks the digest when its reader reaches
+                    // the end, and fails that read on a mismatch: the end must have been
+                    // reached.
+                    None if self.raw.at_end() => {}
+                    None => bail!("{what} was not read to its end, so its digest is unchecked"),
+                }
+            }
+            Verification::DiffId(diff_id) => {
+                let actual = self
+                    .plain
+                    .sha256()
+                    .map(Digest::from_hasher)
+                    .expect("the uncompressed stream is hashed for a diff ID");
+                if &actual != diff_id {
+                    bail!("{what} is corrupt: its uncompressed content hashes to {actual}, the config's diff_id is {diff_id}");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A tar entry with its extended headers applied: the names to use, and the size of
+/// data that only a PAX record gives (read from the stream behind the parser).
+struct TarItem {
+    name: Vec<u8>,
+    link: Option<Vec<u8>>,
+    beside: u64,
+}
+
+/// Walks the tar stream: reads GNU long names and PAX headers (with a size cap) and
+/// applies them to the entry they precede, and tracks where the data of the entries
+/// ends, to tell a truncated stream from a short one.
+struct TarWalk<'w> {
+    what: &'w str,
+    next: NextMeta,
+    /// Bytes read behind the parser (see `LayerStream`), which its positions do not
+    /// count.
+    behind: u64,
+    data_end: u64,
+}
+
+impl<'w> TarWalk<'w> {
+    fn new(what: &'w str) -> Self {
+        TarWalk {
+            what,
+            next: NextMeta::default(),
+            behind: 0,
+            data_end: 0,
+        }
+    }
+
+    /// The entry as an item, or `None` for an extended header (kept for the next entry)
+    /// and a PAX global header.
+    fn item<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>) -> Result<Option<TarItem>> {
+        self.data_end = self
+            .data_end
+            .max(self.behind + entry.raw_file_position() + entry.size());
+        let header = entry.header();
+        let etype = header.entry_type();
+        let recognised = header.as_gnu().is_some() || header.as_ustar().is_some();
+        if etype.is_pax_global_extensions() {
+            return Ok(None); // `git archive`'s comment: no entry, and no file
+        }
+        if recognised
+            && (etype.is_gnu_longname()
+                || etype.is_gnu_longlink()
+                || etype.is_pax_local_extensions())
+        {
+            self.keep_extended(entry)?;
+            return Ok(None);
+        }
+        let item = self.apply_extended(entry)?;
+        if item.beside > 0 {
+            self.data_end = self
+                .data_end
+                .max(self.behind + entry.raw_file_position() + item.beside);
+        }
+        Ok(Some(item))
+    }
+
+    /// Reads a GNU long name or link, or a PAX header, for the next entry.
+    fn keep_extended<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>) -> Result<()> {
+        let what = self.what;
+        let etype = entry.header().entry_type();
+        let kind = if etype.is_pax_local_extensions() {
+            "PAX extended header"
+        } else {
+            "GNU long name"
+        };
+        let size = entry.size();
+        if size > MAX_TAR_METADATA {
+            bail!(
+                "{what}: {kind} {:?} at byte {} is {size} bytes, over the limit of \
+                 {MAX_TAR_METADATA}",
+                String::from_utf8_lossy(&entry.path_bytes()),
+                entry.raw_header_position()
+            );
+        }
+        let buf = read_at_most(&mut *entry, MAX_TAR_METADATA)
+            .with_context(|| format!("{what}: reading a {kind}"))?
+            .ok_or_else(|| anyhow!("{what}: a {kind} over the limit of {MAX_TAR_METADATA}"))?;
+        let slot = if etype.is_pax_local_extensions() {
+            &mut self.next.pax
+        } else if etype.is_gnu_longname() {
+            &mut self.next.long_name
+        } else {
+            &mut self.next.long_link
+        };
+        if slot.is_some() {
+            bail!(
+                "{what}: two {kind}s for one entry at byte {}",
+                entry.raw_header_position()
+            );
+        }
+        *slot = Some(buf);
+        Ok(())
+    }
+
+    /// The entry's names and PAX size, from the extended headers before it or its own
+    /// header.
+    fn apply_extended<R: Read>(&mut self, entry: &tar::Entry<'_, R>) -> Result<TarItem> {
+        let what = self.what;
+        let meta = std::mem::take(&mut self.next);
+        let mut name = meta
+            .long_name
+            .map(without_nuls)
+            .unwrap_or_else(|| entry.path_bytes().into_owned());
+        let mut link = meta
+            .long_link
+            .map(without_nuls)
+            .or_else(|| entry.link_name_bytes().map(|b| b.into_owned()));
+        let mut pax_size = None;
+        if let Some(pax) = &meta.pax {
+            for ext in tar::PaxExtensions::new(pax) {
+                let ext = ext.with_context(|| format!("{what}: malformed PAX header"))?;
+                match ext.key_bytes() {
+                    b"path" => name = ext.value_bytes().to_vec(),
+                    b"linkpath" => link = Some(ext.value_bytes().to_vec()),
+                    b"size" => {
+                        pax_size = Some(ext.value().ok().and_then(|v| v.parse::<u64>().ok()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Data the parser does not know of: a size that only a PAX record gives.
+        let beside = match pax_size {
+            None => 0,
+            Some(Some(s)) if s == entry.size() => 0,
+            Some(Some(s)) if entry.size() == 0 => s,
+            Some(bad) => bail!(
+                "{what}: entry {:?} has a PAX size record ({}) that contradicts its header \
+                 size ({})",
+                String::from_utf8_lossy(&name),
+                bad.map_or("unreadable".to_string(), |s| s.to_string()),
+                entry.size()
+            ),
+        };
+        Ok(TarItem { name, link, beside })
+    }
+
+    /// Reads what is left of an item's data behind the parser, and its padding to the
+    /// next 512-byte block.
+    fn skip_beside(
+        &mut self,
+        len: u64,
+        data: &mut impl Read,
+        stream: &mut impl Read,
+    ) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let padding = len.wrapping_neg() % 512;
+        io::copy(data, &mut io::sink())
+            .and_then(|_| io::copy(&mut stream.take(padding), &mut io::sink()))
+            .with_context(|| format!("{}: reading entry data", self.what))?;
+        self.behind += len + padding;
+        Ok(())
+    }
+
+    /// Checks that no extended header is left over at the last entry.
+    fn finish(&self) -> Result<()> {
+        if !self.next.is_empty() {
+            bail!(
+                "{}: the tar stream ends with extended headers but no entry for them",
+                self.what
+            );
+        }
+        Ok(())
+    }
+
+    /// Checks that the stream (its real bytes) was long enough for the data of every
+    /// entry.
+    fn check_length(&self, real_len: u64) -> Result<()> {
+        let what = self.what;
+        if self.data_end > real_len {
+            bail!(
+                "{what} is truncated: its last entry ends at byte {}, the stream at {real_len}",
+                self.data_end
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Places the entries of one layer in its index (path resolution against the parents
+/// seen so far, whiteouts, pending entries) and spools the wanted files.
+struct Placer<'o> {
+    opts: &'o ScanOptions<'o>,
+    what: &'o str,
+    index: LayerIndex,
+    captures: HashMap<usize, Capture>,
+    ordinal: usize,
+    /// The parent of the last entry, when it was settled (a cache for runs of
+    /// siblings).
+    settled_parent: Option<String>,
+    /// Bumped by each directory or symlink: what a pending entry's parent resolves to
+    /// may change there.
+    epoch: u32,
+}
+
+/// AUFS metadata (`.wh..wh.plnk` and the like) other than the opaque marker.
+fn is_aufs_metadata(name: &str) -> bool {
+    name.split('/')
+        .any(|c| c.starts_with(META_PREFIX) && c != OPAQUE_MARKER)
+}
+
+/// The target of a link entry: hardlinks name another entry (normalised), symlinks keep
+/// theirs as written.
+fn link_target(
+    kind: EntryKind,
+    link: Option<Vec<u8>>,
+    raw_name: &str,
+    what: &str,
+) -> Result<Option<String>> {
+    if !matches!(kind, EntryKind::Symlink | EntryKind::Hardlink) {
+        return Ok(None);
+    }
+    let target = link
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .ok_or_else(|| anyhow!("{what}: link {raw_name:?} has no target"))?;
+    Ok(Some(if kind == EntryKind::Hardlink {
+        normalize_name(&target).with_context(|| format!("{what}: hardlink {raw_name:?}"))?
+    } else {
+        target
+    }))
+}
+
+impl<'o> Placer<'o> {
+    fn new(opts: &'o ScanOptions<'o>, what: &'o str) -> Self {
+        Placer {
+            opts,
+            what,
+            index: LayerIndex::default(),
+            captures: HashMap::new(),
+            ordinal: 0,
+            settled_parent: None,
+            epoch: 0,
+        }
+    }
+
+    /// Places one entry; `beside` reads its data when only a PAX record gives its size.
+    fn place<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<'_, R>,
+        item: TarItem,
+        beside: &mut impl Read,
+    ) -> Result<()> {
+        let what = self.what;
+        let this = self.ordinal;
+        self.ordinal += 1;
+        let raw_name = String::from_utf8_lossy(&item.name).into_owned();
+        let name = normalize_name(&raw_name).with_context(|| what.to_string())?;
+        if is_aufs_metadata(&name) || name.is_empty() {
+            return Ok(()); // the root itself is `./` or kaniko's `/`
+        }
+        let settled = self.settle(parent_of(&name));
+        if self.place_whiteout(&name, this, settled)? {
+            return Ok(());
+        }
+        let header = entry.header();
+        let kind = entry_kind(header.entry_type());
+        let link = link_target(kind, item.link, &raw_name, what)?;
+        let mode = header
+            .mode()
+            .with_context(|| format!("{what}: {raw_name:?}: bad mode"))?;
+        let size = entry.size().max(item.beside);
+        let wanted = kind == EntryKind::File && self.wants(&name, this);
+        if wanted {
+            let data: &mut dyn Read = if item.beside > 0 { beside } else { entry };
+            let capture = self.capture(data, &name, &raw_name, mode, size)?;
+            self.captures.insert(this, capture);
+        }
+        let meta = EntryMeta {
+            kind,
+            link,
+            ordinal: this,
+            implicit: false,
+            by_hash: false,
+        };
+        self.record(name, meta, wanted, settled)
+    }
+
+    /// Whether entries in `parent` can be placed now (else they wait for the layers
+    /// below), remembered for the next sibling.
+    fn settle(&mut self, parent: &str) -> bool {
+        let settled = self.settled_parent.as_deref() == Some(parent)
+            || self.index.settles(parent, self.opts.bottom);
+        self.settled_parent = settled.then(|| parent.to_string());
+        settled
+    }
+
+    fn wants(&self, name: &str, ordinal: usize) -> bool {
+        match self.opts.want {
+            Want::Names(f) => f(name),
+            Want::Ordinal(o) => o == ordinal,
+        }
+    }
+
+    /// Records an opaque marker or a whiteout; false for other entries.
+    fn place_whiteout(&mut self, name: &str, this: usize, settled: bool) -> Result<bool> {
+        let base = name.rsplit('/').next().unwrap_or("");
+        let parent = parent_of(name);
+        let (hidden, kind) = if base == OPAQUE_MARKER {
+            ("", PendingKind::Opaque)
+        } else if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
+            (hidden, PendingKind::Whiteout)
+        } else {
+            return Ok(false);
+        };
+        if !settled {
+            self.index
+                .pending
+                .push(parent, hidden, this, self.epoch, kind, None)
+                .with_context(|| self.what.to_string())?;
+        } else if kind == PendingKind::Opaque {
+            self.index.opaque.insert(parent.to_string());
+        } else {
+            self.index.whiteouts.insert(child_of(parent, hidden));
+        }
+        Ok(true)
+    }
+
+    /// Copies a wanted file's data to a temp file in the spool directory, unless it is
+    /// larger than the limit.
+    fn capture(
+        &self,
+        data: &mut dyn Read,
+        name: &str,
+        raw_name: &str,
+        mode: u32,
+        size: u64,
+    ) -> Result<Capture> {
+        if size > self.opts.max_file_size {
+            return Ok(Capture::TooBig { size });
+        }
+        let spool = self.opts.spool;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&capture_prefix(name))
+            .tempfile_in(spool)
+            .with_context(|| format!("creating a temp file in {}", spool.display()))?;
+        io::copy(data, tmp.as_file_mut())
+            .with_context(|| format!("{}: reading {raw_name:?}", self.what))?;
+        Ok(Capture::File {
+            file: tmp,
+            mode,
+            size,
+            name: name.to_string(),
+        })
+    }
+
+    /// Puts an entry in the index, or among the pending ones when its parent is not
+    /// settled.
+    fn record(&mut self, name: String, meta: EntryMeta, wanted: bool, settled: bool) -> Result<()> {
+        let (kind, this) = (meta.kind, meta.ordinal);
+        if kind != EntryKind::Dir
+            && self.settled_parent.as_deref().is_some_and(|p| {
+                p.strip_prefix(name.as_str())
+                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+            })
+        {
+            self.settled_parent = None; // it replaces a directory named before
+        }
+        let this_epoch = self.epoch;
+        if matches!(kind, EntryKind::Dir | EntryKind::Symlink) {
+            self.epoch = self.epoch.saturating_add(1);
+        }
+        let plain_file = matches!(kind, EntryKind::File | EntryKind::Other) && !wanted;
+        if settled && plain_file {
+            return self.index.insert_hashed(&name, this, kind);
+        }
+        if settled {
+            self.index.insert_entry(name, meta);
+            return Ok(());
+        }
+        let (pending_kind, meta) = if plain_file {
+            (PendingKind::File(kind), None)
+        } else {
+            (PendingKind::Entry, Some(meta))
+        };
+        let base = name.rsplit('/').next().unwrap_or("");
+        self.index
+            .pending
+            .push(parent_of(&name), base, this, this_epoch, pending_kind, meta)
+            .with_context(|| self.what.to_string())
+    }
+
+    fn finish(mut self) -> LayerScan {
+        self.index.finish_hashed();
+        self.index.hashed.shrink_to_fit();
+        LayerScan {
+            index: self.index,
+            captures: self.captures,
+        }
+    }
 }
 
 /// Reads a layer to its end, verifies it, and indexes it. Regular files that
@@ -555,306 +986,33 @@ pub fn scan_layer(
     opts: &ScanOptions,
 ) -> Result<LayerScan> {
     let what = format!("layer {}", layer.digest);
-    let raw = source.open_layer(layer)?;
-    let by_diff_id = matches!(layer.verification, Verification::DiffId(_));
-    let (raw, raw_state) = HashingReader::maybe(raw, !by_diff_id && !source.verifies_blobs());
-    let (plain, plain_state) = HashingReader::maybe(
-        decompressor(raw, layer.compression).with_context(|| what.clone())?,
-        by_diff_id,
-    );
-    let real = Rc::new(Cell::new(0));
-    let padded = TarPad {
-        inner: plain,
-        real: real.clone(),
-        padding_left: None,
-    };
-    let shared = Rc::new(RefCell::new(padded));
-    let mut archive = tar::Archive::new(Shared(shared.clone()));
-    // Bytes read behind the parser (see `Shared`), which its positions do not count.
-    let mut behind = 0u64;
-    let mut index = LayerIndex::default();
-    let mut captures = HashMap::new();
-    let mut data_end = 0u64;
-    // Raw entries: GNU long names and PAX headers are read here, with a size cap,
-    // rather than whole by the tar crate.
+    let stream = LayerStream::open(source, layer, &what)?;
+    let mut archive = tar::Archive::new(stream.tar.clone());
+    let mut walk = TarWalk::new(&what);
+    let mut placer = Placer::new(opts, &what);
+    // Raw entries: GNU long names and PAX headers are read by the walk, with a size
+    // cap, rather than whole by the tar crate.
     let entries = archive
         .entries()
         .with_context(|| format!("{what}: reading tar"))?
         .raw(true);
-    let mut next = NextMeta::default();
-    let mut ordinal = 0usize;
-    let mut settled_parent: Option<String> = None;
-    let mut epoch = 0u32;
     for entry in entries {
         let mut entry = entry.with_context(|| format!("{what}: corrupt tar stream"))?;
-        data_end = data_end.max(behind + entry.raw_file_position() + entry.size());
-        let header = entry.header();
-        let etype = header.entry_type();
-        let recognised = header.as_gnu().is_some() || header.as_ustar().is_some();
-        if etype.is_pax_global_extensions() {
-            continue; // `git archive`'s comment: no entry, and no file
-        }
-        if recognised
-            && (etype.is_gnu_longname()
-                || etype.is_gnu_longlink()
-                || etype.is_pax_local_extensions())
-        {
-            let kind = if etype.is_pax_local_extensions() {
-                "PAX extended header"
-            } else {
-                "GNU long name"
-            };
-            let size = entry.size();
-            if size > MAX_TAR_METADATA {
-                bail!(
-                    "{what}: {kind} {:?} at byte {} is {size} bytes, over the limit of \
-                     {MAX_TAR_METADATA}",
-                    String::from_utf8_lossy(&entry.path_bytes()),
-                    entry.raw_header_position()
-                );
-            }
-            let mut buf = Vec::with_capacity(size as usize);
-            (&mut entry)
-                .take(MAX_TAR_METADATA + 1)
-                .read_to_end(&mut buf)
-                .with_context(|| format!("{what}: reading a {kind}"))?;
-            let slot = if etype.is_pax_local_extensions() {
-                &mut next.pax
-            } else if etype.is_gnu_longname() {
-                &mut next.long_name
-            } else {
-                &mut next.long_link
-            };
-            if slot.is_some() {
-                bail!(
-                    "{what}: two {kind}s for one entry at byte {}",
-                    entry.raw_header_position()
-                );
-            }
-            *slot = Some(buf);
+        let Some(item) = walk.item(&mut entry)? else {
             continue;
-        }
-        let meta_for_entry = std::mem::take(&mut next);
-        let mut name_bytes = meta_for_entry
-            .long_name
-            .map(without_nuls)
-            .unwrap_or_else(|| entry.path_bytes().into_owned());
-        let mut link_bytes = meta_for_entry
-            .long_link
-            .map(without_nuls)
-            .or_else(|| entry.link_name_bytes().map(|b| b.into_owned()));
-        let mut pax_size = None;
-        if let Some(pax) = &meta_for_entry.pax {
-            for ext in tar::PaxExtensions::new(pax) {
-                let ext = ext.with_context(|| format!("{what}: malformed PAX header"))?;
-                match ext.key_bytes() {
-                    b"path" => name_bytes = ext.value_bytes().to_vec(),
-                    b"linkpath" => link_bytes = Some(ext.value_bytes().to_vec()),
-                    b"size" => {
-                        pax_size = Some(ext.value().ok().and_then(|v| v.parse::<u64>().ok()));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        // Data the parser does not know of: a size that only a PAX record gives.
-        let mut beside = 0u64;
-        match pax_size {
-            None => {}
-            Some(Some(s)) if s == entry.size() => {}
-            Some(Some(s)) if entry.size() == 0 => beside = s,
-            Some(bad) => bail!(
-                "{what}: entry {:?} has a PAX size record ({}) that contradicts its header \
-                 size ({})",
-                String::from_utf8_lossy(&name_bytes),
-                bad.map_or("unreadable".to_string(), |s| s.to_string()),
-                entry.size()
-            ),
-        }
-        if beside > 0 {
-            data_end = data_end.max(behind + entry.raw_file_position() + beside);
-        }
-        let mut beside_data = Shared(shared.clone()).take(beside);
-        'entry: {
-            let this = ordinal;
-            ordinal += 1;
-            let raw_name = String::from_utf8_lossy(&name_bytes).into_owned();
-            let name = normalize_name(&raw_name).with_context(|| what.clone())?;
-            if name
-                .split('/')
-                .any(|c| c.starts_with(META_PREFIX) && c != OPAQUE_MARKER)
-            {
-                break 'entry; // .wh..wh.plnk and other AUFS metadata
-            }
-            if name.is_empty() {
-                break 'entry; // the root directory itself (`./`, kaniko's `/`)
-            }
-            let base = name.rsplit('/').next().unwrap_or("");
-            let parent = parent_of(&name);
-            let settled =
-                settled_parent.as_deref() == Some(parent) || index.settles(parent, opts.bottom);
-            settled_parent = settled.then(|| parent.to_string());
-            if base == OPAQUE_MARKER {
-                if settled {
-                    index.opaque.insert(parent.to_string());
-                } else {
-                    index
-                        .pending
-                        .push(parent, "", this, epoch, PendingKind::Opaque, None)
-                        .with_context(|| what.clone())?;
-                }
-                break 'entry;
-            }
-            if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
-                if settled {
-                    index.whiteouts.insert(child_of(parent, hidden));
-                } else {
-                    index
-                        .pending
-                        .push(parent, hidden, this, epoch, PendingKind::Whiteout, None)
-                        .with_context(|| what.clone())?;
-                }
-                break 'entry;
-            }
-            let header = entry.header();
-            let kind = entry_kind(header.entry_type());
-            let link = match kind {
-                EntryKind::Symlink | EntryKind::Hardlink => {
-                    let target = link_bytes
-                        .map(|b| String::from_utf8_lossy(&b).into_owned())
-                        .ok_or_else(|| anyhow!("{what}: link {raw_name:?} has no target"))?;
-                    Some(if kind == EntryKind::Hardlink {
-                        normalize_name(&target)
-                            .with_context(|| format!("{what}: hardlink {raw_name:?}"))?
-                    } else {
-                        target
-                    })
-                }
-                _ => None,
-            };
-            let mode = header
-                .mode()
-                .with_context(|| format!("{what}: {raw_name:?}: bad mode"))?;
-            let size = entry.size().max(beside);
-            let wanted = kind == EntryKind::File
-                && match opts.want {
-                    Want::Names(f) => f(&name),
-                    Want::Ordinal(o) => o == this,
-                };
-            if wanted {
-                let capture = if size > opts.max_file_size {
-                    Capture::TooBig { size }
-                } else {
-                    let mut tmp = tempfile::Builder::new()
-                        .prefix(&capture_prefix(&name))
-                        .tempfile_in(opts.spool)
-                        .with_context(|| {
-                            format!("creating a temp file in {}", opts.spool.display())
-                        })?;
-                    if beside > 0 {
-                        io::copy(&mut beside_data, tmp.as_file_mut())
-                    } else {
-                        io::copy(&mut entry, tmp.as_file_mut())
-                    }
-                    .with_context(|| format!("{what}: reading {raw_name:?}"))?;
-                    Capture::File {
-                        file: tmp,
-                        mode,
-                        size,
-                        name: name.clone(),
-                    }
-                };
-                captures.insert(this, capture);
-            }
-            let meta = EntryMeta {
-                kind,
-                link,
-                ordinal: this,
-                implicit: false,
-                by_hash: false,
-            };
-            if kind != EntryKind::Dir
-                && settled_parent.as_deref().is_some_and(|p| {
-                    p.strip_prefix(name.as_str())
-                        .is_some_and(|r| r.is_empty() || r.starts_with('/'))
-                })
-            {
-                settled_parent = None; // it replaces a directory named before
-            }
-            let this_epoch = epoch;
-            if matches!(kind, EntryKind::Dir | EntryKind::Symlink) {
-                epoch = epoch.saturating_add(1);
-            }
-            let plain_file = matches!(kind, EntryKind::File | EntryKind::Other) && !wanted;
-            if !settled {
-                let (what_kind, meta) = if plain_file {
-                    (PendingKind::File(kind), None)
-                } else {
-                    (PendingKind::Entry, Some(meta))
-                };
-                index
-                    .pending
-                    .push(parent, base, this, this_epoch, what_kind, meta)
-                    .with_context(|| what.clone())?;
-            } else if plain_file {
-                index.insert_hashed(&name, this, kind)?;
-            } else {
-                index.insert_entry(name, meta);
-            }
-        }
-        if beside > 0 {
-            // The rest of the data, and its padding to the next 512-byte block.
-            let padding = beside.wrapping_neg() % 512;
-            io::copy(&mut beside_data, &mut io::sink())
-                .and_then(|_| io::copy(&mut Shared(shared.clone()).take(padding), &mut io::sink()))
-                .with_context(|| format!("{what}: reading entry data"))?;
-            behind += beside + padding;
-        }
+        };
+        let beside_len = item.beside;
+        let mut beside = stream.tar.clone().take(beside_len);
+        placer.place(&mut entry, item, &mut beside)?;
+        walk.skip_beside(beside_len, &mut beside, &mut stream.tar.clone())?;
     }
-    if next.long_name.is_some() || next.long_link.is_some() || next.pax.is_some() {
-        bail!("{what}: the tar stream ends with extended headers but no entry for them");
-    }
-    index.finish_hashed();
-    index.hashed.shrink_to_fit();
+    walk.finish()?;
     let mut rest = archive.into_inner();
     io::copy(&mut rest, &mut io::sink()).with_context(|| format!("{what}: reading to the end"))?;
     drop(rest);
-    drop(shared);
-    if data_end > real.get() {
-        bail!(
-            "{what} is truncated: its last entry ends at byte {data_end}, the stream at {}",
-            real.get()
-        );
-    }
-    match &layer.verification {
-        Verification::Blob { digest, size } => {
-            if raw_state.len() != *size {
-                bail!(
-                    "{what} is corrupt: {} bytes read, the manifest says {size}",
-                    raw_state.len()
-                );
-            }
-            match raw_state.digest() {
-                Some(actual) if &actual != digest => {
-                    bail!("{what} is corrupt: its content hashes to {actual}")
-                }
-                Some(_) => {}
-                // A self-verifying source checks the digest when its reader reaches the
-                // end, and fails that read on a mismatch: the end must have been reached.
-                None if raw_state.at_end() => {}
-                None => bail!("{what} was not read to its end, so its digest is unchecked"),
-            }
-        }
-        Verification::DiffId(diff_id) => {
-            let actual = plain_state
-                .digest()
-                .expect("the uncompressed stream is hashed for a diff ID");
-            if &actual != diff_id {
-                bail!("{what} is corrupt: its uncompressed content hashes to {actual}, the config's diff_id is {diff_id}");
-            }
-        }
-    }
-    Ok(LayerScan { index, captures })
+    walk.check_length(stream.real.get())?;
+    stream.verify(layer, &what)?;
+    Ok(placer.finish())
 }
 
 #[cfg(test)]
@@ -870,20 +1028,5 @@ mod tests {
         assert!(normalize_name("a/../../etc").is_err());
         assert_eq!(parent_of("a/b/c"), "a/b");
         assert_eq!(parent_of("a"), "");
-    }
-
-    #[test]
-    fn padding_completes_a_short_stream() {
-        let real = Rc::new(Cell::new(0));
-        let mut pad = TarPad {
-            inner: &[1u8; 700][..],
-            real: real.clone(),
-            padding_left: None,
-        };
-        let mut out = Vec::new();
-        pad.read_to_end(&mut out).unwrap();
-        assert_eq!(out.len(), 1024 + 1024);
-        assert_eq!(real.get(), 700);
-        assert!(out[700..].iter().all(|&b| b == 0));
     }
 }

@@ -1,9 +1,11 @@
-//! Container images: references, transports, layers and the merged filesystem view.
+//! Container images: references, the on-disk transports, layers and the merged
+//! filesystem view. Nothing here touches the network or knows of `registry`, which
+//! builds on this module; `transport::open` dispatches among them.
 //!
-//! [`open`] turns an [`ImageRef`] into an [`Image`]: its manifest, configuration and
-//! layer list, read and digest-checked, plus the source its layers stream from.
-//! The merged view (`fs::MergedFs`, inside the crate) answers path questions over the
-//! layers, top-down, reading as few layers as the answer needs.
+//! [`open_local`] turns an on-disk [`ImageRef`] into an [`Image`]: its manifest,
+//! configuration and layer list, read and digest-checked, plus the source its layers
+//! stream from. The merged view (`fs::MergedFs`, inside the crate) answers path
+//! questions over the layers, top-down, reading as few layers as the answer needs.
 
 pub(crate) mod digest;
 mod docker_archive;
@@ -140,49 +142,29 @@ impl Image {
     }
 }
 
-/// Options that choose among the images a reference may name.
-#[derive(Clone, Debug)]
-pub struct OpenOptions {
-    /// The platform to pick from a multi-arch index.
-    pub platform: Platform,
-    /// Registry access and the cache, for `docker://` references.
-    pub registry: crate::registry::RegistryOptions,
-    /// The largest file (by its tar header) that may be read out of the image.
-    pub max_file_size: u64,
-}
-
-impl Default for OpenOptions {
-    fn default() -> Self {
-        OpenOptions {
-            platform: Platform::default(),
-            registry: Default::default(),
-            max_file_size: DEFAULT_MAX_FILE_SIZE,
-        }
-    }
-}
-
-/// Opens an image: reads and verifies its manifest and configuration.
-pub fn open(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
-    let mut image = open_transport(reference, opts)?;
-    image.set_max_file_size(opts.max_file_size);
-    Ok(image)
-}
-
-fn open_transport(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
+/// Opens an image stored on disk (`oci:`, `oci-archive:`, `docker-archive:`): reads and
+/// verifies its manifest and configuration. Registry references are opened by
+/// `transport::open`, which knows every transport.
+pub fn open_local(reference: &ImageRef, platform: &Platform) -> Result<Image> {
     match reference {
-        ImageRef::Oci { dir, tag } => {
-            oci::open(reference, files::DirTree::new(dir)?, tag.as_deref(), opts)
-        }
+        ImageRef::Oci { dir, tag } => oci::open(
+            reference,
+            files::DirTree::new(dir)?,
+            tag.as_deref(),
+            platform,
+        ),
         ImageRef::OciArchive { file, tag } => oci::open(
             reference,
             files::ArchiveTree::open(file)?,
             tag.as_deref(),
-            opts,
+            platform,
         ),
         ImageRef::DockerArchive { file, reference: r } => {
-            docker_archive::open(reference, file, r.as_deref(), opts)
+            docker_archive::open(reference, file, r.as_deref(), platform)
         }
-        ImageRef::Docker(docker) => crate::registry::open(reference, docker, opts),
+        ImageRef::Docker(_) => {
+            bail!("{reference}: a registry reference, not an image on disk")
+        }
     }
 }
 

@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use super::files::{read_member, FileTree};
 use super::{
-    compression_of, BlobSource, Digest, Image, ImageInfo, ImageRef, LayerInfo, OpenOptions,
-    Platform, Verification, MAX_METADATA_BYTES,
+    compression_of, BlobSource, Digest, Image, ImageInfo, ImageRef, LayerInfo, Platform,
+    Verification, MAX_METADATA_BYTES,
 };
 
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -222,7 +222,7 @@ fn check_layout_version(tree: &dyn FileTree) -> Result<()> {
 fn resolve_manifest(
     tree: &dyn FileTree,
     tag: Option<&str>,
-    opts: &OpenOptions,
+    platform: &Platform,
 ) -> Result<(Digest, ImageManifest)> {
     let what = tree.describe();
     check_layout_version(tree)?;
@@ -276,7 +276,7 @@ fn resolve_manifest(
             Document::Index(idx) => {
                 desc = choose_platform(
                     idx.manifests(),
-                    &opts.platform,
+                    platform,
                     &format!("{what}: index {digest}"),
                 )?
                 .clone();
@@ -340,9 +340,9 @@ pub(crate) fn open<T: FileTree + 'static>(
     reference: &ImageRef,
     tree: T,
     tag: Option<&str>,
-    opts: &OpenOptions,
+    platform: &Platform,
 ) -> Result<Image> {
-    let (manifest_digest, manifest) = resolve_manifest(&tree, tag, opts)?;
+    let (manifest_digest, manifest) = resolve_manifest(&tree, tag, platform)?;
     let (config_digest, config_bytes) = read_blob(&tree, manifest.config())?;
     let facts: ConfigFacts = serde_json::from_slice(&config_bytes).with_context(|| {
         format!(
@@ -359,7 +359,7 @@ pub(crate) fn open<T: FileTree + 'static>(
         reference: reference.to_string(),
         manifest_digest: Some(manifest_digest),
         config_digest,
-        platform: facts.checked_platform(&opts.platform, &tree.describe())?,
+        platform: facts.checked_platform(platform, &tree.describe())?,
         layers,
         served_by: None,
     };

@@ -371,6 +371,15 @@ mod tests {
         assert_eq!(d.registry, "localhost:5000");
         assert_eq!(d.tag, None);
         assert!(d.digest.is_some());
+        let d = docker("registry-1.docker.io/busybox:1");
+        assert_eq!(d.to_string(), "docker.io/library/busybox:1");
+        let d = docker("index.docker.io/a/b");
+        assert_eq!(d.to_string(), "docker.io/a/b:latest");
+        let d = docker("localhost/a");
+        assert_eq!(
+            (d.registry.as_str(), d.repository.as_str()),
+            ("localhost", "a")
+        );
         let d = docker("127.0.0.1:5000/a/b:t");
         assert_eq!(
             (d.registry.as_str(), d.repository.as_str()),
@@ -396,6 +405,92 @@ mod tests {
             "containers-storage:foo/bar".parse::<ImageRef>(),
             Err(ReferenceError::UnknownTransport(_))
         ));
+    }
+
+    /// The parser agrees with oci-spec's `distribution::Reference` (distribution's
+    /// grammar and normalisation) on what it accepts, and refuses what that refuses,
+    /// apart from the deviations docs/architecture.md lists.
+    #[test]
+    fn agrees_with_oci_spec_distribution_reference() {
+        use oci_spec::distribution::Reference;
+        let hex = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        let good = [
+            "busybox".to_string(),
+            "busybox:1.36".into(),
+            "library/busybox".into(),
+            "opensuse/leap:15.3".into(),
+            "docker.io/busybox".into(),
+            "index.docker.io/a/b:c".into(),
+            "localhost/a".into(),
+            "localhost:5000/a/b:v1".into(),
+            "127.0.0.1:5000/a/b:t".into(),
+            "registry.example/openshift/origin-machine-config-operator:4.2".into(),
+            "sub-dom1.registry.example/bar/baz/quux:some-long-tag".into(),
+            "registry.example/test.example.com/my-app:test.example.com".into(),
+            "registry.example/a__b/c-d/e.f_g:T_a.g-1".into(),
+            "test.com:5000".into(),
+            "foo_bar.com:8080".into(),
+            format!("registry.example/a@sha256:{hex}"),
+            format!("registry.example:443/a/b:t@sha256:{hex}"),
+            format!("{}:{}", "r.example/x", "a".repeat(128)),
+        ];
+        for input in &good {
+            let theirs: Reference = input
+                .parse()
+                .unwrap_or_else(|e| panic!("oci-spec refuses {input:?}: {e}"));
+            let ours: DockerRef = input
+                .parse()
+                .unwrap_or_else(|e| panic!("we refuse {input:?}: {e}"));
+            assert_eq!(
+                (
+                    ours.registry.as_str(),
+                    ours.repository.as_str(),
+                    ours.tag.as_deref(),
+                    ours.digest.map(|d| d.to_string()),
+                ),
+                (
+                    theirs.registry(),
+                    theirs.repository(),
+                    theirs.tag(),
+                    theirs.digest().map(str::to_string),
+                ),
+                "{input}"
+            );
+        }
+        let bad = [
+            ":tag".to_string(),
+            "@sha256:0".into(),
+            "registry.example/UPPER".into(),
+            "registry.example/a:-bad".into(),
+            "registry.example/a:.bad".into(),
+            format!("{}:{}", "r.example/x", "a".repeat(129)),
+            "registry.example/a//b".into(),
+            "registry.example/a-".into(),
+            "registry.example/-a".into(),
+            "registry.example/a$b".into(),
+            "registry.example/a@sha256:zz".into(),
+            format!("registry.example/a@sha256:{}", &hex[..40]),
+            format!("registry.example/a@md5:{hex}"),
+        ];
+        for input in &bad {
+            assert!(
+                input.parse::<Reference>().is_err(),
+                "oci-spec accepts {input:?}"
+            );
+            assert!(input.parse::<DockerRef>().is_err(), "we accept {input:?}");
+        }
+        // Deviations. oci-spec's regex lets an upper-case first component through as a
+        // host, then normalises it into a Docker Hub repository that distribution
+        // refuses; a repository of more than 255 characters is over distribution's
+        // limit, which we do not check; IPv6 literal hosts are newer than oci-spec's
+        // grammar.
+        assert!("UPPER/x".parse::<Reference>().is_ok());
+        assert!("UPPER/x".parse::<DockerRef>().is_err());
+        let long = format!("registry.example/{}", "a".repeat(256));
+        assert!(long.parse::<Reference>().is_err());
+        assert!(long.parse::<DockerRef>().is_ok());
+        assert!("[::1]:5000/a".parse::<Reference>().is_err());
+        assert_eq!(docker("docker://[::1]:5000/a").registry, "[::1]:5000");
     }
 
     #[test]

@@ -22,6 +22,7 @@ use super::verify::{Spool, VerifyingReader};
 use super::RegistryOptions;
 use crate::cache::Cache;
 use crate::image::{Digest, MAX_METADATA_BYTES};
+use crate::io::{read_at_most, LowSpeedReader, SpeedWindow};
 
 /// Manifest media types we ask for. Schema1 is accepted on the wire only so that it can
 /// be refused with a clear message.
@@ -93,7 +94,8 @@ pub struct Client {
     progress: ProgressMode,
 }
 
-/// A parsed `WWW-Authenticate` challenge.
+/// A parsed `WWW-Authenticate` challenge: scheme and parameter names in lower case,
+/// values unescaped.
 #[derive(Debug, PartialEq, Eq)]
 struct Challenge {
     scheme: String,
@@ -101,27 +103,41 @@ struct Challenge {
 }
 
 impl Challenge {
-    fn parse(header: &str) -> Option<Challenge> {
-        let (scheme, rest) = header.trim().split_once(' ').unwrap_or((header.trim(), ""));
-        let mut params = Vec::new();
-        let mut s = rest.trim();
-        while !s.is_empty() {
-            let (key, after) = s.split_once('=')?;
-            let after = after.trim_start();
-            let (value, tail) = if let Some(q) = after.strip_prefix('"') {
-                let end = q.find('"')?;
-                (&q[..end], &q[end + 1..])
-            } else {
-                let end = after.find(',').unwrap_or(after.len());
-                (&after[..end], &after[end..])
-            };
-            params.push((key.trim().to_ascii_lowercase(), value.to_string()));
-            s = tail.trim_start().trim_start_matches(',').trim_start();
+    /// Every challenge of a `WWW-Authenticate` header (RFC 9110: several per header,
+    /// quoted strings with escapes), parsed by `http-auth`.
+    fn parse_all(header: &str) -> Result<Vec<Challenge>, String> {
+        let parsed = http_auth::parse_challenges(header).map_err(|e| e.to_string())?;
+        Ok(parsed
+            .into_iter()
+            .map(|c| Challenge {
+                scheme: c.scheme.to_ascii_lowercase(),
+                params: c
+                    .params
+                    .into_iter()
+                    .map(|(k, v)| (k.to_ascii_lowercase(), v.to_unescaped()))
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// The challenge to answer among all those of the response's `WWW-Authenticate`
+    /// headers: Bearer before Basic; else the first, whose scheme is then reported as
+    /// unsupported.
+    fn choose<'h>(headers: impl IntoIterator<Item = &'h str>) -> Result<Challenge, String> {
+        let mut all = Vec::new();
+        for header in headers {
+            all.extend(Self::parse_all(header)?);
         }
-        Some(Challenge {
-            scheme: scheme.to_ascii_lowercase(),
-            params,
-        })
+        let rank = |c: &Challenge| match c.scheme.as_str() {
+            "bearer" => 0,
+            "basic" => 1,
+            _ => 2,
+        };
+        all.into_iter()
+            .enumerate()
+            .min_by_key(|(i, c)| (rank(c), *i))
+            .map(|(_, c)| c)
+            .ok_or_else(|| "no challenge".to_string())
     }
 
     fn param(&self, key: &str) -> Option<&str> {
@@ -132,11 +148,16 @@ impl Challenge {
     }
 }
 
-/// Parses a `WWW-Authenticate` header into its scheme (lower case) and parameters
-/// (keys lower case): the entry point of the fuzz target for challenges.
+/// The parameters of a challenge, in order.
 #[doc(hidden)]
-pub fn parse_challenge(header: &str) -> Option<(String, Vec<(String, String)>)> {
-    Challenge::parse(header).map(|c| (c.scheme, c.params))
+pub type ChallengeParams = Vec<(String, String)>;
+
+/// Parses a `WWW-Authenticate` header into its challenges, each a scheme (lower case)
+/// and parameters (keys lower case, values unescaped): the entry point of the fuzz
+/// target for challenges.
+#[doc(hidden)]
+pub fn parse_challenge(header: &str) -> Result<Vec<(String, ChallengeParams)>, String> {
+    Challenge::parse_all(header).map(|all| all.into_iter().map(|c| (c.scheme, c.params)).collect())
 }
 
 pub(super) fn install_crypto_provider() {
@@ -221,12 +242,7 @@ fn retry_after(asked: Option<&str>) -> std::result::Result<(Option<Duration>, St
 
 /// Reads a response body whole, up to `limit` bytes.
 fn read_limited(resp: impl Read, limit: u64, what: &str) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    resp.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        bail!("{what}: more than {limit} bytes, refused");
-    }
-    Ok(bytes)
+    read_at_most(resp, limit)?.ok_or_else(|| anyhow!("{what}: more than {limit} bytes, refused"))
 }
 
 /// The first error code of a registry error body (`{"errors":[{"code":...}]}`).
@@ -453,16 +469,20 @@ impl Client {
 
     /// Answers a `WWW-Authenticate` challenge: Basic, or a Bearer token from its realm.
     fn authenticate(&self, headers: &HeaderMap) -> Result<()> {
-        let challenge = headers
-            .get(WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(Challenge::parse)
-            .ok_or_else(|| {
-                anyhow!(
-                    "{}: 401 without a usable WWW-Authenticate challenge",
-                    self.describe()
-                )
-            })?;
+        let values = headers
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .map(|v| {
+                v.to_str()
+                    .map_err(|_| "a header that is not text".to_string())
+            })
+            .collect::<Result<Vec<_>, _>>();
+        let challenge = values.and_then(Challenge::choose).map_err(|why| {
+            anyhow!(
+                "{}: 401 without a usable WWW-Authenticate challenge ({why})",
+                self.describe()
+            )
+        })?;
         let basic = self.credentials.as_ref().map(|c| {
             let pair = format!("{}:{}", c.username, c.password);
             format!(
@@ -606,11 +626,8 @@ impl Client {
                 .get("docker-content-digest")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            let body = LowSpeed {
-                inner: resp,
-                policy: &self.retry,
-                window: SpeedWindow::new(),
-            };
+            let body =
+                LowSpeedReader::new(resp, self.retry.low_speed_limit, self.retry.low_speed_time);
             match read_limited(body, MAX_METADATA_BYTES, what) {
                 Ok(bytes) => return Ok((bytes, claimed)),
                 Err(e) if e.downcast_ref::<io::Error>().is_some() => {
@@ -691,7 +708,7 @@ impl Client {
             response: Some(response),
             resumes: 0,
             progress: Progress::new(self.progress, label, size),
-            window: SpeedWindow::new(),
+            window: SpeedWindow::default(),
         };
         let what = format!("{}: blob {digest}", self.describe());
         Ok(VerifyingReader::new(body, digest, size, what, Some(spool)))
@@ -732,63 +749,6 @@ pub struct ResumingBody<'a> {
     resumes: u32,
     progress: Progress,
     window: SpeedWindow,
-}
-
-/// Bytes received since a point in time: the low-speed check looks at each window of
-/// `low_speed_time`.
-struct SpeedWindow {
-    start: std::time::Instant,
-    bytes: u64,
-}
-
-impl SpeedWindow {
-    fn new() -> Self {
-        SpeedWindow {
-            start: std::time::Instant::now(),
-            bytes: 0,
-        }
-    }
-
-    /// Counts `n` bytes; `Some(rate)` when a whole window has passed below `limit`
-    /// bytes per second (the window starts again either way).
-    fn add(&mut self, n: u64, limit: u64, window: Duration) -> Option<f64> {
-        self.bytes += n;
-        let elapsed = self.start.elapsed();
-        if limit == 0 || elapsed < window {
-            return None;
-        }
-        let rate = self.bytes as f64 / elapsed.as_secs_f64();
-        *self = SpeedWindow::new();
-        (rate < limit as f64).then_some(rate)
-    }
-}
-
-/// A body that fails (to be fetched again) when it arrives below the low-speed limit.
-struct LowSpeed<'a, R> {
-    inner: R,
-    policy: &'a RetryPolicy,
-    window: SpeedWindow,
-}
-
-impl<R: Read> Read for LowSpeed<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let p = self.policy;
-        if let Some(rate) = self
-            .window
-            .add(n as u64, p.low_speed_limit, p.low_speed_time)
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "{rate:.0} bytes/s for {:.0} s, below the low-speed limit of {} bytes/s",
-                    p.low_speed_time.as_secs_f64(),
-                    p.low_speed_limit
-                ),
-            ));
-        }
-        Ok(n)
-    }
 }
 
 impl ResumingBody<'_> {
@@ -844,26 +804,21 @@ impl Read for ResumingBody<'_> {
                     self.received += n as u64;
                     self.progress.advance(n as u64);
                     let retry = &self.client.retry;
-                    if let Some(rate) =
+                    if let Some(slow) =
                         self.window
                             .add(n as u64, retry.low_speed_limit, retry.low_speed_time)
                     {
                         // Too slow: drop this connection and ask again from here. The
                         // bytes read so far are good; they are returned now.
-                        let why = format!(
-                            "{rate:.0} bytes/s for {:.0} s, below the low-speed limit of {} bytes/s",
-                            retry.low_speed_time.as_secs_f64(),
-                            retry.low_speed_limit
-                        );
-                        self.interrupted(&why)?;
-                        self.window = SpeedWindow::new();
+                        self.interrupted(&slow.to_string())?;
+                        self.window = SpeedWindow::default();
                     }
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.interrupted(&e.to_string())?;
-                    self.window = SpeedWindow::new();
+                    self.window = SpeedWindow::default();
                 }
             }
         }
@@ -874,21 +829,71 @@ impl Read for ResumingBody<'_> {
 mod tests {
     use super::*;
 
+    fn one(header: &str) -> Challenge {
+        Challenge::choose([header]).unwrap()
+    }
+
     #[test]
     fn challenges_parse() {
-        let c = Challenge::parse(
+        let c = one(
             r#"Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull""#,
-        )
-        .unwrap();
+        );
         assert_eq!(c.scheme, "bearer");
         assert_eq!(c.param("realm"), Some("https://auth.example/token"));
         assert_eq!(c.param("service"), Some("registry.example"));
         assert_eq!(c.param("scope"), Some("repository:a/b:pull"));
-        let c = Challenge::parse(r#"Basic realm="Registry Realm""#).unwrap();
+        let c = one(r#"Basic realm="Registry Realm""#);
         assert_eq!(c.scheme, "basic");
         assert_eq!(c.param("realm"), Some("Registry Realm"));
-        let c = Challenge::parse("Basic").unwrap();
+        let c = one("Basic");
         assert!(c.params.is_empty());
+        let c = one("BASIC Realm=unquoted");
+        assert_eq!(
+            (c.scheme.as_str(), c.param("realm")),
+            ("basic", Some("unquoted"))
+        );
+    }
+
+    #[test]
+    fn several_challenges_in_one_header_prefer_bearer() {
+        let header =
+            r#"Basic realm="r", Bearer realm="https://auth.example/token",service="s", Negotiate"#;
+        let c = one(header);
+        assert_eq!(c.scheme, "bearer");
+        assert_eq!(c.param("realm"), Some("https://auth.example/token"));
+        assert_eq!(c.param("service"), Some("s"));
+        assert_eq!(parse_challenge(header).unwrap().len(), 3);
+        let c = one(r#"Negotiate, Basic realm="r""#);
+        assert_eq!((c.scheme.as_str(), c.param("realm")), ("basic", Some("r")));
+        assert_eq!(one("Negotiate, NTLM").scheme, "negotiate");
+        // Several headers count as one list.
+        let c = Challenge::choose([r#"Basic realm="a""#, r#"Bearer realm="b""#]).unwrap();
+        assert_eq!(c.param("realm"), Some("b"));
+    }
+
+    #[test]
+    fn quoted_strings_keep_commas_and_escapes() {
+        let c = one(
+            r#"Bearer realm="https://a.example/t?x=1,2",scope="repository:a/b:pull,push",error="say \"no\"""#,
+        );
+        assert_eq!(c.param("realm"), Some("https://a.example/t?x=1,2"));
+        assert_eq!(c.param("scope"), Some("repository:a/b:pull,push"));
+        assert_eq!(c.param("error"), Some(r#"say "no""#));
+        let c = one(r#"Basic realm="a \\ b \x""#);
+        assert_eq!(c.param("realm"), Some(r"a \ b x"));
+    }
+
+    #[test]
+    fn malformed_challenges_are_errors() {
+        for bad in [
+            "",
+            r#"Bearer realm="unterminated"#,
+            "Bearer realm=a b",
+            "Basic realm=\"x\" junk",
+        ] {
+            assert!(Challenge::choose([bad]).is_err(), "{bad:?} parsed");
+        }
+        assert!(Challenge::choose(std::iter::empty()).is_err());
     }
 
     #[test]
@@ -904,22 +909,6 @@ mod tests {
         let (wait, why) = retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")).unwrap();
         assert_eq!(wait, None);
         assert!(why.contains("not understood"), "{why}");
-    }
-
-    #[test]
-    fn slow_windows_are_reported_once_per_window() {
-        let mut w = SpeedWindow::new();
-        assert_eq!(w.add(10, 1024, Duration::from_secs(3600)), None);
-        let mut w = SpeedWindow::new();
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(w.add(1, 1024, Duration::from_millis(10)).is_some());
-        assert_eq!(w.bytes, 0);
-        let mut w = SpeedWindow::new();
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(w.add(1 << 20, 1024, Duration::from_millis(10)), None);
-        let mut w = SpeedWindow::new();
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(w.add(1, 0, Duration::from_millis(10)), None);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::image::oci::{
     Document,
 };
 use crate::image::{
-    BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, OpenOptions,
+    BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, Platform,
 };
 use crate::warnings::{self, Warning};
 pub use auth::{AuthFiles, Credentials};
@@ -193,15 +193,19 @@ fn media_type_of(bytes: &[u8], doc: &Document) -> String {
 /// Opens an image from a registry (or, offline, from the cache). With mirrors, the
 /// endpoints [`Mirrors::endpoints`] gives are tried in order; the first that serves the
 /// manifest and config serves the layers too. The error names every endpoint tried.
-pub(crate) fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions) -> Result<Image> {
-    let ropts = &opts.registry;
+pub(crate) fn open(
+    reference: &ImageRef,
+    docker: &DockerRef,
+    platform: &Platform,
+    ropts: &RegistryOptions,
+) -> Result<Image> {
     if ropts.offline {
         let fetcher = Fetcher {
             reference: docker.clone(),
             cache: ropts.cache()?,
             client: None,
         };
-        return open_with(reference, docker, opts, fetcher, None, None);
+        return open_with(reference, docker, platform, ropts, fetcher, None, None);
     }
     let endpoints = ropts.mirrors.endpoints(docker)?;
     let mut failures = Vec::new();
@@ -216,7 +220,9 @@ pub(crate) fn open(reference: &ImageRef, docker: &DockerRef, opts: &OpenOptions)
             // Digest pulls: a layer this endpoint lacks may come from the ones after it.
             let fallbacks = (docker.digest.is_some() && i + 1 < endpoints.len())
                 .then(|| Fallbacks::new(ep, &endpoints[i + 1..], ropts));
-            open_with(reference, docker, opts, fetcher, served_by, fallbacks)
+            open_with(
+                reference, docker, platform, ropts, fetcher, served_by, fallbacks,
+            )
         });
         match attempt {
             Ok(img) => {
@@ -264,12 +270,12 @@ fn endpoint_client(ep: &Endpoint, ropts: &RegistryOptions) -> Result<Client> {
 fn open_with(
     reference: &ImageRef,
     docker: &DockerRef,
-    opts: &OpenOptions,
+    platform: &Platform,
+    ropts: &RegistryOptions,
     fetcher: Fetcher,
     served_by: Option<String>,
     fallbacks: Option<Fallbacks>,
 ) -> Result<Image> {
-    let ropts = &opts.registry;
     let (top_digest, top_bytes) = fetcher.top()?;
     // The policy is checked on the digest the top manifest has, before anything else
     // of the image is read.
@@ -283,7 +289,7 @@ fn open_with(
         digest: top_digest.clone(),
         size: top_bytes.len() as u64,
     };
-    let (manifest_digest, manifest) = resolve(&fetcher, top_digest, top_doc, opts)?;
+    let (manifest_digest, manifest) = resolve(&fetcher, top_digest, top_doc, platform)?;
     let (config_digest, config_bytes) = fetcher.by_digest(
         &descriptor_digest(manifest.config())?,
         Some(manifest.config().size()),
@@ -303,7 +309,7 @@ fn open_with(
         reference: reference.to_string(),
         manifest_digest: Some(manifest_digest),
         config_digest,
-        platform: facts.checked_platform(&opts.platform, &what)?,
+        platform: facts.checked_platform(platform, &what)?,
         layers,
         served_by,
     };
@@ -318,7 +324,7 @@ fn resolve(
     fetcher: &Fetcher,
     mut digest: Digest,
     mut doc: Document,
-    opts: &OpenOptions,
+    platform: &Platform,
 ) -> Result<(Digest, ImageManifest)> {
     let what = fetcher.reference.to_string();
     for _ in 0..MAX_INDEX_DEPTH {
@@ -327,7 +333,7 @@ fn resolve(
             Document::Index(idx) => {
                 let desc = choose_platform(
                     idx.manifests(),
-                    &opts.platform,
+                    platform,
                     &format!("{what}: index {digest}"),
                 )?;
                 let d = descriptor_digest(desc)?;
@@ -445,15 +451,19 @@ pub struct PullReport {
 }
 
 /// Fills the cache with everything `--offline` runs need for this reference.
-pub fn pull(reference: &ImageRef, opts: &OpenOptions) -> Result<PullReport> {
+pub fn pull(
+    reference: &ImageRef,
+    platform: &Platform,
+    ropts: &RegistryOptions,
+) -> Result<PullReport> {
     let ImageRef::Docker(docker) = reference else {
         bail!("{reference}: pull only applies to registry references (docker://...)");
     };
-    if opts.registry.offline {
+    if ropts.offline {
         bail!("pull cannot run with --offline");
     }
-    let image = open(reference, docker, opts)?;
-    let cache = opts.registry.cache()?;
+    let image = open(reference, docker, platform, ropts)?;
+    let cache = ropts.cache()?;
     let mut fetched = 0;
     for layer in &image.info.layers {
         // A cached layer that fails its digest is removed (with a warning) and fetched

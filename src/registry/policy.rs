@@ -16,7 +16,6 @@
 //! time.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -24,6 +23,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::image::{Digest, DockerRef};
+use crate::io::read_at_most;
 
 /// The default policy file, as the containers tools read it.
 pub const DEFAULT_POLICY: &str = "/etc/containers/policy.json";
@@ -371,13 +371,9 @@ fn fetch(url: &str) -> Result<Option<Vec<u8>>> {
     if let Some(path) = url.strip_prefix("file://") {
         return match std::fs::File::open(path) {
             Ok(f) => {
-                let mut b = Vec::new();
-                f.take(MAX_SIGNATURE_BYTES + 1)
-                    .read_to_end(&mut b)
-                    .with_context(|| format!("reading {path}"))?;
-                if b.len() as u64 > MAX_SIGNATURE_BYTES {
-                    bail!("{path}: too big for a signature");
-                }
+                let b = read_at_most(f, MAX_SIGNATURE_BYTES)
+                    .with_context(|| format!("reading {path}"))?
+                    .ok_or_else(|| anyhow!("{path}: too big for a signature"))?;
                 Ok(Some(b))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -398,11 +394,8 @@ fn fetch(url: &str) -> Result<Option<Vec<u8>>> {
         if !resp.status().is_success() {
             bail!("fetching signature {url}: {}", resp.status());
         }
-        let mut b = Vec::new();
-        resp.take(MAX_SIGNATURE_BYTES + 1).read_to_end(&mut b)?;
-        if b.len() as u64 > MAX_SIGNATURE_BYTES {
-            bail!("{url}: too big for a signature");
-        }
+        let b = read_at_most(resp, MAX_SIGNATURE_BYTES)?
+            .ok_or_else(|| anyhow!("{url}: too big for a signature"))?;
         return Ok(Some(b));
     }
     bail!("lookaside {url:?}: only file://, http:// and https:// are supported")
@@ -532,14 +525,9 @@ fn signed_payload(sig: &[u8], keys: &[pgp::composed::SignedPublicKey]) -> Result
     if !msg.is_signed() {
         bail!("the OpenPGP message is not signed");
     }
-    let mut payload = Vec::new();
-    (&mut msg)
-        .take(MAX_SIGNATURE_BYTES + 1)
-        .read_to_end(&mut payload)
-        .map_err(|e| anyhow!("cannot read the signed message: {}", brief(&e.to_string())))?;
-    if payload.len() as u64 > MAX_SIGNATURE_BYTES {
-        bail!("the signed payload is too big");
-    }
+    let payload = read_at_most(&mut msg, MAX_SIGNATURE_BYTES)
+        .map_err(|e| anyhow!("cannot read the signed message: {}", brief(&e.to_string())))?
+        .ok_or_else(|| anyhow!("the signed payload is too big"))?;
     for k in keys {
         if msg.verify(k).is_ok() {
             return Ok(payload);
