@@ -9,8 +9,10 @@ use serde_json::{json, Value};
 use sha2::{Digest as _, Sha512};
 
 use crate::elf;
+use crate::ignition::document::Document;
+use crate::ignition::schema::Schema;
 use crate::ignition::units::{self, Delivery};
-use crate::ignition::{self, merge, schema, verify, Source, SpecVersion};
+use crate::ignition::{self, merge, verify, Source, SpecVersion};
 use crate::image::layer::normalize_name;
 use crate::image::{self, ImageInfo, ImageRef, OpenOptions};
 use crate::inspect::{self, Inspection};
@@ -153,7 +155,7 @@ pub fn choose(
 
 /// The output spec: `--spec`, else the base's own spec when the bootimage reads it and
 /// it is newer than the default, else the table's default.
-fn output_spec(t: &TargetArgs, base: Option<&Value>, arch: &str) -> Result<Target> {
+fn output_spec(t: &TargetArgs, base: Option<&Document>, arch: &str) -> Result<Target> {
     let default = Target::new(t.bootimage, t.spec, t.rhel, arch)?;
     if t.spec.is_some() {
         return Ok(default);
@@ -409,12 +411,11 @@ fn provenance(
 
 /// Runs `inject`. Nothing is written unless everything succeeded.
 pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
-    let base = match &cfg.base {
-        Some(input) => {
-            let bytes = input.read()?;
-            Some(ignition::parse_json(&input.to_string(), &bytes)?)
-        }
-        None => None,
+    // The base stays as read; its entries are parsed one at a time (docs/inject.md).
+    let base_bytes = cfg.base.as_ref().map(Input::read).transpose()?;
+    let base = match (&cfg.base, &base_bytes) {
+        (Some(input), Some(bytes)) => Some(Document::parse(&input.to_string(), bytes)?),
+        _ => None,
     };
     let arch = cfg.open.platform.architecture.clone();
     let target = output_spec(&cfg.target, base.as_ref(), &arch)?;
@@ -493,34 +494,34 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         legacy_firstboot: target.has_legacy_firstboot(),
     };
     let ours = units::config(&delivery).render(target.spec)?;
-    let merged = match &base {
+    let mut merged = match base {
         Some(b) => {
             let (m, n) = merge::merge(b, &ours, target.spec, cfg.force)?;
             notes.extend(n);
             m
         }
-        None => ours,
+        None => Document::from_value(ours),
     };
-    let report = schema::validate(&merged, target.spec);
+    let report = merged.validate(&Schema::load(target.spec));
     if !report.is_clean() {
         bail!(
             "internal error: the config is not valid spec {}: {report:?}",
             target.spec
         );
     }
-    let rendered = ignition::to_bytes(&merged);
     let mut t = cfg.ign.temp_file()?;
-    let size = if cfg.remote.is_none() {
-        let mut w = std::io::BufWriter::new(t.as_file_mut());
-        let n = ignition::write_streamed(&rendered, gz.file.reopen()?, gz.len, &mut w)
-            .with_context(|| format!("writing {}", cfg.ign))?;
-        w.flush().with_context(|| format!("writing {}", cfg.ign))?;
-        n
-    } else {
-        t.write_all(&rendered)
-            .with_context(|| format!("writing {}", cfg.ign))?;
-        rendered.len() as u64
-    };
+    let mut w = std::io::BufWriter::new(t.as_file_mut());
+    match cfg.remote {
+        None => {
+            let write = |s: &mut ignition::Splice<_>| merged.write(s).map_err(Into::into);
+            ignition::write_streamed(write, gz.file.reopen()?, gz.len, &mut w).map(drop)
+        }
+        Some(_) => merged.write(&mut w).map_err(Into::into),
+    }
+    .and_then(|()| Ok(w.flush()?))
+    .with_context(|| format!("writing {}", cfg.ign))?;
+    drop(w);
+    let size = t.as_file().metadata()?.len();
     if target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
         notes.push(v2_size_warning(size));
     }
