@@ -494,7 +494,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         legacy_firstboot: target.has_legacy_firstboot(),
     };
     let ours = units::config(&delivery).render(target.spec)?;
-    let mut merged = match base {
+    let merged = match base {
         Some(b) => {
             let (m, n) = merge::merge(b, &ours, target.spec, cfg.force)?;
             notes.extend(n);

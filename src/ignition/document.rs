@@ -8,6 +8,7 @@
 //! Written out, a document gives the same bytes as [`super::to_bytes`] of the same
 //! config as a [`Value`]: pretty, keys in their order, entries in theirs.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -89,20 +90,21 @@ enum Text<'a> {
 #[derive(Debug)]
 pub struct Entry<'a> {
     text: Text<'a>,
-    id: Option<Box<str>>,
+    /// Borrowed from the raw text unless the text escapes it.
+    id: Option<Cow<'a, str>>,
 }
 
 impl<'a> Entry<'a> {
     /// An entry this tool made.
     pub fn made(kind: Kind, v: Value) -> Entry<'a> {
-        let id = v[kind.id_key()].as_str().map(Box::from);
+        let id = v[kind.id_key()].as_str().map(|s| Cow::Owned(s.to_string()));
         Entry {
             text: Text::Made(Box::new(v)),
             id,
         }
     }
 
-    /// The entry's path (nodes) or name (units), once indexed.
+    /// The entry's path (nodes) or name (units), when it is a string.
     pub fn id(&self) -> Option<&str> {
         self.id.as_deref()
     }
@@ -165,6 +167,31 @@ impl<'de> DeserializeSeed<'de> for Borrowed {
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         <&RawValue>::deserialize(d)
     }
+}
+
+/// The keys that name entries, borrowed where the text does not escape them.
+#[derive(Deserialize)]
+struct Ids<'a> {
+    #[serde(borrow, default)]
+    path: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+}
+
+/// The path or name of an entry (`v` is `raw` parsed), borrowed from `raw` if it can be.
+fn id_of<'a>(kind: Kind, raw: &'a RawValue, v: &Value) -> Option<Cow<'a, str>> {
+    let want = v[kind.id_key()].as_str()?;
+    let borrowed = serde_json::from_str::<Ids>(raw.get())
+        .ok()
+        .and_then(|ids| {
+            if kind == Kind::Units {
+                ids.name
+            } else {
+                ids.path
+            }
+        })
+        .filter(|id| id == want);
+    Some(borrowed.unwrap_or_else(|| Cow::Owned(want.to_string())))
 }
 
 fn is_object(raw: &RawValue) -> bool {
@@ -261,7 +288,7 @@ impl<'a> Document<'a> {
                         let v: Value = p.parse(r.get())?;
                         entries.push(Entry {
                             text: Text::Raw(r),
-                            id: v[kind.id_key()].as_str().map(Box::from),
+                            id: id_of(kind, r, &v),
                         });
                     }
                     self.entries[kind.slot()] = entries;
@@ -309,6 +336,18 @@ impl<'a> Document<'a> {
         std::mem::take(&mut self.entries[kind.slot()])
     }
 
+    /// Keeps the entries of one array that `keep` keeps, in place.
+    pub fn retain(&mut self, kind: Kind, keep: impl FnMut(&Entry<'a>) -> bool) {
+        self.entries[kind.slot()].retain(keep);
+    }
+
+    /// Adds entries at the end of one array, creating it as [`Document::put`] does.
+    pub fn append(&mut self, kind: Kind, entries: Vec<Entry<'a>>) {
+        let mut all = self.take(kind);
+        all.extend(entries);
+        self.put(kind, all);
+    }
+
     /// Sets the entries of one array, creating the section and the array (at the end of
     /// their objects) when the config has none.
     pub fn put(&mut self, kind: Kind, entries: Vec<Entry<'a>>) {
@@ -338,13 +377,12 @@ impl<'a> Document<'a> {
             .is_some_and(Value::is_array)
     }
 
-    /// Checks the config against `spec`'s schema, entry by entry, and records the key
-    /// that identifies each entry. Pointers name entries by index, as a check of the
-    /// whole config would.
-    pub fn validate(&mut self, schema: &Schema) -> Report {
+    /// Checks the config against `spec`'s schema, entry by entry. Pointers name entries
+    /// by index, as a check of the whole config would.
+    pub fn validate(&self, schema: &Schema) -> Report {
         let mut report = schema.validate(&self.skeleton);
         for kind in Kind::ALL {
-            for (i, e) in self.entries[kind.slot()].iter_mut().enumerate() {
+            for (i, e) in self.entries(kind).iter().enumerate() {
                 let at = format!("/{}/{}/{i}", kind.section(), kind.key());
                 let v;
                 let value = match &e.text {
@@ -354,16 +392,16 @@ impl<'a> Document<'a> {
                     }
                     Text::Made(v) => &**v,
                 };
+                debug_assert_eq!(e.id(), value[kind.id_key()].as_str());
                 schema.validate_entry(kind.section(), kind.key(), value, &at, &mut report);
-                e.id = value[kind.id_key()].as_str().map(Box::from);
             }
         }
         report
     }
 
-    /// The rules Ignition applies beyond the schema ([`rules`]), on the keys recorded
-    /// by [`Document::validate`]: paths and unit names only, with each unit's drop-ins
-    /// read one unit at a time.
+    /// The rules Ignition applies beyond the schema ([`rules`]), on the paths and unit
+    /// names recorded when the entries were read, with each unit's drop-ins read one
+    /// unit at a time.
     pub fn rules(&self) -> Vec<String> {
         let nodes = Kind::NODES
             .into_iter()

@@ -251,39 +251,39 @@ fn merge_nodes<'a>(
         .flat_map(|k| ours.each(k).map(move |v| (k, v)))
         .collect();
     for kind in Kind::NODES {
-        if !merged.has(kind) {
-            continue;
-        }
-        let mut kept = Vec::new();
-        for n in merged.take(kind) {
-            let path = n.id().unwrap_or("").to_string();
-            match ours_nodes
+        let mut conflict = None;
+        merged.retain(kind, |n| {
+            let path = n.id().unwrap_or("");
+            let Some((k, o)) = ours_nodes
                 .iter()
-                .find(|(_, o)| key(o, "path") == Some(&path))
-            {
-                Some((k, o)) if *k == kind && *o == n.value() => continue,
-                Some((k, _)) if *k == kind && is_ours(&path) => notes.push(format!(
+                .find(|(_, o)| key(o, "path") == Some(path))
+            else {
+                return true;
+            };
+            if conflict.is_some() || *k == kind && *o == n.value() {
+                // Already failed, or the same entry: ours is added below.
+            } else if *k == kind && is_ours(path) {
+                notes.push(format!(
                     "replaced {path} from an earlier run with this one's"
-                )),
-                Some(_) if !force => {
-                    return Err(MergeError::Conflict {
-                        what: format!("path {path}"),
-                    })
-                }
-                Some(_) => notes.push(format!("replaced {path} from the base (--force)")),
-                None => kept.push(n),
+                ));
+            } else if !force {
+                conflict = Some(MergeError::Conflict {
+                    what: format!("path {path}"),
+                });
+            } else {
+                notes.push(format!("replaced {path} from the base (--force)"));
             }
+            false
+        });
+        if let Some(e) = conflict {
+            return Err(e);
         }
-        merged.put(kind, kept);
     }
     for kind in [Kind::Files, Kind::Links] {
         let mine = ours.take(kind);
-        if mine.is_empty() {
-            continue;
+        if !mine.is_empty() {
+            merged.append(kind, mine);
         }
-        let mut all = merged.take(kind);
-        all.extend(mine);
-        merged.put(kind, all);
     }
     Ok(())
 }

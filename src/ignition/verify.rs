@@ -145,7 +145,7 @@ pub fn verify(
     remote_payload: Option<&Path>,
     spool: &Path,
 ) -> Result<Verified> {
-    let mut doc = Document::parse(name, bytes)?;
+    let doc = Document::parse(name, bytes)?;
     let version = doc.version().context("no ignition.version")?;
     let spec: SpecVersion = version.parse()?;
     let mut v = Verified {
@@ -157,7 +157,7 @@ pub fn verify(
         passed: Vec::new(),
         problems: Vec::new(),
     };
-    check_spec(&mut doc, spec, &mut v);
+    check_spec(&doc, spec, &mut v);
     let cfg = doc.view(is_checked);
     check_modes(&doc, &cfg, spec, &mut v);
     let payload = match file(&cfg, PAYLOAD_PATH) {
@@ -177,7 +177,7 @@ pub fn verify(
 }
 
 /// The schema of the config's spec, entry by entry, and Ignition's rules.
-fn check_spec(doc: &mut Document, spec: SpecVersion, v: &mut Verified) {
+fn check_spec(doc: &Document, spec: SpecVersion, v: &mut Verified) {
     let report = doc.validate(&Schema::load(spec));
     if report.is_clean() {
         v.passed
