@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::schema::{Report, Schema};
-use super::{rules, ParseError, SpecVersion};
+use super::{rules, ParseError};
 
 /// One of the entry arrays a document keeps per entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -369,14 +369,6 @@ impl<'a> Document<'a> {
         self.entries[kind.slot()] = entries;
     }
 
-    /// Whether the config has the array at all (possibly empty).
-    pub fn has(&self, kind: Kind) -> bool {
-        self.skeleton
-            .get(kind.section())
-            .and_then(|s| s.get(kind.key()))
-            .is_some_and(Value::is_array)
-    }
-
     /// Checks the config against `spec`'s schema, entry by entry. Pointers name entries
     /// by index, as a check of the whole config would.
     pub fn validate(&self, schema: &Schema) -> Report {
@@ -428,12 +420,26 @@ impl<'a> Document<'a> {
         self.entries(kind).iter().map(Entry::value)
     }
 
-    /// The first entry of an array whose path or name is `id`.
-    pub fn find(&self, kind: Kind, id: &str) -> Option<Value> {
-        self.entries(kind)
-            .iter()
-            .find(|e| e.id() == Some(id))
-            .map(Entry::value)
+    /// A small value of the config: the skeleton with only the entries `keep` picks
+    /// (by kind and id), in their order.
+    pub fn view(&self, keep: impl Fn(Kind, &str) -> bool) -> Value {
+        let mut v = self.skeleton.clone();
+        for kind in Kind::ALL {
+            let picked: Vec<Value> = self
+                .entries(kind)
+                .iter()
+                .filter(|e| e.id().is_some_and(|id| keep(kind, id)))
+                .map(Entry::value)
+                .collect();
+            if let Some(arr) = v
+                .get_mut(kind.section())
+                .and_then(|s| s.get_mut(kind.key()))
+                .and_then(Value::as_array_mut)
+            {
+                *arr = picked;
+            }
+        }
+        v
     }
 
     /// Writes the config as [`super::to_bytes`] writes its value.
@@ -509,44 +515,11 @@ impl Serialize for Document<'_> {
     }
 }
 
-/// Reads the entries a caller needs without the whole document as a value.
-impl<'a> Document<'a> {
-    /// A small value of the config: the skeleton with only the entries `keep` picks
-    /// (by kind and id), in their order.
-    pub fn view(&self, keep: impl Fn(Kind, &str) -> bool) -> Value {
-        let mut v = self.skeleton.clone();
-        for kind in Kind::ALL {
-            let picked: Vec<Value> = self
-                .entries(kind)
-                .iter()
-                .filter(|e| e.id().is_some_and(|id| keep(kind, id)))
-                .map(Entry::value)
-                .collect();
-            if let Some(arr) = v
-                .get_mut(kind.section())
-                .and_then(|s| s.get_mut(kind.key()))
-                .and_then(Value::as_array_mut)
-            {
-                *arr = picked;
-            }
-        }
-        v
-    }
-}
-
 /// Schema problems and unknown keys as one list of lines.
 pub fn report_lines(report: Report, unknown: impl Fn(&str) -> String) -> Vec<String> {
     let mut lines = report.errors;
     lines.extend(report.unknown_keys.iter().map(|k| unknown(k)));
     lines
-}
-
-/// The spec `version` names for validation: 2.0 and 2.1 are read as 2.2.
-pub fn spec_for_checks(version: &str) -> Option<SpecVersion> {
-    match version {
-        "2.0.0" | "2.1.0" => Some(SpecVersion::V2_2),
-        v => v.parse().ok(),
-    }
 }
 
 #[cfg(test)]
@@ -604,8 +577,8 @@ mod tests {
             "systemd": {"units": [{"name": "a.service"}, {"name": "a.service"}]}
         })
         .to_string();
-        let mut doc = Document::parse("t", t.as_bytes()).unwrap();
-        let r = doc.validate(&Schema::load(SpecVersion::V3_2));
+        let doc = Document::parse("t", t.as_bytes()).unwrap();
+        let r = doc.validate(&Schema::load(super::super::SpecVersion::V3_2));
         assert_eq!(r.unknown_keys, ["/storage/files/2/filesystem"]);
         assert_eq!(r.errors.len(), 1, "{r:?}");
         assert!(r.errors[0].starts_with("/storage/files/1/path"), "{r:?}");
