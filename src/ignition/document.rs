@@ -86,7 +86,7 @@ enum Text<'a> {
     Made(Box<Value>),
 }
 
-/// One entry of an array, with the key that identifies it once the document is indexed.
+/// One entry of an array, with the key that identifies it (its path, or a unit's name).
 #[derive(Debug)]
 pub struct Entry<'a> {
     text: Text<'a>,
@@ -395,9 +395,11 @@ impl<'a> Document<'a> {
     /// names recorded when the entries were read, with each unit's drop-ins read one
     /// unit at a time.
     pub fn rules(&self) -> Vec<String> {
-        let nodes = Kind::NODES
-            .into_iter()
-            .flat_map(|kind| self.entries(kind).iter().map(move |e| (kind.key(), e.id())));
+        let of = |kind: Kind| self.entries(kind).iter().map(move |e| (kind.key(), e.id()));
+        // Chained (not flattened), so that the rules know how many nodes come.
+        let nodes = of(Kind::Files)
+            .chain(of(Kind::Directories))
+            .chain(of(Kind::Links));
         let mut problems = rules::check_nodes(nodes);
         let mut names = HashSet::new();
         for e in self.entries(Kind::Units) {
