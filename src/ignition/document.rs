@@ -445,9 +445,13 @@ impl<'a> Document<'a> {
     }
 
     /// Writes the config as [`super::to_bytes`] writes its value.
+    /// It writes in large pieces whatever `out` is (the serialiser writes token by token).
     pub fn write(&self, out: &mut impl std::io::Write) -> serde_json::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, self)?;
-        out.write_all(b"\n").map_err(serde_json::Error::io)
+        use std::io::Write;
+        let mut buf = std::io::BufWriter::with_capacity(1 << 16, out);
+        serde_json::to_writer_pretty(&mut buf, self)?;
+        buf.write_all(b"\n").map_err(serde_json::Error::io)?;
+        buf.flush().map_err(serde_json::Error::io)
     }
 }
 
