@@ -202,19 +202,6 @@ fn parsed(raw: &RawValue) -> Value {
     serde_json::from_str(raw.get()).expect("raw values were parsed once")
 }
 
-fn parse_error(name: &str, e: serde_json::Error) -> ParseError {
-    let full = e.to_string();
-    ParseError {
-        name: name.to_string(),
-        line: e.line(),
-        column: e.column(),
-        msg: match full.rfind(" at line ") {
-            Some(i) => full[..i].to_string(),
-            None => full,
-        },
-    }
-}
-
 /// Moves an error's place in `part` (a slice of `whole`) to its place in `whole`.
 fn placed(mut err: ParseError, whole: &[u8], part: &str) -> ParseError {
     let offset = (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize);
@@ -239,7 +226,8 @@ struct Parser<'n, 'a> {
 
 impl<'a> Parser<'_, 'a> {
     fn parse<T: Deserialize<'a>>(&self, text: &'a str) -> Result<T, ParseError> {
-        serde_json::from_str(text).map_err(|e| placed(parse_error(self.name, e), self.whole, text))
+        serde_json::from_str(text)
+            .map_err(|e| placed(ParseError::new(self.name, e), self.whole, text))
     }
 }
 
@@ -249,7 +237,8 @@ impl<'a> Document<'a> {
     /// value later.
     pub fn parse(name: &str, bytes: &'a [u8]) -> Result<Document<'a>, ParseError> {
         // Checks the whole text first, so that errors are named where they are.
-        let raw: &'a RawValue = serde_json::from_slice(bytes).map_err(|e| parse_error(name, e))?;
+        let raw: &'a RawValue =
+            serde_json::from_slice(bytes).map_err(|e| ParseError::new(name, e))?;
         let p = Parser { name, whole: bytes };
         let mut doc = Document {
             skeleton: Value::Null,

@@ -386,20 +386,25 @@ pub struct ParseError {
     pub msg: String,
 }
 
-/// Parses a config's JSON, naming the line and column of any error.
-pub fn parse_json(name: &str, bytes: &[u8]) -> Result<Value, ParseError> {
-    serde_json::from_slice(bytes).map_err(|e| ParseError {
-        name: name.to_string(),
-        line: e.line(),
-        column: e.column(),
-        msg: {
-            let full = e.to_string();
-            match full.rfind(" at line ") {
+impl ParseError {
+    /// The error serde_json gives for `name`, its place split out of the message.
+    pub fn new(name: &str, e: serde_json::Error) -> ParseError {
+        let full = e.to_string();
+        ParseError {
+            name: name.to_string(),
+            line: e.line(),
+            column: e.column(),
+            msg: match full.rfind(" at line ") {
                 Some(i) => full[..i].to_string(),
                 None => full,
-            }
-        },
-    })
+            },
+        }
+    }
+}
+
+/// Parses a config's JSON, naming the line and column of any error.
+pub fn parse_json(name: &str, bytes: &[u8]) -> Result<Value, ParseError> {
+    serde_json::from_slice(bytes).map_err(|e| ParseError::new(name, e))
 }
 
 /// The `ignition.version` of a config, as written.
