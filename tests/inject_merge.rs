@@ -65,6 +65,20 @@ fn inject_with_base(boot: &str, base: &[u8], extra: &[&str]) -> Out {
     run(&args, base, &std::env::temp_dir())
 }
 
+/// `verify - EXTRA` passes on `cfg`, or the test fails with what it printed.
+fn assert_verifies(cfg: &[u8], extra: &[&str]) {
+    let mut args = vec!["verify", "-"];
+    args.extend(extra);
+    let verified = run(&args, cfg, &std::env::temp_dir());
+    assert_eq!(
+        verified.code,
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
+        verified.stderr
+    );
+}
+
 const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
 const PULL: &str = "machine-config-daemon-pull.service";
 
@@ -114,18 +128,7 @@ fn base_is_kept_and_mco_units_get_our_dropins() {
             out.stderr
         );
     }
-    let verified = run(
-        &["verify", "-", "--bootimage", "4.8"],
-        &out.stdout,
-        &std::env::temp_dir(),
-    );
-    assert_eq!(
-        verified.code,
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&verified.stdout),
-        verified.stderr
-    );
+    assert_verifies(&out.stdout, &["--bootimage", "4.8"]);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.ign");
     fs::write(&p, &out.stdout).unwrap();
@@ -732,14 +735,7 @@ fn large_bases_are_merged_entry_by_entry_to_the_same_bytes() {
     );
 
     // It verifies, and re-injecting it gives the same bytes.
-    let verified = run(&["verify", "-"], &out.stdout, &std::env::temp_dir());
-    assert_eq!(
-        verified.code,
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&verified.stdout),
-        verified.stderr
-    );
+    assert_verifies(&out.stdout, &[]);
     let again = inject_with_base("4.8", &out.stdout, &[]);
     assert_eq!(again.code, Some(0), "{}", again.stderr);
     assert!(
