@@ -189,13 +189,22 @@ pub fn ignition_config(data: &[u8]) {
         if let Some(spec) = declared {
             let _ = schema::validate(&v, spec);
         }
+        let doc = ignition::document::Document::parse("fuzz", data)
+            .expect("what parses as a value parses lean");
+        let mut lean = Vec::new();
+        doc.write(&mut lean).expect("writing to memory");
+        assert!(
+            lean == ignition::to_bytes(&v),
+            "a lean config writes other bytes"
+        );
         for (spec, ours) in ours() {
             if Some(*spec) != declared && ![SpecVersion::V2_2, SpecVersion::V3_4].contains(spec) {
                 continue;
             }
             for force in [false, true] {
-                if let Ok((merged, _)) = merge::merge(&v, ours, *spec, force) {
-                    let _ = ignition::to_bytes(&merged);
+                let doc = ignition::document::Document::parse("fuzz", data).expect("parsed above");
+                if let Ok((merged, _)) = merge::merge(doc, ours, *spec, force) {
+                    let _ = merged.write(&mut Vec::new());
                 }
             }
         }

@@ -8,8 +8,10 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::elf;
+use crate::ignition::document::Document;
+use crate::ignition::schema::Schema;
 use crate::ignition::units::{self, Delivery};
-use crate::ignition::{self, merge, schema, verify, Source, SpecVersion};
+use crate::ignition::{self, merge, verify, Source, SpecVersion};
 use crate::image::layer::normalize_name;
 use crate::image::{ImageInfo, ImageRef};
 use crate::inspect::{self, Inspection};
@@ -173,7 +175,7 @@ pub fn choose(
 
 /// The output spec: `--spec`, else the base's own spec when the bootimage reads it and
 /// it is newer than the default, else the table's default.
-fn output_spec(t: &TargetArgs, base: Option<&Value>, arch: &str) -> Result<Target> {
+fn output_spec(t: &TargetArgs, base: Option<&Document>, arch: &str) -> Result<Target> {
     let default = Target::new(t.bootimage, t.spec, t.rhel, arch)?;
     if t.spec.is_some() {
         return Ok(default);
@@ -223,13 +225,19 @@ fn provenance(
 /// merge (with the base) → validate → write. Nothing is written unless every stage
 /// succeeded.
 pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
-    let mut plan = plan(cfg)?;
+    // The base stays as read; its entries are parsed one at a time (docs/inject.md).
+    let base_bytes = cfg.base.as_ref().map(Input::read).transpose()?;
+    let base = match (&cfg.base, &base_bytes) {
+        (Some(input), Some(bytes)) => Some(Document::parse(&input.to_string(), bytes)?),
+        _ => None,
+    };
+    let mut plan = plan(cfg, base.as_ref())?;
     let Rendered {
         config,
         payload,
         staged,
     } = render(cfg, &mut plan)?;
-    let (config, notes) = merge_base(cfg, &plan, config)?;
+    let (config, notes) = merge_base(cfg, &plan, base, config)?;
     validate(&config, plan.target.spec)?;
     let written = write(cfg, &plan, staged, &payload, &config)?;
     let bin = plan.chosen();
@@ -250,7 +258,6 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
 
 /// What `inject` settled before rendering anything.
 struct Plan {
-    base: Option<Value>,
     target: Target,
     ins: Inspection,
     choice: Choice,
@@ -266,12 +273,11 @@ impl Plan {
     }
 }
 
-/// The plan: the base config, the target (the base may raise its spec), the image and
-/// the build chosen for the target.
-fn plan(cfg: &InjectConfig) -> Result<Plan> {
-    let base = read_base(cfg.base.as_ref())?;
+/// The plan: the target (the base may raise its spec), the image and the build chosen
+/// for the target.
+fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
     let arch = cfg.open.platform.architecture.clone();
-    let target = output_spec(&cfg.target, base.as_ref(), &arch)?;
+    let target = output_spec(&cfg.target, base, &arch)?;
     let binary_path = normalized_binary_path(cfg.binary_path.as_deref())?;
     let img = transport::open(&cfg.image, &cfg.open)?;
     // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
@@ -301,22 +307,12 @@ fn plan(cfg: &InjectConfig) -> Result<Plan> {
     log::info!("chose {}", bin.path);
     let followed = follower.finish(bin.content.file.path());
     Ok(Plan {
-        base,
         target,
         ins,
         choice,
         spool,
         followed,
     })
-}
-
-/// The `--base` config, parsed.
-fn read_base(base: Option<&Input>) -> Result<Option<Value>> {
-    let Some(input) = base else {
-        return Ok(None);
-    };
-    let bytes = input.read()?;
-    Ok(Some(ignition::parse_json(&input.to_string(), &bytes)?))
 }
 
 /// `--binary-path`, absolute and normalised.
@@ -413,9 +409,14 @@ fn stage_payload(
 
 /// Our config merged into the base, if any, with merge's notes; the base entries
 /// `--force` replaced are warnings.
-fn merge_base(cfg: &InjectConfig, plan: &Plan, ours: Value) -> Result<(Value, Vec<String>)> {
-    let Some(base) = &plan.base else {
-        return Ok((ours, Vec::new()));
+fn merge_base<'a>(
+    cfg: &InjectConfig,
+    plan: &Plan,
+    base: Option<Document<'a>>,
+    ours: Value,
+) -> Result<(Document<'a>, Vec<String>)> {
+    let Some(base) = base else {
+        return Ok((Document::from_value(ours), Vec::new()));
     };
     let (merged, merge_notes) = merge::merge(base, &ours, plan.target.spec, cfg.force)?;
     let mut notes = Vec::new();
@@ -429,8 +430,8 @@ fn merge_base(cfg: &InjectConfig, plan: &Plan, ours: Value) -> Result<(Value, Ve
 }
 
 /// The config against its spec's schema: a failure is a bug of ours.
-fn validate(config: &Value, spec: SpecVersion) -> Result<()> {
-    let report = schema::validate(config, spec);
+fn validate(config: &Document, spec: SpecVersion) -> Result<()> {
+    let report = config.validate(&Schema::load(spec));
     if !report.is_clean() {
         bail!("internal error: the config is not valid spec {spec}: {report:?}");
     }
@@ -451,28 +452,22 @@ fn write(
     plan: &Plan,
     mut staged: Vec<(Output, tempfile::NamedTempFile)>,
     gz: &Payload,
-    config: &Value,
+    config: &Document,
 ) -> Result<Written> {
-    let rendered = ignition::to_bytes(config);
     let mut t = cfg.ign.temp_file()?;
     // The config's sha256 is taken as it is written.
     let mut w: HashWriter<_, sha2::Sha256> =
         HashWriter::new(std::io::BufWriter::new(t.as_file_mut()));
-    let size = if cfg.remote.is_none() {
-        ignition::write_streamed(&rendered, gz.file.reopen()?, gz.len, &mut w)
-            .with_context(|| format!("writing {}", cfg.ign))?
-    } else {
-        w.write_all(&rendered)
-            .with_context(|| format!("writing {}", cfg.ign))?;
-        rendered.len() as u64
-    };
-    w.flush().with_context(|| format!("writing {}", cfg.ign))?;
-    if w.len != size {
-        bail!(
-            "internal error: wrote {} bytes of config, expected {size}",
-            w.len
-        );
+    match cfg.remote {
+        None => {
+            let write = |s: &mut ignition::Splice<_>| config.write(s).map_err(Into::into);
+            ignition::write_streamed(write, gz.file.reopen()?, gz.len, &mut w).map(drop)
+        }
+        Some(_) => config.write(&mut w).map_err(Into::into),
     }
+    .and_then(|()| Ok(w.flush()?))
+    .with_context(|| format!("writing {}", cfg.ign))?;
+    let size = w.len;
     let sha256 = w.hex();
     log::info!("config written: {size} bytes");
     if plan.target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
@@ -748,7 +743,8 @@ mod tests {
             "systemd": {"units": [{"name": "machine-config-daemon-firstboot.service",
                                    "mask": true}]}
         });
-        let (_, notes) = merge::merge(&base, &ours, SpecVersion::V3_2, true).unwrap();
+        let (_, notes) =
+            merge::merge(Document::from_value(base), &ours, SpecVersion::V3_2, true).unwrap();
         let (warned, noted): (Vec<_>, Vec<_>) = notes
             .iter()
             .map(|n| forced_base_change(n.clone()))

@@ -523,3 +523,68 @@ fn bundled_spec3_schemas_match_the_shared_copies() {
         );
     }
 }
+
+/// A base of thousands of entries, merged lean (`--base`), is valid for the real
+/// Ignition and applies: every base file, directory, link and unit lands, and ours too.
+#[test]
+fn a_large_merged_base_validates_and_applies() {
+    require_real_tools();
+    const FILES: usize = 3000;
+    let dirs = FILES / 100;
+    let base = serde_json::json!({
+        "ignition": {"version": "3.2.0"},
+        "storage": {
+            "directories": (0..dirs).map(|d| serde_json::json!({"path": format!("/etc/big/d{d:02}"), "mode": 488})).collect::<Vec<_>>(),
+            "files": (0..FILES).map(|i| serde_json::json!({
+                "path": format!("/etc/big/d{:02}/f{i:04}", i % dirs),
+                "mode": 416,
+                "contents": {"source": format!("data:,file%20{i}")}
+            })).collect::<Vec<_>>(),
+            "links": (0..dirs).map(|d| serde_json::json!({"path": format!("/etc/big/l{d:02}"), "target": format!("/etc/big/d{d:02}")})).collect::<Vec<_>>()
+        },
+        "systemd": {"units": (0..3).map(|u| serde_json::json!({
+            "name": format!("big-{u}.service"),
+            "enabled": true,
+            "contents": "[Unit]\nDescription=big\n[Service]\nType=oneshot\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+        })).collect::<Vec<_>>()}
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let base_path = dir.path().join("base.ign");
+    fs::write(&base_path, serde_json::to_vec(&base).unwrap()).unwrap();
+    let reference = fixture("mco-4.16").reference("oci");
+    let cfg_path = dir.path().join("out.ign");
+    let r = mcd_inject([
+        "inject",
+        "--image",
+        &reference,
+        "--bootimage",
+        "4.16",
+        "--ign",
+        cfg_path.to_str().unwrap(),
+        "--base",
+        base_path.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.describe());
+    let (ok, text) = run(Command::new("ignition-validate").arg(&cfg_path));
+    assert!(ok && text.is_empty(), "ignition-validate said: {text}");
+    let root = os_root(dir.path());
+    ignition_apply(&cfg_path, &root);
+    let cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+    check_applied_root(&root, &payload_sha256(&cfg), false);
+    for i in [0, 1234, FILES - 1] {
+        let f = root.join(format!("etc/big/d{:02}/f{i:04}", i % dirs));
+        assert_eq!(fs::read_to_string(&f).unwrap(), format!("file {i}"));
+        assert_eq!(mode(&f), 0o640);
+    }
+    assert_eq!(fs::read_dir(root.join("etc/big/d07")).unwrap().count(), 100);
+    assert_eq!(mode(&root.join("etc/big/d07")), 0o750);
+    assert_eq!(
+        fs::read_link(root.join("etc/big/l07")).unwrap(),
+        Path::new("/etc/big/d07")
+    );
+    // Ignition enables units through a preset file, applied at first boot.
+    let (ok, text) = systemctl(&root, &["preset", "big-2.service"]);
+    assert!(ok, "systemctl preset: {text}");
+    let (ok, text) = systemctl(&root, &["is-enabled", "big-2.service"]);
+    assert!(ok && text.trim() == "enabled", "big-2.service: {text}");
+}

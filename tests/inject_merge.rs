@@ -65,6 +65,20 @@ fn inject_with_base(boot: &str, base: &[u8], extra: &[&str]) -> Out {
     run(&args, base, &std::env::temp_dir())
 }
 
+/// `verify - EXTRA` passes on `cfg`, or the test fails with what it printed.
+fn assert_verifies(cfg: &[u8], extra: &[&str]) {
+    let mut args = vec!["verify", "-"];
+    args.extend(extra);
+    let verified = run(&args, cfg, &std::env::temp_dir());
+    assert_eq!(
+        verified.code,
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
+        verified.stderr
+    );
+}
+
 const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
 const PULL: &str = "machine-config-daemon-pull.service";
 
@@ -114,12 +128,7 @@ fn base_is_kept_and_mco_units_get_our_dropins() {
             out.stderr
         );
     }
-    let verified = run(
-        &["verify", "-", "--bootimage", "4.8"],
-        &out.stdout,
-        &std::env::temp_dir(),
-    );
-    assert_eq!(verified.code, Some(0), "{}", verified.stderr);
+    assert_verifies(&out.stdout, &["--bootimage", "4.8"]);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.ign");
     fs::write(&p, &out.stdout).unwrap();
@@ -653,4 +662,136 @@ fn verify_refuses_configs_whose_first_boot_runs_the_mcd_wrongly() {
             );
         }
     }
+}
+
+/// A base of `files` files in `files / 100` directories, as many links, and a unit per
+/// thousand files, plus MCO's firstboot unit: the shape of an installer's large base.
+fn large_base(files: usize) -> Value {
+    let dirs = files / 100;
+    json!({
+        "ignition": {"version": "3.2.0"},
+        "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAA"]}]},
+        "storage": {
+            "directories": (0..dirs).map(|d| json!({"path": format!("/etc/big/d{d:04}"), "mode": 493})).collect::<Vec<_>>(),
+            "files": (0..files).map(|i| json!({
+                "path": format!("/etc/big/d{:04}/f{i:06}", i % dirs),
+                "mode": 420,
+                "contents": {"source": format!("data:,file%20{i}")}
+            })).collect::<Vec<_>>(),
+            "links": (0..dirs).map(|d| json!({"path": format!("/etc/big/l{d:04}"), "target": format!("/etc/big/d{d:04}")})).collect::<Vec<_>>()
+        },
+        "systemd": {"units": (0..files / 1000).map(|u| json!({
+            "name": format!("big-{u:03}.service"),
+            "enabled": true,
+            "contents": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
+            "dropins": [{"name": "10-big.conf", "contents": "[Service]\nEnvironment=BIG=1\n"}]
+        })).chain([json!({"name": FIRSTBOOT, "enabled": true, "contents": "[Unit]\nDescription=cluster's\n[Install]\nWantedBy=multi-user.target\n"})]).collect::<Vec<_>>()}
+    })
+}
+
+#[test]
+fn large_bases_are_merged_entry_by_entry_to_the_same_bytes() {
+    let base = large_base(20_000);
+    let compact = serde_json::to_vec(&base).unwrap();
+    let out = inject_with_base("4.8", &compact, &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    // Every base entry is kept, in order, before ours; the rest of the base as it was.
+    let arr = |v: &Value, s: &str, k: &str| v[s][k].as_array().unwrap().clone();
+    let files = arr(&cfg, "storage", "files");
+    assert_eq!(files[..20_000], arr(&base, "storage", "files")[..]);
+    assert_eq!(
+        files.len(),
+        20_003,
+        "the payload, the script and the provenance follow"
+    );
+    assert_eq!(
+        arr(&cfg, "storage", "directories"),
+        arr(&base, "storage", "directories")
+    );
+    assert_eq!(
+        arr(&cfg, "storage", "links")[..200],
+        arr(&base, "storage", "links")[..]
+    );
+    assert_eq!(cfg["passwd"], base["passwd"]);
+    let units = arr(&cfg, "systemd", "units");
+    assert_eq!(units[..20], arr(&base, "systemd", "units")[..20]);
+    let names: Vec<&str> = units[20..]
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&FIRSTBOOT) && names.contains(&PULL),
+        "{names:?}"
+    );
+
+    // The bytes are those of the merged config serialised as a whole.
+    let mut whole = serde_json::to_vec_pretty(&cfg).unwrap();
+    whole.push(b'\n');
+    assert!(
+        whole == out.stdout,
+        "the entry-by-entry writer differs from serde_json"
+    );
+
+    // It verifies, and re-injecting it gives the same bytes.
+    assert_verifies(&out.stdout, &[]);
+    let again = inject_with_base("4.8", &out.stdout, &[]);
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert!(
+        again.stdout == out.stdout,
+        "re-injecting a large base changed it"
+    );
+}
+
+#[test]
+fn large_bases_name_the_entry_that_breaks_a_rule() {
+    let refused = |base: &Value, want: &str| {
+        let out = inject_with_base("4.8", &serde_json::to_vec(base).unwrap(), &[]);
+        assert_eq!(out.code, Some(1), "{want}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(want),
+            "want {want:?} in:\n{}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty());
+    };
+    let mut base = large_base(20_000);
+    base["storage"]["files"][17_000]["mode"] = json!("644");
+    refused(&base, "/storage/files/17000/mode: expected type");
+    let mut base = large_base(20_000);
+    base["storage"]["links"][150]["hard"] = json!(1);
+    base["storage"]["files"][12_345]["owner"] = json!("core");
+    refused(&base, "unknown key /storage/files/12345/owner");
+    let mut base = large_base(20_000);
+    base["storage"]["files"][15_000]["path"] = json!("/etc/big/d0000/../f015000");
+    refused(
+        &base,
+        "\"/etc/big/d0000/../f015000\": path is not fully simplified",
+    );
+    let mut base = large_base(20_000);
+    base["storage"]["files"][19_999]["path"] = json!("/etc/big/d0003/f000003");
+    refused(
+        &base,
+        "/etc/big/d0003/f000003 is defined twice (in storage.files and storage.files)",
+    );
+    let mut base = large_base(20_000);
+    base["storage"]["links"][7]["path"] = json!("/etc/big/d0007");
+    refused(
+        &base,
+        "/etc/big/d0007 is defined twice (in storage.directories and storage.links)",
+    );
+    refused(
+        &base,
+        "storage.files /etc/big/d0007/f000007 needs /etc/big/d0007 to be a directory, but storage.links puts a link there",
+    );
+    let mut base = large_base(20_000);
+    let dropins = base["systemd"]["units"][3]["dropins"]
+        .as_array_mut()
+        .unwrap();
+    dropins.push(json!({"name": "10-big.conf"}));
+    refused(
+        &base,
+        "unit big-003.service: drop-in 10-big.conf is defined twice",
+    );
 }

@@ -4,14 +4,15 @@
 //! install unit and files replace an earlier run's; pre-4.6 MCO units are taken out.
 //! Each of these is reported; any other conflict is an error unless forced.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::document::{report_lines, Document, Entry, Kind};
+use super::schema::Schema;
 use super::units::{
     DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PROVENANCE_PATH, PULL_UNIT,
     REMOVED_MCO_UNITS, SCRIPT_PATH,
 };
-use super::{rules, schema};
-use super::{version_of, SpecVersion};
+use super::SpecVersion;
 
 /// Why a base could not be merged.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -66,31 +67,12 @@ fn base_spec(version: &str, out: SpecVersion) -> Result<SpecVersion, MergeError>
 }
 
 /// The spec a base is written in, for choosing the output spec.
-pub fn declared_spec(base: &Value) -> Option<SpecVersion> {
-    let v = version_of(base)?;
+pub fn declared_spec(base: &Document) -> Option<SpecVersion> {
+    let v = base.version()?;
     if ["2.0.0", "2.1.0"].contains(&v) {
         return Some(SpecVersion::V2_2);
     }
     v.parse().ok()
-}
-
-fn array_mut<'a>(v: &'a mut Value, section: &str, key: &str) -> &'a mut Vec<Value> {
-    let root = v.as_object_mut().expect("configs are objects");
-    let sec = root
-        .entry(section)
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !sec.is_object() {
-        *sec = Value::Object(Map::new());
-    }
-    let arr = sec
-        .as_object_mut()
-        .expect("made an object above")
-        .entry(key)
-        .or_insert_with(|| Value::Array(vec![]));
-    if !arr.is_array() {
-        *arr = Value::Array(vec![]);
-    }
-    arr.as_array_mut().expect("made an array above")
 }
 
 fn key<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
@@ -150,61 +132,76 @@ fn with_our_dropins(
     Ok(unit)
 }
 
-/// Merges `ours` (rendered for `out`) into `base`. Returns the merged config and one
-/// line per replaced or removed base entry.
-pub fn merge(
-    base: &Value,
+/// Merges `ours` (rendered for `out`) into `base`: checks the base, raises its spec,
+/// merges units and nodes, and checks the result against Ignition's rules. Returns the
+/// merged config and one line per replaced or removed base entry.
+pub fn merge<'a>(
+    mut base: Document<'a>,
     ours: &Value,
     out: SpecVersion,
     force: bool,
-) -> Result<(Value, Vec<String>), MergeError> {
-    let version = version_of(base).ok_or(MergeError::NoVersion)?;
-    let spec = base_spec(version, out)?;
-    let mut checked = base.clone();
-    if spec.is_v2() {
-        checked["ignition"]["version"] = Value::from(SpecVersion::V2_2.as_str());
-    }
-    let report = schema::validate(&checked, spec);
-    if !report.is_clean() {
-        let mut problems = report.errors;
-        problems.extend(
-            report
-                .unknown_keys
-                .into_iter()
-                .map(|k| format!("unknown key {k}")),
-        );
-        return Err(MergeError::Invalid {
-            spec: version.to_string(),
-            problems,
-        });
-    }
-    let problems = rules::check(base);
-    if !problems.is_empty() {
-        return Err(MergeError::Invalid {
-            spec: version.to_string(),
-            problems,
-        });
-    }
-
-    let mut merged = base.clone();
+) -> Result<(Document<'a>, Vec<String>), MergeError> {
+    let version = base.version().ok_or(MergeError::NoVersion)?.to_string();
+    let spec = base_spec(&version, out)?;
+    check_base(&mut base, &version, spec)?;
     let mut notes = Vec::new();
+    raise_version(&mut base, &version, out, &mut notes);
+    let mut ours = Document::from_value(ours.clone());
+    merge_units(&mut base, ours.take(Kind::Units), force, &mut notes)?;
+    merge_nodes(&mut base, &mut ours, force, &mut notes)?;
+    let problems = base.rules();
+    if !problems.is_empty() {
+        return Err(MergeError::Clash { problems });
+    }
+    Ok((base, notes))
+}
+
+/// Refuses a base that breaks its spec's schema (entry by entry) or Ignition's rules.
+fn check_base(base: &mut Document, version: &str, spec: SpecVersion) -> Result<(), MergeError> {
+    let invalid = |problems| MergeError::Invalid {
+        spec: version.to_string(),
+        problems,
+    };
+    // 2.0 and 2.1 are checked as the 2.2 they are read as.
+    let as_read = Value::from(spec.as_str());
+    let written = std::mem::replace(&mut base.skeleton["ignition"]["version"], as_read);
+    let report = base.validate(&Schema::load(spec));
+    base.skeleton["ignition"]["version"] = written;
+    if !report.is_clean() {
+        return Err(invalid(report_lines(report, |k| {
+            format!("unknown key {k}")
+        })));
+    }
+    let problems = base.rules();
+    if !problems.is_empty() {
+        return Err(invalid(problems));
+    }
+    Ok(())
+}
+
+/// Writes the output spec into a base of an older one, with a note.
+fn raise_version(base: &mut Document, version: &str, out: SpecVersion, notes: &mut Vec<String>) {
     if version != out.as_str() {
-        merged["ignition"]["version"] = Value::from(out.as_str());
+        base.skeleton["ignition"]["version"] = Value::from(out.as_str());
         notes.push(format!(
             "translated the base from spec {version} to {out} (the files, links and units it holds mean the same)"
         ));
     }
+}
 
-    // Units: MCO's keep their text and get our drop-ins; the ones only a pre-4.6 base
-    // brings go; ours replace an earlier run's.
-    let mut our_units: Vec<Value> = ours["systemd"]["units"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let base_units = array_mut(&mut merged, "systemd", "units");
+/// Units: MCO's keep their text and get our drop-ins; the ones only a pre-4.6 base
+/// brings go; ours replace an earlier run's; any other of our names needs `--force`.
+/// Kept base units come first, then ours.
+fn merge_units<'a>(
+    merged: &mut Document<'a>,
+    ours: Vec<Entry<'a>>,
+    force: bool,
+    notes: &mut Vec<String>,
+) -> Result<(), MergeError> {
+    let mut our_units: Vec<Value> = ours.iter().map(Entry::value).collect();
     let mut kept = Vec::new();
-    for u in base_units.drain(..) {
-        let name = key(&u, "name").unwrap_or("").to_string();
+    for entry in merged.take(Kind::Units) {
+        let name = entry.id().unwrap_or("").to_string();
         if REMOVED_MCO_UNITS.contains(&name.as_str()) {
             notes.push(format!(
                 "removed {name} from the base: it belongs to clusters before 4.6"
@@ -212,9 +209,10 @@ pub fn merge(
             continue;
         }
         let Some(mine) = our_units.iter_mut().find(|o| key(o, "name") == Some(&name)) else {
-            kept.push(u);
+            kept.push(entry);
             continue;
         };
+        let u = entry.value();
         if *mine == u {
             continue;
         }
@@ -225,7 +223,7 @@ pub fn merge(
             continue;
         }
         if name == FIRSTBOOT_UNIT || name == PULL_UNIT {
-            *mine = with_our_dropins(&u, mine, force, &mut notes)?;
+            *mine = with_our_dropins(&u, mine, force, notes)?;
             continue;
         }
         if !force {
@@ -235,64 +233,80 @@ pub fn merge(
         }
         notes.push(format!("replaced unit {name} from the base (--force)"));
     }
-    kept.extend(our_units);
-    *base_units = kept;
+    kept.extend(our_units.into_iter().map(|u| Entry::made(Kind::Units, u)));
+    merged.put(Kind::Units, kept);
+    Ok(())
+}
 
-    // Paths: the same path with other content is a conflict, wherever it is.
-    let ours_nodes: Vec<(&str, &Value)> = ["files", "links"]
-        .iter()
-        .flat_map(|k| {
-            ours["storage"][*k]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(move |v| (*k, v))
-        })
+/// Nodes: the same path with other content is a conflict, wherever it is; our nodes
+/// from an earlier run are replaced. Ours follow the base's, in files and links.
+fn merge_nodes<'a>(
+    merged: &mut Document<'a>,
+    ours: &mut Document<'a>,
+    force: bool,
+    notes: &mut Vec<String>,
+) -> Result<(), MergeError> {
+    let ours_nodes: Vec<(Kind, Value)> = [Kind::Files, Kind::Links]
+        .into_iter()
+        .flat_map(|k| ours.each(k).map(move |v| (k, v)))
         .collect();
-    for kind in ["files", "directories", "links"] {
-        let Some(arr) = merged
-            .get_mut("storage")
-            .and_then(|s| s.get_mut(kind))
-            .and_then(Value::as_array_mut)
-        else {
-            continue;
-        };
-        let mut kept = Vec::new();
-        for n in arr.drain(..) {
-            let path = key(&n, "path").unwrap_or("").to_string();
-            match ours_nodes
+    for kind in Kind::NODES {
+        let mut conflict = None;
+        merged.retain(kind, |n| {
+            let path = n.id().unwrap_or("");
+            let Some((k, o)) = ours_nodes
                 .iter()
-                .find(|(_, o)| key(o, "path") == Some(&path))
-            {
-                Some((k, o)) if *k == kind && **o == n => continue,
-                Some((k, _)) if *k == kind && is_ours(&path) => notes.push(format!(
+                .find(|(_, o)| key(o, "path") == Some(path))
+            else {
+                return true;
+            };
+            if conflict.is_some() || *k == kind && *o == n.value() {
+                // Already failed, or the same entry: ours is added below.
+            } else if *k == kind && is_ours(path) {
+                notes.push(format!(
                     "replaced {path} from an earlier run with this one's"
-                )),
-                Some(_) if !force => {
-                    return Err(MergeError::Conflict {
-                        what: format!("path {path}"),
-                    })
-                }
-                Some(_) => notes.push(format!("replaced {path} from the base (--force)")),
-                None => kept.push(n),
+                ));
+            } else if !force {
+                conflict = Some(MergeError::Conflict {
+                    what: format!("path {path}"),
+                });
+            } else {
+                notes.push(format!("replaced {path} from the base (--force)"));
             }
+            false
+        });
+        if let Some(e) = conflict {
+            return Err(e);
         }
-        *arr = kept;
     }
-    for (kind, node) in ours_nodes {
-        array_mut(&mut merged, "storage", kind).push(node.clone());
+    for kind in [Kind::Files, Kind::Links] {
+        let mine = ours.take(kind);
+        if !mine.is_empty() {
+            merged.append(kind, mine);
+        }
     }
-    let problems = rules::check(&merged);
-    if !problems.is_empty() {
-        return Err(MergeError::Clash { problems });
-    }
-    Ok((merged, notes))
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Merges a base given as a value, returning the written result as a value.
+    fn merge_v(
+        base: &Value,
+        ours: &Value,
+        out: SpecVersion,
+        force: bool,
+    ) -> Result<(Value, Vec<String>), MergeError> {
+        let text = base.to_string();
+        let doc = Document::parse("base", text.as_bytes()).unwrap();
+        let (m, notes) = merge(doc, ours, out, force)?;
+        let mut bytes = Vec::new();
+        m.write(&mut bytes).unwrap();
+        Ok((serde_json::from_slice(&bytes).unwrap(), notes))
+    }
 
     fn ours(version: &str) -> Value {
         json!({
@@ -321,7 +335,7 @@ mod tests {
                 {"name": "kubelet.service", "enabled": true, "contents": "k"}
             ]}
         });
-        let (m, notes) = merge(&base, &ours("3.2.0"), SpecVersion::V3_2, false).unwrap();
+        let (m, notes) = merge_v(&base, &ours("3.2.0"), SpecVersion::V3_2, false).unwrap();
         assert_eq!(m["passwd"], base["passwd"]);
         assert_eq!(m["ignition"]["config"], base["ignition"]["config"]);
         let names: Vec<&str> = m["systemd"]["units"]
@@ -346,9 +360,9 @@ mod tests {
             "ignition": {"version": "3.1.0"},
             "storage": {"files": [{"path": "/var/lib/mcd-inject/x", "contents": {"source": "data:,b"}}]}
         });
-        let e = merge(&base, &ours("3.2.0"), SpecVersion::V3_2, false).unwrap_err();
+        let e = merge_v(&base, &ours("3.2.0"), SpecVersion::V3_2, false).unwrap_err();
         assert!(matches!(e, MergeError::Conflict { .. }));
-        let (m, notes) = merge(&base, &ours("3.2.0"), SpecVersion::V3_2, true).unwrap();
+        let (m, notes) = merge_v(&base, &ours("3.2.0"), SpecVersion::V3_2, true).unwrap();
         assert_eq!(m["ignition"]["version"], "3.2.0");
         assert!(notes.iter().any(|n| n.contains("translated")));
         assert!(notes.iter().any(|n| n.contains("--force")));
@@ -358,21 +372,21 @@ mod tests {
     fn refuses_other_families_and_invalid_bases() {
         let b2 = json!({"ignition": {"version": "2.2.0"}});
         assert!(matches!(
-            merge(&b2, &ours("3.2.0"), SpecVersion::V3_2, false),
+            merge_v(&b2, &ours("3.2.0"), SpecVersion::V3_2, false),
             Err(MergeError::Untranslatable { .. })
         ));
         let newer = json!({"ignition": {"version": "3.4.0"}});
         assert!(matches!(
-            merge(&newer, &ours("3.2.0"), SpecVersion::V3_2, false),
+            merge_v(&newer, &ours("3.2.0"), SpecVersion::V3_2, false),
             Err(MergeError::Untranslatable { .. })
         ));
         let bad = json!({"ignition": {"version": "3.2.0"}, "storage": {"filez": []}});
         assert!(matches!(
-            merge(&bad, &ours("3.2.0"), SpecVersion::V3_2, false),
+            merge_v(&bad, &ours("3.2.0"), SpecVersion::V3_2, false),
             Err(MergeError::Invalid { .. })
         ));
         assert_eq!(
-            merge(&json!({}), &ours("3.2.0"), SpecVersion::V3_2, false),
+            merge_v(&json!({}), &ours("3.2.0"), SpecVersion::V3_2, false),
             Err(MergeError::NoVersion)
         );
     }

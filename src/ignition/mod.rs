@@ -2,6 +2,7 @@
 //! module per spec family (`v2` for 2.2.0, `v3` for 3.0.0-3.6.0). Only this module
 //! knows spec versions.
 
+pub(crate) mod document;
 pub(crate) mod merge;
 pub(crate) mod rules;
 pub mod schema;
@@ -139,37 +140,97 @@ pub(crate) fn base64_len(n: u64) -> u64 {
     n.div_ceil(3) * 4
 }
 
-/// Writes a serialised config, replacing the one data URL that holds [`STREAM_MARK`] with
-/// the base64 of `payload`, read as it is written. Returns the bytes written.
-pub(crate) fn write_streamed(
-    rendered: &[u8],
-    mut payload: impl std::io::Read,
+/// Writes a config through `write_config`, replacing the one data URL that holds
+/// [`STREAM_MARK`] with the base64 of `payload`, read as it is written. Returns the
+/// bytes written.
+pub(crate) fn write_streamed<W: std::io::Write>(
+    write_config: impl FnOnce(&mut Splice<'_, W>) -> std::io::Result<()>,
+    payload: impl std::io::Read,
     payload_len: u64,
-    out: &mut impl std::io::Write,
+    out: W,
 ) -> anyhow::Result<u64> {
-    let mark = format!("data:;base64,{STREAM_MARK}");
-    let mut at = rendered
-        .windows(mark.len())
-        .enumerate()
-        .filter(|(_, w)| *w == mark.as_bytes())
-        .map(|(i, _)| i);
-    let (Some(start), None) = (at.next(), at.next()) else {
-        anyhow::bail!("the config must hold exactly one streamed payload");
+    let mut splice = Splice {
+        out,
+        mark: format!("data:;base64,{STREAM_MARK}").into_bytes(),
+        pending: Vec::new(),
+        payload: Some(Box::new(payload)),
+        payload_len,
+        written: 0,
     };
-    let head = start + "data:;base64,".len();
-    out.write_all(&rendered[..head])?;
-    let mut enc =
-        base64::write::EncoderWriter::new(&mut *out, &base64::engine::general_purpose::STANDARD);
-    let copied = std::io::copy(&mut payload, &mut enc)?;
-    enc.finish()?;
-    drop(enc);
-    if copied != payload_len {
-        anyhow::bail!(
-            "the payload changed while it was written ({copied} bytes, expected {payload_len})"
-        );
+    write_config(&mut splice)?;
+    splice.pass(true)?;
+    if splice.payload.is_some() {
+        anyhow::bail!("the config must hold exactly one streamed payload");
     }
-    out.write_all(&rendered[start + mark.len()..])?;
-    Ok(rendered.len() as u64 - STREAM_MARK.len() as u64 + base64_len(payload_len))
+    Ok(splice.written)
+}
+
+/// The writer [`write_streamed`] hands out: passes the config through and writes the
+/// payload's base64 where the mark is.
+pub struct Splice<'p, W> {
+    out: W,
+    mark: Vec<u8>,
+    /// Bytes not yet written that may begin the mark.
+    pending: Vec<u8>,
+    payload: Option<Box<dyn std::io::Read + 'p>>,
+    payload_len: u64,
+    written: u64,
+}
+
+impl<W: std::io::Write> Splice<'_, W> {
+    /// Writes what cannot be part of a mark (everything, at the end), splicing the
+    /// payload in at a mark.
+    fn pass(&mut self, end: bool) -> std::io::Result<()> {
+        let other = |msg: &str| std::io::Error::other(msg.to_string());
+        while let Some(i) = self
+            .pending
+            .windows(self.mark.len())
+            .position(|w| w == self.mark)
+        {
+            let head = i + "data:;base64,".len();
+            self.out.write_all(&self.pending[..head])?;
+            let mut payload = self
+                .payload
+                .take()
+                .ok_or_else(|| other("the config must hold exactly one streamed payload"))?;
+            let mut enc = base64::write::EncoderWriter::new(
+                &mut self.out,
+                &base64::engine::general_purpose::STANDARD,
+            );
+            let copied = std::io::copy(&mut payload, &mut enc)?;
+            enc.finish()?;
+            drop(enc);
+            if copied != self.payload_len {
+                return Err(other(&format!(
+                    "the payload changed while it was written ({copied} bytes, expected {})",
+                    self.payload_len
+                )));
+            }
+            self.written += head as u64 + base64_len(copied);
+            self.pending.drain(..i + self.mark.len());
+        }
+        let keep = if end {
+            0
+        } else {
+            self.pending.len().min(self.mark.len() - 1)
+        };
+        let n = self.pending.len() - keep;
+        self.out.write_all(&self.pending[..n])?;
+        self.written += n as u64;
+        self.pending.drain(..n);
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Splice<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        self.pass(false)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// A regular file to write.
@@ -337,20 +398,25 @@ pub struct ParseError {
     pub msg: String,
 }
 
-/// Parses a config's JSON, naming the line and column of any error.
-pub fn parse_json(name: &str, bytes: &[u8]) -> Result<Value, ParseError> {
-    serde_json::from_slice(bytes).map_err(|e| ParseError {
-        name: name.to_string(),
-        line: e.line(),
-        column: e.column(),
-        msg: {
-            let full = e.to_string();
-            match full.rfind(" at line ") {
+impl ParseError {
+    /// The error serde_json gives for `name`, its place split out of the message.
+    pub fn new(name: &str, e: serde_json::Error) -> ParseError {
+        let full = e.to_string();
+        ParseError {
+            name: name.to_string(),
+            line: e.line(),
+            column: e.column(),
+            msg: match full.rfind(" at line ") {
                 Some(i) => full[..i].to_string(),
                 None => full,
-            }
-        },
-    })
+            },
+        }
+    }
+}
+
+/// Parses a config's JSON, naming the line and column of any error.
+pub fn parse_json(name: &str, bytes: &[u8]) -> Result<Value, ParseError> {
+    serde_json::from_slice(bytes).map_err(|e| ParseError::new(name, e))
 }
 
 /// The `ignition.version` of a config, as written.
@@ -361,6 +427,7 @@ pub(crate) fn version_of(v: &Value) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn spec_versions_parse_and_order() {
@@ -380,19 +447,27 @@ mod tests {
     fn streamed_payloads_are_spliced_in() {
         let payload = b"\x1f\x8b any payload bytes";
         let rendered = format!(r#"{{"a":"data:;base64,{STREAM_MARK}","b":1}}"#);
-        let mut out = Vec::new();
-        let n = write_streamed(
-            rendered.as_bytes(),
-            &payload[..],
-            payload.len() as u64,
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(n, out.len() as u64);
         let want = format!(r#"{{"a":"{}","b":1}}"#, data_url(payload));
-        assert_eq!(String::from_utf8(out).unwrap(), want);
+        // Whole, and a byte at a time (a mark split over writes).
+        for piece in [rendered.len(), 1] {
+            let mut out = Vec::new();
+            let write = |w: &mut Splice<'_, &mut Vec<u8>>| {
+                rendered
+                    .as_bytes()
+                    .chunks(piece)
+                    .try_for_each(|c| w.write_all(c))
+            };
+            let n = write_streamed(write, &payload[..], payload.len() as u64, &mut out).unwrap();
+            assert_eq!(n, out.len() as u64);
+            assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
         let twice = format!("{rendered}{rendered}");
-        assert!(write_streamed(twice.as_bytes(), &payload[..], 3, &mut Vec::new()).is_err());
+        let write = |w: &mut Splice<'_, Vec<u8>>| w.write_all(twice.as_bytes());
+        assert!(write_streamed(write, &payload[..], payload.len() as u64, Vec::new()).is_err());
+        let none = |w: &mut Splice<'_, Vec<u8>>| w.write_all(b"{}");
+        assert!(write_streamed(none, &payload[..], payload.len() as u64, Vec::new()).is_err());
+        let write = |w: &mut Splice<'_, Vec<u8>>| w.write_all(rendered.as_bytes());
+        assert!(write_streamed(write, &payload[..], 3, Vec::new()).is_err());
     }
 
     #[test]

@@ -4,62 +4,104 @@
 //! a file or a link, no unit or drop-in defined twice. A config that breaks them is
 //! refused by Ignition (or fails at boot); `--base` and `verify` refuse it first.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{HashMap, HashSet};
 
+#[cfg(test)]
 use serde_json::Value;
 
 const KINDS: [&str; 3] = ["files", "directories", "links"];
 
-/// Every rule the config breaks, one line each, naming the entry.
+/// Every rule the config breaks, one line each, naming the entry (the whole-value
+/// form of the checks `Document` runs on paths and names).
+#[cfg(test)]
 pub fn check(cfg: &Value) -> Vec<String> {
-    let mut problems = Vec::new();
-    let mut kinds: BTreeMap<&str, &str> = BTreeMap::new();
-    for kind in KINDS {
-        for node in cfg["storage"][kind].as_array().into_iter().flatten() {
-            let Some(path) = node["path"].as_str() else {
-                problems.push(format!("storage.{kind}: an entry has no path"));
-                continue;
-            };
-            if let Err(why) = simplified(path) {
-                problems.push(format!("storage.{kind} {path:?}: {why}"));
-                continue;
-            }
-            if let Some(first) = kinds.insert(path, kind) {
-                problems.push(format!(
-                    "{path} is defined twice (in storage.{first} and storage.{kind}); Ignition refuses duplicate entries"
-                ));
-            }
-        }
-    }
-    for (path, kind) in &kinds {
-        for ancestor in ancestors(path) {
-            if let Some(other) = kinds.get(ancestor).filter(|k| **k != "directories") {
-                problems.push(format!(
-                    "storage.{kind} {path} needs {ancestor} to be a directory, but storage.{other} puts a {} there",
-                    if *other == "links" { "link" } else { "file" }
-                ));
-            }
-        }
-    }
-    let mut units = BTreeSet::new();
+    let nodes = KINDS.into_iter().flat_map(|kind| {
+        cfg["storage"][kind]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(move |node| (kind, node["path"].as_str()))
+    });
+    let mut problems = check_nodes(nodes);
+    let mut units = HashSet::new();
     for unit in cfg["systemd"]["units"].as_array().into_iter().flatten() {
         let name = unit["name"].as_str().unwrap_or("");
         if !units.insert(name) {
+            problems.push(duplicate_unit(name));
+        }
+        let dropins = unit["dropins"].as_array().into_iter().flatten();
+        problems.extend(check_dropins(
+            name,
+            dropins.map(|d| d["name"].as_str().unwrap_or("")),
+        ));
+    }
+    problems
+}
+
+/// The rules on node paths, for `(kind, path)` of every node in config order (`kind`
+/// is `files`, `directories` or `links`): absolute, simplified, defined once, and no
+/// node under a file or a link. Holds only the paths, so it serves large configs.
+pub fn check_nodes<'a>(
+    nodes: impl IntoIterator<Item = (&'static str, Option<&'a str>)>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let nodes = nodes.into_iter();
+    // Index into KINDS, and sized once: the map holds every node of configs of 100,000s.
+    let mut kinds: HashMap<&str, u8> = HashMap::with_capacity(nodes.size_hint().0);
+    for (kind, path) in nodes {
+        let Some(path) = path else {
+            problems.push(format!("storage.{kind}: an entry has no path"));
+            continue;
+        };
+        if let Err(why) = simplified(path) {
+            problems.push(format!("storage.{kind} {path:?}: {why}"));
+            continue;
+        }
+        let k = KINDS.iter().position(|k| *k == kind).expect("a node kind") as u8;
+        if let Some(first) = kinds.insert(path, k) {
+            let first = KINDS[usize::from(first)];
             problems.push(format!(
-                "unit {name} is defined twice; Ignition refuses duplicate entries"
+                "{path} is defined twice (in storage.{first} and storage.{kind}); Ignition refuses duplicate entries"
             ));
         }
-        let mut dropins = BTreeSet::new();
-        for d in unit["dropins"].as_array().into_iter().flatten() {
-            let dname = d["name"].as_str().unwrap_or("");
-            if !dropins.insert(dname) {
-                problems.push(format!(
-                    "unit {name}: drop-in {dname} is defined twice; Ignition refuses duplicate entries"
-                ));
+    }
+    let mut shadowed = Vec::new();
+    for (path, kind) in &kinds {
+        for ancestor in ancestors(path) {
+            let Some(other) = kinds.get(ancestor).map(|k| KINDS[usize::from(*k)]) else {
+                continue;
+            };
+            if other != "directories" {
+                shadowed.push((*path, format!(
+                    "storage.{} {path} needs {ancestor} to be a directory, but storage.{other} puts a {} there",
+                    KINDS[usize::from(*kind)],
+                    if other == "links" { "link" } else { "file" }
+                )));
             }
         }
     }
+    shadowed.sort_by(|a, b| a.0.cmp(b.0));
+    problems.extend(shadowed.into_iter().map(|(_, p)| p));
     problems
+}
+
+/// The problem of a unit defined twice.
+pub fn duplicate_unit(name: &str) -> String {
+    format!("unit {name} is defined twice; Ignition refuses duplicate entries")
+}
+
+/// The rule on one unit's drop-ins: each name once.
+pub fn check_dropins<'a>(unit: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    names
+        .into_iter()
+        .filter(|n| !seen.insert(*n))
+        .map(|dname| {
+            format!(
+                "unit {unit}: drop-in {dname} is defined twice; Ignition refuses duplicate entries"
+            )
+        })
+        .collect()
 }
 
 /// Whether a node path is absolute and fully simplified, as Ignition requires.

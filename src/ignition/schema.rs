@@ -40,10 +40,51 @@ impl Report {
 
 /// Validates a config against the schema of `spec`, with strict keys.
 pub fn validate(config: &Value, spec: SpecVersion) -> Report {
-    let root: Value = serde_json::from_str(schema_text(spec)).expect("bundled schemas parse");
-    let mut report = Report::default();
-    Validator { root: &root }.check(&root, config, "", &mut report);
-    report
+    Schema::load(spec).validate(config)
+}
+
+/// The schema of one spec, loaded once for checking a config part by part.
+pub struct Schema {
+    root: Value,
+}
+
+impl Schema {
+    /// The bundled schema of `spec`, parsed.
+    pub fn load(spec: SpecVersion) -> Schema {
+        Schema {
+            root: serde_json::from_str(schema_text(spec)).expect("bundled schemas parse"),
+        }
+    }
+
+    /// Validates a whole config, with strict keys.
+    pub fn validate(&self, config: &Value) -> Report {
+        let mut report = Report::default();
+        self.validator().check(&self.root, config, "", &mut report);
+        report
+    }
+
+    /// Validates one entry of the array `section.key` (such as `storage.files`) against
+    /// the schema of that array's items, reporting with the pointer `at`.
+    pub fn validate_entry(
+        &self,
+        section: &str,
+        key: &str,
+        entry: &Value,
+        at: &str,
+        r: &mut Report,
+    ) {
+        let v = self.validator();
+        let items = v
+            .property(&self.root, section)
+            .and_then(|s| v.property(s, key))
+            .and_then(|a| v.resolve(a).get("items"))
+            .expect("every bundled schema defines the entry arrays");
+        v.check(items, entry, at, r);
+    }
+
+    fn validator(&self) -> Validator<'_> {
+        Validator { root: &self.root }
+    }
 }
 
 struct Validator<'a> {
@@ -70,6 +111,19 @@ impl<'a> Validator<'a> {
             s = self.root.pointer(ptr).expect("bundled $refs resolve");
         }
         s
+    }
+
+    /// The schema of property `name`, through `$ref` and `allOf`.
+    fn property(&self, s: &'a Value, name: &str) -> Option<&'a Value> {
+        let s = self.resolve(s);
+        if let Some(p) = s.get("properties").and_then(|p| p.get(name)) {
+            return Some(p);
+        }
+        s.get("allOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find_map(|b| self.property(b, name))
     }
 
     /// Every property name a schema allows, through `$ref` and `allOf`.

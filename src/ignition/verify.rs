@@ -10,12 +10,14 @@ use serde_json::Value;
 use sha2::{Digest, Sha256, Sha512};
 use tempfile::NamedTempFile;
 
+use super::document::{report_lines, Document, Kind};
+use super::schema::Schema;
 use super::units::{
     firstboot_dropin, install_script, install_unit, pull_dropin, script_sha256, DROPIN,
     FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT,
     PROVENANCE_PATH, PULL_UNIT, REEXEC_ENV, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
 };
-use super::{decode_data_url, parse_json, rules, schema, version_of, SpecVersion};
+use super::{decode_data_url, SpecVersion};
 
 /// What a config holds, once checked.
 pub struct Verified {
@@ -124,15 +126,27 @@ fn has_line(contents: &str, line: &str) -> bool {
     contents.lines().any(|l| l.trim() == line)
 }
 
-/// Checks a config. `remote_payload` is the served payload for remote mode.
+/// The entries `verify` reads whole: ours, and MCO's units that ours change.
+fn is_checked(kind: Kind, id: &str) -> bool {
+    match kind {
+        Kind::Files => [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH].contains(&id),
+        Kind::Links => id == LINK_PATH,
+        Kind::Units => [INSTALL_UNIT, PULL_UNIT, FIRSTBOOT_UNIT].contains(&id),
+        Kind::Directories => false,
+    }
+}
+
+/// Checks a config. `remote_payload` is the served payload for remote mode. The config
+/// is read lean ([`Document`]): every entry is checked one at a time, and only the
+/// entries this tool writes are held as values.
 pub fn verify(
     name: &str,
     bytes: &[u8],
     remote_payload: Option<&Path>,
     spool: &Path,
 ) -> Result<Verified> {
-    let cfg = parse_json(name, bytes)?;
-    let version = version_of(&cfg).context("no ignition.version")?;
+    let doc = Document::parse(name, bytes)?;
+    let version = doc.version().context("no ignition.version")?;
     let spec: SpecVersion = version.parse()?;
     let mut v = Verified {
         spec,
@@ -143,25 +157,46 @@ pub fn verify(
         passed: Vec::new(),
         problems: Vec::new(),
     };
-    let report = schema::validate(&cfg, spec);
+    check_spec(&doc, spec, &mut v);
+    let cfg = doc.view(is_checked);
+    check_modes(&doc, &cfg, spec, &mut v);
+    let payload = match file(&cfg, PAYLOAD_PATH) {
+        Some(f) => contents(f, spec, remote_payload, &mut v)?,
+        None => {
+            v.problems.push(format!("no payload file {PAYLOAD_PATH}"));
+            None
+        }
+    };
+    let script_hash = check_script(&cfg, spec, &mut v)?;
+    check_binary(payload, script_hash.as_deref(), spool, &mut v);
+    check_provenance(&cfg, spec, &mut v)?;
+    check_units(&doc, &cfg, &mut v);
+    check_firstboot(&cfg, &mut v);
+    check_link(&cfg, &mut v);
+    Ok(v)
+}
+
+/// The schema of the config's spec, entry by entry, and Ignition's rules.
+fn check_spec(doc: &Document, spec: SpecVersion, v: &mut Verified) {
+    let report = doc.validate(&Schema::load(spec));
     if report.is_clean() {
         v.passed
             .push(format!("valid spec {spec} (schema and strict keys)"));
     }
-    v.problems.extend(report.errors);
-    v.problems.extend(
-        report
-            .unknown_keys
-            .into_iter()
-            .map(|k| format!("{k}: not a key of spec {spec}")),
-    );
-    v.problems.extend(rules::check(&cfg));
+    v.problems.extend(report_lines(report, |k| {
+        format!("{k}: not a key of spec {spec}")
+    }));
+    v.problems.extend(doc.rules());
+}
+
+/// The modes of our files, and (spec 2.x) every file's filesystem.
+fn check_modes(doc: &Document, cfg: &Value, spec: SpecVersion, v: &mut Verified) {
     for (path, mode) in [
         (PAYLOAD_PATH, 0o600),
         (SCRIPT_PATH, 0o755),
         (PROVENANCE_PATH, 0o644),
     ] {
-        if let Some(f) = file(&cfg, path) {
+        if let Some(f) = file(cfg, path) {
             if f["mode"].as_u64() != Some(mode) {
                 v.problems.push(format!(
                     "{path}: mode {}, this version writes {mode:o}",
@@ -173,7 +208,7 @@ pub fn verify(
         }
     }
     if spec.is_v2() {
-        for f in files(&cfg) {
+        for f in doc.each(Kind::Files) {
             if f["filesystem"] != "root" {
                 v.problems.push(format!(
                     "{}: spec 2.x files need filesystem \"root\"",
@@ -182,82 +217,91 @@ pub fn verify(
             }
         }
     }
+}
 
-    let payload = match file(&cfg, PAYLOAD_PATH) {
-        Some(f) => contents(f, spec, remote_payload, &mut v)?,
-        None => {
-            v.problems.push(format!("no payload file {PAYLOAD_PATH}"));
-            None
-        }
+/// The install script is this version's; returns the sha256 it expects.
+fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Option<String>> {
+    let Some(f) = file(cfg, SCRIPT_PATH) else {
+        v.problems.push(format!("no install script {SCRIPT_PATH}"));
+        return Ok(None);
     };
-    let script_hash = match file(&cfg, SCRIPT_PATH) {
-        Some(f) => contents(f, spec, None, &mut v)?.and_then(|s| {
-            let s = String::from_utf8_lossy(&s).into_owned();
-            let h = script_sha256(&s).map(str::to_string);
-            match &h {
-                None => v
-                    .problems
-                    .push(format!("{SCRIPT_PATH}: no expected_sha256 line")),
-                Some(h) if s != install_script(h) => v.problems.push(format!(
-                    "{SCRIPT_PATH} differs from the script this version writes"
-                )),
-                Some(_) => v
-                    .passed
-                    .push(format!("{SCRIPT_PATH} is this version's script")),
-            }
-            h
-        }),
-        None => {
-            v.problems.push(format!("no install script {SCRIPT_PATH}"));
-            None
-        }
-    };
-    let unpacked = match payload {
-        Some(gz) => match gunzip(&gz, spool) {
-            Ok(u) => Some(u),
-            Err(e) => {
-                v.problems
-                    .push(format!("{PAYLOAD_PATH}: not a gzip payload: {e:#}"));
-                None
-            }
-        },
-        None => None,
-    };
-    if let Some((tmp, sha)) = unpacked {
-        match &script_hash {
-            Some(h) if *h == sha => v
-                .passed
-                .push(format!("payload decompresses to the script's sha256 {sha}")),
-            Some(h) => v.problems.push(format!(
-                "payload decompresses to sha256 {sha}, the install script expects {h}"
+    Ok(contents(f, spec, None, v)?.and_then(|s| {
+        let s = String::from_utf8_lossy(&s).into_owned();
+        let h = script_sha256(&s).map(str::to_string);
+        match &h {
+            None => v
+                .problems
+                .push(format!("{SCRIPT_PATH}: no expected_sha256 line")),
+            Some(h) if s != install_script(h) => v.problems.push(format!(
+                "{SCRIPT_PATH} differs from the script this version writes"
             )),
-            None => {}
+            Some(_) => v
+                .passed
+                .push(format!("{SCRIPT_PATH} is this version's script")),
         }
-        v.binary = Some(tmp);
-        v.binary_sha256 = Some(sha);
-    }
-    if let Some(f) = file(&cfg, PROVENANCE_PATH) {
-        if let Some(p) = contents(f, spec, None, &mut v)? {
-            match serde_json::from_slice::<Value>(&p) {
-                Ok(p) => {
-                    if let (Some(a), Some(b)) = (p["binary_sha256"].as_str(), &v.binary_sha256) {
-                        if a != b {
-                            v.problems.push(format!(
-                                "{PROVENANCE_PATH} names sha256 {a}, the payload is {b}"
-                            ));
-                        }
-                    }
-                    v.provenance = Some(p);
-                }
-                Err(e) => v
-                    .problems
-                    .push(format!("{PROVENANCE_PATH}: invalid JSON: {e}")),
-            }
-        }
-    }
+        h
+    }))
+}
 
-    check_units(&cfg, &mut v);
-    check_firstboot(&cfg, &mut v);
+/// The payload decompresses to the binary the script expects; keeps the binary.
+fn check_binary(
+    payload: Option<Vec<u8>>,
+    script_hash: Option<&str>,
+    spool: &Path,
+    v: &mut Verified,
+) {
+    let Some(gz) = payload else {
+        return;
+    };
+    let (tmp, sha) = match gunzip(&gz, spool) {
+        Ok(u) => u,
+        Err(e) => {
+            v.problems
+                .push(format!("{PAYLOAD_PATH}: not a gzip payload: {e:#}"));
+            return;
+        }
+    };
+    match script_hash {
+        Some(h) if h == sha => v
+            .passed
+            .push(format!("payload decompresses to the script's sha256 {sha}")),
+        Some(h) => v.problems.push(format!(
+            "payload decompresses to sha256 {sha}, the install script expects {h}"
+        )),
+        None => {}
+    }
+    v.binary = Some(tmp);
+    v.binary_sha256 = Some(sha);
+}
+
+/// The provenance record parses and names the payload's binary.
+fn check_provenance(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<()> {
+    let Some(f) = file(cfg, PROVENANCE_PATH) else {
+        return Ok(());
+    };
+    let Some(p) = contents(f, spec, None, v)? else {
+        return Ok(());
+    };
+    match serde_json::from_slice::<Value>(&p) {
+        Ok(p) => {
+            if let (Some(a), Some(b)) = (p["binary_sha256"].as_str(), &v.binary_sha256) {
+                if a != b {
+                    v.problems.push(format!(
+                        "{PROVENANCE_PATH} names sha256 {a}, the payload is {b}"
+                    ));
+                }
+            }
+            v.provenance = Some(p);
+        }
+        Err(e) => v
+            .problems
+            .push(format!("{PROVENANCE_PATH}: invalid JSON: {e}")),
+    }
+    Ok(())
+}
+
+/// Our symlink points to the installed binary.
+fn check_link(cfg: &Value, v: &mut Verified) {
     let link = cfg["storage"]["links"]
         .as_array()
         .into_iter()
@@ -272,11 +316,12 @@ pub fn verify(
             .push(format!("{LINK_PATH} points to {}", l["target"])),
         None => v.problems.push(format!("no symlink {LINK_PATH}")),
     }
-    Ok(v)
 }
 
-fn check_units(cfg: &Value, v: &mut Verified) {
-    for u in cfg["systemd"]["units"].as_array().into_iter().flatten() {
+/// Every unit (masks, enablement, pre-4.6 MCO units), then our install unit and MCO's
+/// pull unit.
+fn check_units(doc: &Document, cfg: &Value, v: &mut Verified) {
+    for u in doc.each(Kind::Units) {
         let name = u["name"].as_str().unwrap_or("?");
         if u["mask"] == true {
             v.masked.push(name.to_string());
