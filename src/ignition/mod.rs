@@ -167,7 +167,7 @@ pub(crate) fn write_streamed<W: std::io::Write>(
 
 /// The writer [`write_streamed`] hands out: passes the config through and writes the
 /// payload's base64 where the mark is.
-pub struct Splice<'p, W> {
+pub(crate) struct Splice<'p, W> {
     out: W,
     mark: Vec<u8>,
     /// Bytes not yet written that may begin the mark.

@@ -1,7 +1,7 @@
 //! Images from registries (`docker://`), through the local cache. The only module that
 //! touches the network.
 //!
-//! [`crate::image::open`] resolves a `docker://` reference to one image manifest
+//! [`crate::transport::open`] resolves a `docker://` reference to one image manifest
 //! (following an index by platform), verifies every document against its digest, and
 //! keeps manifests and configs in the local cache (an OCI layout). Layers are fetched
 //! only when the layer scanner asks for them, streamed to it while they are written to
