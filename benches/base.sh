@@ -23,20 +23,13 @@ RUNS=${RUNS:-3}
 SIZES=${SIZES:-20000 200000}
 
 cd "$(dirname "$0")/.."
-for tool in cargo python3 gcc jq /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "benches/base.sh: $tool is not installed" >&2; exit 1; }
-done
-cargo build --release --quiet
-bin=$PWD/target/release/mcd-inject
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/mcd-inject-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
+bench_setup benches/base.sh cargo python3 gcc jq /usr/bin/time
 layout=$work/layout
 bench=benches/base.sh
 results=$work/results
 reset() { rm -f "$work/out.ign"; }
-# shellcheck source=benches/lib.sh
-. benches/lib.sh
 
 echo "generating the image and the bases in $work ..." >&2
 python3 - "$layout" "$work" $SIZES <<'PY'

@@ -24,14 +24,9 @@ PARENTS=${PARENTS:-1}
 MCD_PATH=/usr/bin/machine-config-daemon
 
 cd "$(dirname "$0")/.."
-for tool in cargo python3 tar /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "benches/entries.sh: $tool is not installed" >&2; exit 1; }
-done
-cargo build --release --quiet
-bin=$PWD/target/release/mcd-inject
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/mcd-inject-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
+bench_setup benches/entries.sh cargo python3 tar /usr/bin/time
 layout=$work/layout
 
 echo "generating the benchmark image ($ENTRIES entries) in $work ..." >&2
@@ -91,8 +86,6 @@ top_blob=$layout/blobs/sha256/$top_blob
 bench=benches/entries.sh
 results=$work/results
 reset() { rm -f "$work/out"; }
-# shellcheck source=benches/lib.sh
-. benches/lib.sh
 
 out_ok='[ "$(sha256sum <"$work/out" | cut -d" " -f1)" = "$mcd_sha256" ]'
 tar_ok='[ "$(tar -xzOf "$top_blob" "${MCD_PATH#/}" | sha256sum | cut -d" " -f1)" = "$mcd_sha256" ]'

@@ -22,14 +22,9 @@ MCD_PATH=/usr/bin/machine-config-daemon
 TAIL_MIB=80
 
 cd "$(dirname "$0")/.."
-for tool in cargo python3 gcc tar gzip base64 /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "benches/inject.sh: $tool is not installed" >&2; exit 1; }
-done
-cargo build --release --quiet
-bin=$PWD/target/release/mcd-inject
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/mcd-inject-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
+bench_setup benches/inject.sh cargo python3 gcc tar gzip base64 /usr/bin/time
 layout=$work/layout
 
 echo "generating the benchmark image in $work ..." >&2
@@ -62,8 +57,6 @@ top_blob=$layout/blobs/sha256/$top_blob
 bench=benches/inject.sh
 results=$work/results
 reset() { rm -f "$work/out.ign" "$work/payload.gz" "$work/payload.b64" "$work/sum"; }
-# shellcheck source=benches/lib.sh
-. benches/lib.sh
 
 ign_ok='[ -s "$work/out.ign" ] && "$bin" verify "$work/out.ign" >/dev/null 2>&1'
 remote_ok='[ -s "$work/payload.gz" ] && "$bin" verify "$work/out.ign" --payload "$work/payload.gz" >/dev/null 2>&1'

@@ -2,6 +2,21 @@
 # results (a file), bench (its name, for messages), and defines reset() (clears what a
 # run leaves).
 
+# bench_setup NAME TOOL...: from the repository's root, checks that each TOOL is
+# installed, builds the release binary into $bin, and makes the scratch directory
+# $work, removed on exit.
+bench_setup() {
+  local name=$1 tool
+  shift
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "$name: $tool is not installed" >&2; exit 1; }
+  done
+  cargo build --release --quiet
+  bin=$PWD/target/release/mcd-inject
+  work=$(mktemp -d "${TMPDIR:-/tmp}/mcd-inject-bench.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+}
+
 # one_run NAME CMD...: one timed run of CMD after `reset`; sets run_wall (s) and
 # run_rss (kB).
 one_run() {

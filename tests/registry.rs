@@ -1351,6 +1351,21 @@ fn a_damaged_cache_heals_online_and_offline_says_how_to_repair() {
     assert_eq!(leftovers(sb.dir.path()), Vec::<PathBuf>::new());
 }
 
+/// The arguments of an online `extract` of the MCD from `image` to `out`.
+fn online_extract<'a>(image: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "extract",
+        "--image",
+        image,
+        "--tls-verify=false",
+        "--path",
+        MCD,
+    ];
+    args.extend(["-o", out]);
+    args.extend(extra);
+    args
+}
+
 /// Puts the layer back online, damages it again, and checks that an online run heals it
 /// in the same run.
 fn damage_after_refetch(sb: &Sandbox, image: &str, layer: &str, want: &[u8]) {
@@ -1358,16 +1373,7 @@ fn damage_after_refetch(sb: &Sandbox, image: &str, layer: &str, want: &[u8]) {
     sb.ok(&["pull", "--image", image, "--tls-verify=false", "-q"]);
     damage(&cache, layer);
     let out = sb.path("healed");
-    let run = sb.ok(&[
-        "extract",
-        "--image",
-        image,
-        "--tls-verify=false",
-        "--path",
-        MCD,
-        "-o",
-        &out.display().to_string(),
-    ]);
+    let run = sb.ok(&online_extract(image, &out.display().to_string(), &[]));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         stderr.contains("warning:")
@@ -1382,17 +1388,11 @@ fn damage_after_refetch(sb: &Sandbox, image: &str, layer: &str, want: &[u8]) {
     // With --strict the same heal fails the run, after the warning, with no output.
     damage(&cache, layer);
     let strict_out = sb.path("strict");
-    let err = sb.fails(&[
-        "extract",
-        "--image",
+    let err = sb.fails(&online_extract(
         image,
-        "--tls-verify=false",
-        "--path",
-        MCD,
-        "-o",
         &strict_out.display().to_string(),
-        "--strict",
-    ]);
+        &["--strict"],
+    ));
     assert_eq!(err.matches("warning: cached blob").count(), 1, "{err}");
     assert!(err.contains("error: --strict: 1 warning"), "{err}");
     assert!(!strict_out.exists(), "--strict wrote its output");
