@@ -418,14 +418,11 @@ fn merge_base<'a>(
     let Some(base) = base else {
         return Ok((Document::from_value(ours), Vec::new()));
     };
-    let (merged, merge_notes) = merge::merge(base, &ours, plan.target.spec, cfg.force)?;
-    let mut notes = Vec::new();
-    for note in merge_notes {
-        match forced_base_change(note) {
-            Ok(w) => warnings::warn(w),
-            Err(note) => notes.push(note),
-        }
+    let (merged, notes) = merge::merge(base, &ours, plan.target.spec, cfg.force)?;
+    for change in notes.forced {
+        warnings::warn(Warning::ForcedBaseChange { change });
     }
+    let notes = notes.info;
     Ok((merged, notes))
 }
 
@@ -492,17 +489,6 @@ pub fn v2_size_warning(len: u64) -> Warning {
         ram_per_byte: V0_RSS_PER_BYTE,
         cpu_seconds: len as f64 / 1e6 * V0_CPU_S_PER_MB,
         ram_bytes: (len as f64 * V0_RSS_PER_BYTE) as u64,
-    }
-}
-
-/// A merge note that tells of a base entry `--force` replaced or unmasked, as a
-/// warning; other notes come back as they are. `merge` marks those notes with
-/// `(--force)` (the unit tests of `merge` and the test below hold it to that).
-fn forced_base_change(note: String) -> Result<Warning, String> {
-    if note.ends_with("(--force)") {
-        Ok(Warning::ForcedBaseChange { change: note })
-    } else {
-        Err(note)
     }
 }
 
@@ -727,7 +713,7 @@ mod tests {
     }
 
     #[test]
-    fn forced_merge_notes_are_warnings_and_the_others_notes() {
+    fn forced_merge_changes_come_apart_from_the_notes() {
         let ours = serde_json::json!({
             "ignition": {"version": "3.2.0"},
             "storage": {"links": [{"path": "/usr/local/bin/machine-config-daemon",
@@ -745,17 +731,10 @@ mod tests {
         });
         let (_, notes) =
             merge::merge(Document::from_value(base), &ours, SpecVersion::V3_2, true).unwrap();
-        let (warned, noted): (Vec<_>, Vec<_>) = notes
-            .iter()
-            .map(|n| forced_base_change(n.clone()))
-            .partition(Result::is_ok);
         // Unmasked the unit, replaced the file: two warnings; translated, added the
         // drop-in: two notes.
-        assert_eq!(warned.len(), 2, "{notes:?}");
-        assert_eq!(noted.len(), 2, "{notes:?}");
-        assert!(warned.iter().all(|w| matches!(
-            w,
-            Ok(Warning::ForcedBaseChange { change }) if change.contains("from the base")
-        )));
+        assert_eq!(notes.forced.len(), 2, "{notes:?}");
+        assert_eq!(notes.info.len(), 2, "{notes:?}");
+        assert!(notes.forced.iter().all(|w| w.contains("from the base")));
     }
 }

@@ -91,7 +91,7 @@ fn with_our_dropins(
     base: &Value,
     ours: &Value,
     force: bool,
-    notes: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Result<Value, MergeError> {
     let name = key(base, "name").unwrap_or("");
     let mut unit = base.clone();
@@ -103,7 +103,9 @@ fn with_our_dropins(
             });
         }
         m.remove("mask");
-        notes.push(format!("unmasked {name} from the base (--force)"));
+        notes
+            .forced
+            .push(format!("unmasked {name} from the base (--force)"));
     }
     if base.get("contents").is_none() {
         if let Some(c) = ours.get("contents") {
@@ -124,7 +126,7 @@ fn with_our_dropins(
         .collect();
     dropins.extend(ours["dropins"].as_array().into_iter().flatten().cloned());
     m.insert("dropins".into(), Value::Array(dropins));
-    notes.push(if base.get("contents").is_some() {
+    notes.info.push(if base.get("contents").is_some() {
         format!("kept {name} from the base and added drop-in {DROPIN} to it")
     } else {
         format!("added drop-in {DROPIN} to {name} from the base")
@@ -132,19 +134,28 @@ fn with_our_dropins(
     Ok(unit)
 }
 
+/// What a merge did to the base beyond adding our entries, one line each.
+#[derive(Debug, Default)]
+pub struct Notes {
+    /// Kept, added, translated, or replaced from an earlier run: information.
+    pub info: Vec<String>,
+    /// Base entries that `--force` replaced or unmasked.
+    pub forced: Vec<String>,
+}
+
 /// Merges `ours` (rendered for `out`) into `base`: checks the base, raises its spec,
 /// merges units and nodes, and checks the result against Ignition's rules. Returns the
-/// merged config and one line per replaced or removed base entry.
+/// merged config and what was done to the base's entries.
 pub fn merge<'a>(
     mut base: Document<'a>,
     ours: &Value,
     out: SpecVersion,
     force: bool,
-) -> Result<(Document<'a>, Vec<String>), MergeError> {
+) -> Result<(Document<'a>, Notes), MergeError> {
     let version = base.version().ok_or(MergeError::NoVersion)?.to_string();
     let spec = base_spec(&version, out)?;
     check_base(&mut base, &version, spec)?;
-    let mut notes = Vec::new();
+    let mut notes = Notes::default();
     raise_version(&mut base, &version, out, &mut notes);
     let mut ours = Document::from_value(ours.clone());
     merge_units(&mut base, ours.take(Kind::Units), force, &mut notes)?;
@@ -180,10 +191,10 @@ fn check_base(base: &mut Document, version: &str, spec: SpecVersion) -> Result<(
 }
 
 /// Writes the output spec into a base of an older one, with a note.
-fn raise_version(base: &mut Document, version: &str, out: SpecVersion, notes: &mut Vec<String>) {
+fn raise_version(base: &mut Document, version: &str, out: SpecVersion, notes: &mut Notes) {
     if version != out.as_str() {
         base.skeleton["ignition"]["version"] = Value::from(out.as_str());
-        notes.push(format!(
+        notes.info.push(format!(
             "translated the base from spec {version} to {out} (the files, links and units it holds mean the same)"
         ));
     }
@@ -196,14 +207,14 @@ fn merge_units<'a>(
     merged: &mut Document<'a>,
     ours: Vec<Entry<'a>>,
     force: bool,
-    notes: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Result<(), MergeError> {
     let mut our_units: Vec<Value> = ours.iter().map(Entry::value).collect();
     let mut kept = Vec::new();
     for entry in merged.take(Kind::Units) {
         let name = entry.id().unwrap_or("").to_string();
         if REMOVED_MCO_UNITS.contains(&name.as_str()) {
-            notes.push(format!(
+            notes.info.push(format!(
                 "removed {name} from the base: it belongs to clusters before 4.6"
             ));
             continue;
@@ -217,7 +228,7 @@ fn merge_units<'a>(
             continue;
         }
         if name == INSTALL_UNIT {
-            notes.push(format!(
+            notes.info.push(format!(
                 "replaced {name} from an earlier run with this one's"
             ));
             continue;
@@ -231,7 +242,9 @@ fn merge_units<'a>(
                 what: format!("unit {name}"),
             });
         }
-        notes.push(format!("replaced unit {name} from the base (--force)"));
+        notes
+            .forced
+            .push(format!("replaced unit {name} from the base (--force)"));
     }
     kept.extend(our_units.into_iter().map(|u| Entry::made(Kind::Units, u)));
     merged.put(Kind::Units, kept);
@@ -244,7 +257,7 @@ fn merge_nodes<'a>(
     merged: &mut Document<'a>,
     ours: &mut Document<'a>,
     force: bool,
-    notes: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Result<(), MergeError> {
     let ours_nodes: Vec<(Kind, Value)> = [Kind::Files, Kind::Links]
         .into_iter()
@@ -263,7 +276,7 @@ fn merge_nodes<'a>(
             if conflict.is_some() || *k == kind && *o == n.value() {
                 // Already failed, or the same entry: ours is added below.
             } else if *k == kind && is_ours(path) {
-                notes.push(format!(
+                notes.info.push(format!(
                     "replaced {path} from an earlier run with this one's"
                 ));
             } else if !force {
@@ -271,7 +284,9 @@ fn merge_nodes<'a>(
                     what: format!("path {path}"),
                 });
             } else {
-                notes.push(format!("replaced {path} from the base (--force)"));
+                notes
+                    .forced
+                    .push(format!("replaced {path} from the base (--force)"));
             }
             false
         });
@@ -305,6 +320,7 @@ mod tests {
         let (m, notes) = merge(doc, ours, out, force)?;
         let mut bytes = Vec::new();
         m.write(&mut bytes).unwrap();
+        let notes = notes.info.into_iter().chain(notes.forced).collect();
         Ok((serde_json::from_slice(&bytes).unwrap(), notes))
     }
 
