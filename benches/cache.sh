@@ -62,17 +62,9 @@ PY
 # shellcheck disable=SC1091
 . "$work/facts"
 
-echo "starting a loopback registry and pushing ..." >&2
-bash "$root/scripts/registry-services.sh" start "$work/registry" >/dev/null
-# shellcheck disable=SC1091
-. "$work/registry/env"
-reg=$MCD_TEST_REGISTRY_ANON
-image=$reg/bench/mco:v1
-skopeo copy -q --dest-tls-verify=false "oci:$layout:latest" "docker://$image"
-manifest=$(curl -sf -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-  "http://$reg/v2/bench/mco/manifests/v1")
-top=$(jq -r '.layers[-1].digest' <<<"$manifest")
-top_bytes=$(jq -r '.layers[-1].size' <<<"$manifest")
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
+push_to_registry "$layout"
 
 "$bin" pull -q --tls-verify=false --cache-dir "$work/warm" --image "docker://$image"
 blob=$work/warm/blobs/sha256/${top#sha256:}
@@ -82,8 +74,6 @@ reset() {
   rm -rf "$work/out" "$work/cold" "$work/sum"
 }
 bench=benches/cache.sh
-# shellcheck source=benches/lib.sh
-. benches/lib.sh
 
 out_ok='[ "$(sha256sum <"$work/out" | cut -d" " -f1)" = "$mcd_sha256" ]'
 extract=("$bin" extract -q --tls-verify=false --image "docker://$image" --path "$MCD_PATH" -o "$work/out")

@@ -17,6 +17,25 @@ bench_setup() {
   trap 'rm -rf "$work"' EXIT
 }
 
+# push_to_registry LAYOUT: starts the loopback registries of
+# scripts/registry-services.sh under $work/registry (the caller's cleanup stops them),
+# pushes the OCI layout LAYOUT to the anonymous one as bench/mco:v1, and sets reg,
+# image, top (the top layer's digest) and top_bytes (its size). Needs $root.
+push_to_registry() {
+  local layout=$1 manifest
+  echo "starting a loopback registry and pushing ..." >&2
+  bash "$root/scripts/registry-services.sh" start "$work/registry" >/dev/null
+  # shellcheck disable=SC1091
+  . "$work/registry/env"
+  reg=$MCD_TEST_REGISTRY_ANON
+  image=$reg/bench/mco:v1
+  skopeo copy -q --dest-tls-verify=false "oci:$layout:latest" "docker://$image"
+  manifest=$(curl -sf -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+    "http://$reg/v2/bench/mco/manifests/v1")
+  top=$(jq -r '.layers[-1].digest' <<<"$manifest")
+  top_bytes=$(jq -r '.layers[-1].size' <<<"$manifest")
+}
+
 # one_run NAME CMD...: one timed run of CMD after `reset`; sets run_wall (s) and
 # run_rss (kB).
 one_run() {

@@ -130,25 +130,15 @@ PY
 # shellcheck disable=SC1091
 . "$work/facts"
 
-echo "starting a loopback registry and pushing ..." >&2
-bash "$root/scripts/registry-services.sh" start "$work/registry" >/dev/null
-# shellcheck disable=SC1091
-. "$work/registry/env"
-reg=$MCD_TEST_REGISTRY_ANON
-image=$reg/bench/mco:v1
-skopeo copy -q --dest-tls-verify=false "oci:$layout:latest" "docker://$image"
-manifest=$(curl -sf -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-  "http://$reg/v2/bench/mco/manifests/v1")
-top=$(jq -r '.layers[-1].digest' <<<"$manifest")
-top_bytes=$(jq -r '.layers[-1].size' <<<"$manifest")
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
+push_to_registry "$layout"
 
 results=$work/results
 reset() {
   rm -rf "$work/out" "$work/out.ign" "$work/cache" "$work/copy" "$work/rootfs" "$work/sum"
 }
 bench=benches/registry.sh
-# shellcheck source=benches/lib.sh
-. benches/lib.sh
 
 out_ok='[ "$(sha256sum <"$work/out" | cut -d" " -f1)" = "$mcd_sha256" ]'
 rootfs_ok='[ "$(sha256sum <"$work/rootfs$MCD_PATH" | cut -d" " -f1)" = "$mcd_sha256" ]'

@@ -304,6 +304,14 @@ fn max_file_size_applies_to_inject_inspect_and_verify() {
     let scratch = TempDir::new().unwrap();
     let ign = scratch.path().join("out.ign");
     let ign_arg = ign.display().to_string();
+    let over_the_limit = |run: &Run| {
+        assert_eq!(run.code, Some(1), "{}", run.describe());
+        assert!(
+            run.stderr.contains("over the limit of 100 bytes"),
+            "{}",
+            run.describe()
+        );
+    };
     let run = mcd_inject([
         "inject",
         "--image",
@@ -315,20 +323,10 @@ fn max_file_size_applies_to_inject_inspect_and_verify() {
         "--max-file-size",
         "100",
     ]);
-    assert_eq!(run.code, Some(1), "{}", run.describe());
-    assert!(
-        run.stderr.contains("over the limit of 100 bytes"),
-        "{}",
-        run.describe()
-    );
+    over_the_limit(&run);
     assert!(!ign.exists(), "inject wrote a config despite the refusal");
     let run = mcd_inject(["inspect", "--image", &reference, "--max-file-size", "100"]);
-    assert_eq!(run.code, Some(1), "{}", run.describe());
-    assert!(
-        run.stderr.contains("over the limit of 100 bytes"),
-        "{}",
-        run.describe()
-    );
+    over_the_limit(&run);
     let run = mcd_inject([
         "inject",
         "--image",
@@ -347,12 +345,7 @@ fn max_file_size_applies_to_inject_inspect_and_verify() {
         "--max-file-size",
         "100",
     ]);
-    assert_eq!(run.code, Some(1), "{}", run.describe());
-    assert!(
-        run.stderr.contains("over the limit of 100 bytes"),
-        "{}",
-        run.describe()
-    );
+    over_the_limit(&run);
     let run = mcd_inject(["verify", &ign_arg, "--image", &reference]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
 }
