@@ -17,7 +17,7 @@ use crate::image::{ImageInfo, ImageRef};
 use crate::inspect::{self, Inspection};
 use crate::mco;
 use crate::output::Output;
-use crate::payload::{gzip_file_on, threads, Follower, HashWriter, Payload, GZIP_CHUNK};
+use crate::payload::{threads, Follower, HashWriter, Payload, GZIP_CHUNK};
 use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
 use crate::target::{OcpVersion, Target};
@@ -263,8 +263,8 @@ struct Plan {
     choice: Choice,
     /// Spool for the binary and its compressed copy, beside the output.
     spool: tempfile::TempDir,
-    /// The pieces of the chosen build compressed while its layer streamed.
-    followed: Vec<Vec<u8>>,
+    /// Compresses the chosen build, having begun while its layer streamed.
+    follower: Option<Follower>,
 }
 
 impl Plan {
@@ -288,13 +288,13 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
     let follower = Follower::start(spool.path(), &likely_build(binary_path.as_deref(), &target));
     // The choice of the full view, from as few layers as settle it; when lower layers
     // must be read for it, the build it is likely to settle on is compressed meanwhile.
-    let (ins, choice) = inspect::select_with_hint(
+    let (ins, choice) = inspect::select_with(
         &img,
         spool.path(),
         &target,
         binary_path.as_deref(),
         cfg.force,
-        &|b| follower.prefer(b.content.file.path(), b.size),
+        &follower,
     )?;
     let bin = &ins.binaries[choice.index];
     if choice.forced {
@@ -305,14 +305,25 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
         });
     }
     log::info!("chose {}", bin.path);
-    let followed = follower.finish(bin.content.file.path());
     Ok(Plan {
         target,
         ins,
         choice,
         spool,
-        followed,
+        follower: Some(follower),
     })
+}
+
+/// While the image is read, the follower compresses the likely build and hashes the
+/// builds spooled.
+impl inspect::SelectHooks for Follower {
+    fn likely(&self, b: &inspect::Binary) {
+        self.prefer(b.file(), b.size);
+    }
+
+    fn digest(&self, file: &std::path::Path) -> std::io::Result<crate::image::Digest> {
+        Follower::digest(self, file)
+    }
 }
 
 /// `--binary-path`, absolute and normalised.
@@ -352,15 +363,9 @@ struct Rendered {
 
 /// The payload, compressed, and our config for the target's spec.
 fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
-    let followed = std::mem::take(&mut plan.followed);
-    let early = followed.len();
+    let follower = plan.follower.take().expect("render runs once per plan");
     let bin = plan.chosen();
-    let gz = gzip_file_on(
-        bin.content.file.path(),
-        plan.spool.path(),
-        threads(),
-        followed,
-    )?;
+    let (gz, early) = follower.compress(bin.file(), bin.size, plan.spool.path(), threads())?;
     log::info!(
         "payload: {} bytes of gzip, {} of its {} pieces compressed while the image was read",
         gz.len,

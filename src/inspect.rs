@@ -121,19 +121,45 @@ fn extra_name(extra: Option<&str>) -> Result<Option<String>> {
     }
 }
 
+/// What [`select_with`] tells its caller while it reads, and what it may ask of it.
+pub trait SelectHooks {
+    /// Called with the build the choice will be when the os-release confirms it,
+    /// before lower layers are read for that os-release: the plain build when it fits
+    /// (the choice unless the image's RHEL is another than the target's and a fitting
+    /// `.rhel{t}` turns up). `inject` compresses it meanwhile.
+    fn likely(&self, _binary: &Binary) {}
+
+    /// The sha256 of a build spooled in full at `file`. By default, the file is read;
+    /// `inject` has most of it hashed while the layer streams.
+    fn digest(&self, file: &std::path::Path) -> std::io::Result<Digest> {
+        digest_reader(std::fs::File::open(file)?).map(|(d, _)| d)
+    }
+}
+
+/// No hooks: [`select()`] and [`inspect()`].
+struct NoHooks;
+
+impl SelectHooks for NoHooks {}
+
 /// The merged view an inspection reads, with what it has read so far.
 struct Reader<'a> {
     image: &'a Image,
     fs: MergedFs<'a>,
+    hooks: &'a dyn SelectHooks,
 }
 
 impl<'a> Reader<'a> {
-    fn new(image: &'a Image, spool: &std::path::Path, extra: Option<String>) -> Self {
+    fn new(
+        image: &'a Image,
+        spool: &std::path::Path,
+        extra: Option<String>,
+        hooks: &'a dyn SelectHooks,
+    ) -> Self {
         let prefix = format!("{}/{MCD_NAME}", BIN_DIR.trim_start_matches('/'));
         let fs = MergedFs::new(image, spool, move |n| {
             n.starts_with(&prefix) || n.ends_with("os-release") || extra.as_deref() == Some(n)
         });
-        Reader { image, fs }
+        Reader { image, fs, hooks }
     }
 
     fn os_release(&mut self) -> Result<Option<OsRelease>> {
@@ -173,8 +199,10 @@ impl<'a> Reader<'a> {
             Err(e) if is_absent(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let (sha256, _) =
-            digest_reader(content.file.reopen()?).with_context(|| format!("hashing {path}"))?;
+        let sha256 = self
+            .hooks
+            .digest(content.file.path())
+            .with_context(|| format!("hashing {path}"))?;
         let (elf, elf_error) = match elf::read_facts(content.file.path()) {
             Ok(f) => (Some(f), None),
             Err(e) => (None, Some(format!("{e:#}"))),
@@ -225,7 +253,7 @@ pub fn inspect_with(
     extra: Option<&str>,
 ) -> Result<Inspection> {
     let extra_name = extra_name(extra)?;
-    let mut r = Reader::new(image, spool, extra_name.clone());
+    let mut r = Reader::new(image, spool, extra_name.clone(), &NoHooks);
     let os_release = r.os_release()?;
     let (os_release, binaries) = read_all(&mut r, os_release, extra_name)?;
     Ok(r.finish(os_release, binaries))
@@ -279,23 +307,20 @@ pub fn select(
     binary_path: Option<&str>,
     force: bool,
 ) -> Result<(Inspection, Choice)> {
-    select_with_hint(image, spool, target, binary_path, force, &|_| {})
+    select_with(image, spool, target, binary_path, force, &NoHooks)
 }
 
-/// [`select()`], calling `likely` with the build the choice will be when the
-/// os-release confirms it, before lower layers are read for that os-release: the plain
-/// build when it fits (the choice unless the image's RHEL is another than the target's
-/// and a fitting `.rhel{t}` turns up). `inject` compresses it meanwhile.
-pub fn select_with_hint(
+/// [`select()`] with hooks: see [`SelectHooks`].
+pub fn select_with(
     image: &Image,
     spool: &std::path::Path,
     target: &Target,
     binary_path: Option<&str>,
     force: bool,
-    likely: &dyn Fn(&Binary),
+    hooks: &dyn SelectHooks,
 ) -> Result<(Inspection, Choice)> {
     let extra = extra_name(binary_path)?;
-    let mut r = Reader::new(image, spool, extra.clone());
+    let mut r = Reader::new(image, spool, extra.clone(), hooks);
     if let Some(x) = &extra {
         // The user named the build: only it is a candidate.
         let path = format!("/{x}");
@@ -316,7 +341,7 @@ pub fn select_with_hint(
     let plain = r.binary(&plain_path)?;
     let (os_release, twin) = if fits(&plain) {
         if let Some(p) = &plain {
-            likely(p);
+            hooks.likely(p);
         }
         match r.os_release()? {
             // The plain build is first in its group whatever `.rhel{t}` holds.

@@ -2,7 +2,7 @@
 //! whatever the number of cores), compressed as far as possible while the image is
 //! still read.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -74,127 +74,391 @@ fn gzip_member(data: &[u8]) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Reads up to `buf.len()` bytes, fewer only at the end of the input.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
-}
-
-/// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level) into
-/// a temp file in `spool`, hashing the compressed bytes on the way. Pieces of
-/// [`GZIP_CHUNK`] bytes are compressed on all cores, a batch at a time.
-#[cfg(test)]
-fn gzip_file(path: &std::path::Path, spool: &std::path::Path) -> Result<Payload> {
-    gzip_file_on(path, spool, threads(), Vec::new())
-}
-
 pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// [`gzip_file`] with `threads` pieces compressed at a time, the first `done.len()`
-/// pieces being already compressed (`done`, from [`Follower`]).
-pub(crate) fn gzip_file_on(
-    path: &std::path::Path,
-    spool: &std::path::Path,
-    threads: usize,
-    done: Vec<Vec<u8>>,
-) -> Result<Payload> {
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
-    let mut sink: HashWriter<_, Sha512> = HashWriter::new(std::io::BufWriter::new(file.reopen()?));
-    let mut written_any = !done.is_empty();
-    std::io::Seek::seek(
-        &mut f,
-        std::io::SeekFrom::Start((done.len() * GZIP_CHUNK) as u64),
-    )
-    .with_context(|| format!("reading {}", path.display()))?;
-    for m in done {
-        sink.write_all(&m).context("writing the payload")?;
-    }
-    let mut at_end = false;
-    while !at_end {
-        let mut pieces = Vec::with_capacity(threads);
-        while pieces.len() < threads && !at_end {
-            let mut buf = vec![0; GZIP_CHUNK];
-            let n = read_full(&mut f, &mut buf)
-                .with_context(|| format!("reading {}", path.display()))?;
-            buf.truncate(n);
-            at_end = n < GZIP_CHUNK;
-            // An empty input still gets one (empty) member.
-            if n > 0 || !written_any && pieces.is_empty() {
-                pieces.push(buf);
-            }
+/// Compresses a file with fixed gzip header fields (no name, mtime 0, fixed level) into
+/// a temp file in `spool`, hashing the compressed bytes on the way. Pieces of
+/// [`GZIP_CHUNK`] bytes are compressed on `threads` threads, each taking the next piece
+/// when it is free; the members are written in order. What [`Follower::compress`] gives
+/// whatever it compressed before.
+#[cfg(test)]
+fn gzip_file(path: &std::path::Path, spool: &std::path::Path, threads: usize) -> Result<Payload> {
+    let shared = Shared::new(None);
+    let size = std::fs::metadata(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
+    shared.aim(path, Some(size), false)?;
+    let threads = threads.max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| shared.work(false));
         }
-        let members = std::thread::scope(|scope| {
-            let jobs: Vec<_> = pieces
-                .iter()
-                .map(|piece| scope.spawn(|| gzip_member(piece)))
-                .collect();
-            jobs.into_iter()
-                .map(|j| j.join().expect("a compression thread panicked"))
-                .collect::<std::io::Result<Vec<_>>>()
-        })
-        .context("compressing the binary")?;
-        for m in members {
-            sink.write_all(&m).context("writing the payload")?;
-            written_any = true;
-        }
-    }
-    sink.flush().context("writing the payload")?;
-    let len = sink.len;
-    Ok(Payload {
-        file,
-        len,
-        sha512: sink.hex(),
+        shared.collect(path, size, spool)
     })
 }
 
-/// Compresses the likely build while the image is still read, on a thread of its own:
-/// the [`GZIP_CHUNK`] pieces that are already spooled, one after another, as
-/// [`gzip_file`] would. It follows the capture of a name given at the start as it grows
-/// (the build most likely chosen, while its layer streams), or, when told with
-/// [`Follower::prefer`] before that name turns up, a build already read whole (the one
-/// the choice is likely to settle on while lower layers are read). The result is used
-/// only if the file followed turns out to be the chosen binary, verified with its layer;
-/// the rest is then compressed by [`gzip_file_on`]. The output is the same bytes either
-/// way.
+/// Works beside the image read of `inject`, on a thread of its own, while the other
+/// core reads the layer:
+///
+/// - it compresses the likely build, the [`GZIP_CHUNK`] pieces that are already spooled,
+///   one after another: the capture of a name given at the start as it grows (the
+///   build most likely chosen, while its layer streams), or, when told with
+///   [`Follower::prefer`] before that name turns up, a build already read whole (the one
+///   the choice is likely to settle on while lower layers are read);
+/// - when no piece is ready, it takes the sha256 of every capture spooled so far, as far
+///   as it is written ([`Follower::digest`] finishes it).
+///
+/// [`Follower::compress`] then compresses the chosen build on every core, this thread
+/// among them, keeping the pieces already compressed if it is the file followed. The
+/// output is the same bytes either way, and the same as [`gzip_file`]'s.
 pub(crate) struct Follower {
     shared: std::sync::Arc<Shared>,
-    job: Option<std::thread::JoinHandle<Option<Followed>>>,
+    job: Option<std::thread::JoinHandle<()>>,
 }
 
-/// What the caller tells a [`Follower`].
-#[derive(Default)]
+/// The state the threads of a compression share.
 struct Shared {
-    stop: std::sync::atomic::AtomicBool,
-    /// A complete file to follow (with its size) if none is followed yet.
-    prefer: std::sync::Mutex<Option<(PathBuf, u64)>>,
+    state: std::sync::Mutex<State>,
+    /// Signalled when a piece is done or the state changes.
+    changed: std::sync::Condvar,
+    /// Where captures are spooled, and the capture prefix of the name followed (a
+    /// [`Follower`] only).
+    follow: Option<(PathBuf, String)>,
 }
 
-/// The file followed and the members compressed from it so far.
-type Followed = (PathBuf, Vec<Vec<u8>>);
+#[derive(Default)]
+struct State {
+    /// Every thread leaves.
+    stop: bool,
+    /// A complete file to follow (with its size) if none is followed yet.
+    prefer: Option<(PathBuf, u64)>,
+    /// The file compressed, and its size once it is complete.
+    target: Option<std::sync::Arc<Target>>,
+    complete: Option<u64>,
+    /// The members are being collected: a thread with no piece left leaves.
+    collecting: bool,
+    /// Changes with the target, so that a piece of the one before is dropped.
+    generation: u64,
+    /// The next piece to take.
+    next: usize,
+    /// The members compressed, by piece.
+    done: std::collections::BTreeMap<usize, std::io::Result<Vec<u8>>>,
+    /// The sha256 of each capture so far.
+    hashing: std::collections::HashMap<PathBuf, std::sync::Arc<std::sync::Mutex<Hashing>>>,
+}
 
-/// The file a [`Follower`] compresses: its size once known to be complete.
-struct Followed1 {
+struct Target {
     path: PathBuf,
     file: std::fs::File,
-    complete: Option<u64>,
+}
+
+/// The sha256 of a file's first `at` bytes; `taken` once the caller finishes it.
+struct Hashing {
+    file: std::fs::File,
+    hasher: sha2::Sha256,
+    at: u64,
+    taken: bool,
+}
+
+impl Hashing {
+    /// Hashes the next bytes of the file as far as they are written, up to `most`.
+    fn advance(&mut self, buf: &mut [u8], most: usize) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt as _;
+        let n = self.file.read_at(&mut buf[..most], self.at)?;
+        sha2::Digest::update(&mut self.hasher, &buf[..n]);
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// Begins the sha256 of a capture, unless it is begun already.
+fn track(st: &mut State, path: PathBuf) {
+    if st.hashing.contains_key(&path) {
+        return;
+    }
+    if let Ok(file) = std::fs::File::open(&path) {
+        let h = Hashing {
+            file,
+            hasher: sha2::Digest::new(),
+            at: 0,
+            taken: false,
+        };
+        st.hashing
+            .insert(path, std::sync::Arc::new(std::sync::Mutex::new(h)));
+    }
+}
+
+/// What a thread does next.
+enum Step {
+    Leave,
+    Piece {
+        target: std::sync::Arc<Target>,
+        generation: u64,
+        index: usize,
+        len: usize,
+    },
+    Hash(std::sync::Arc<std::sync::Mutex<Hashing>>),
+    Wait,
+}
+
+/// How long an idle follower waits before it looks at the spool again.
+const PAUSE: std::time::Duration = std::time::Duration::from_millis(3);
+
+/// The pieces of a file of `size` bytes (an empty file still gets one, empty, member).
+fn pieces(size: u64) -> usize {
+    (size.div_ceil(GZIP_CHUNK as u64) as usize).max(1)
+}
+
+impl Shared {
+    fn new(follow: Option<(PathBuf, String)>) -> Shared {
+        Shared {
+            state: std::sync::Mutex::new(State::default()),
+            changed: std::sync::Condvar::new(),
+            follow,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic of a compression thread is a bug; its state is still consistent.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Compresses `path` from now on: complete if `size` is known. Pieces of another
+    /// file are forgotten; those of the same file are kept when `keep`.
+    fn aim(&self, path: &std::path::Path, size: Option<u64>, keep: bool) -> Result<()> {
+        let mut st = self.lock();
+        let same = st.target.as_ref().is_some_and(|t| t.path == path);
+        if !(same && keep) {
+            let file =
+                std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+            st.target = Some(std::sync::Arc::new(Target {
+                path: path.to_path_buf(),
+                file,
+            }));
+            st.generation += 1;
+            st.next = 0;
+            st.done.clear();
+        }
+        st.complete = size;
+        st.collecting = true;
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    /// A compression thread: takes pieces until none is left. The follower (`follows`)
+    /// also finds its file, hashes captures when idle, and waits for more.
+    fn work(&self, follows: bool) {
+        let mut buf = vec![0; GZIP_CHUNK];
+        loop {
+            match self.next_step(follows) {
+                Step::Leave => return,
+                Step::Piece {
+                    target,
+                    generation,
+                    index,
+                    len,
+                } => {
+                    let at = (index * GZIP_CHUNK) as u64;
+                    let member = std::os::unix::fs::FileExt::read_exact_at(
+                        &target.file,
+                        &mut buf[..len],
+                        at,
+                    )
+                    .and_then(|()| {
+                        self.hash_piece(&target.path, at, &buf[..len]);
+                        // A piece taken always gets a result, or the collector would
+                        // wait for it for ever.
+                        std::panic::catch_unwind(|| gzip_member(&buf[..len])).unwrap_or_else(|_| {
+                            Err(std::io::Error::other("a compression thread panicked"))
+                        })
+                    });
+                    let mut st = self.lock();
+                    if st.generation == generation {
+                        st.done.insert(index, member);
+                        self.changed.notify_all();
+                    }
+                }
+                Step::Hash(h) => {
+                    let mut h = h.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if !h.taken {
+                        // A read error leaves the rest to the caller's hashing.
+                        let _ = h.advance(&mut buf, 1 << 20);
+                    }
+                }
+                Step::Wait => {
+                    let st = self.lock();
+                    if !st.stop {
+                        let _ = self.changed.wait_timeout(st, PAUSE);
+                    }
+                }
+            }
+        }
+    }
+
+    fn next_step(&self, follows: bool) -> Step {
+        let mut st = self.lock();
+        if st.stop {
+            return Step::Leave;
+        }
+        if follows && st.target.is_none() {
+            self.find_target(&mut st);
+        }
+        if let Some(target) = st.target.clone() {
+            let at = (st.next * GZIP_CHUNK) as u64;
+            let len = match st.complete {
+                Some(size) if st.next < pieces(size) => Some((size - at).min(GZIP_CHUNK as u64)),
+                // Every piece is taken: the rest is the collector's.
+                Some(_) if st.collecting => return Step::Leave,
+                Some(_) => None,
+                // A growing file: whole pieces only.
+                None => target
+                    .file
+                    .metadata()
+                    .is_ok_and(|m| m.len() >= at + GZIP_CHUNK as u64)
+                    .then_some(GZIP_CHUNK as u64),
+            };
+            if let Some(len) = len {
+                let index = st.next;
+                st.next += 1;
+                return Step::Piece {
+                    generation: st.generation,
+                    target,
+                    index,
+                    len: len as usize,
+                };
+            }
+        }
+        if follows {
+            if let Some(h) = self.capture_to_hash(&mut st) {
+                return Step::Hash(h);
+            }
+        }
+        Step::Wait
+    }
+
+    /// The follower's file: the capture of its name, else the file preferred.
+    fn find_target(&self, st: &mut State) {
+        let Some((dir, prefix)) = &self.follow else {
+            return;
+        };
+        let found = std::fs::read_dir(dir).ok().and_then(|mut d| {
+            d.find_map(|e| {
+                let e = e.ok()?;
+                e.file_name()
+                    .to_str()?
+                    .starts_with(prefix.as_str())
+                    .then(|| e.path())
+            })
+        });
+        let (path, complete) = match found {
+            Some(p) => {
+                track(st, p.clone());
+                (p, None)
+            }
+            None => match st.prefer.take() {
+                Some((p, size)) => (p, Some(size)),
+                None => return,
+            },
+        };
+        if let Ok(file) = std::fs::File::open(&path) {
+            st.target = Some(std::sync::Arc::new(Target { path, file }));
+            st.complete = complete;
+            st.generation += 1;
+        }
+    }
+
+    /// A capture of the spool with bytes not hashed yet, if any.
+    fn capture_to_hash(&self, st: &mut State) -> Option<std::sync::Arc<std::sync::Mutex<Hashing>>> {
+        let (dir, _) = self.follow.as_ref()?;
+        for e in std::fs::read_dir(dir).ok()?.flatten() {
+            let is_capture = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(crate::image::layer::CAPTURE_MARK));
+            if is_capture {
+                track(st, e.path());
+            }
+        }
+        // The file compressed is hashed piece by piece as it is compressed.
+        let target = st.target.as_ref().map(|t| t.path.as_path());
+        st.hashing.iter().find_map(|(path, h)| {
+            if Some(path.as_path()) == target {
+                return None;
+            }
+            let g = h.try_lock().ok()?;
+            let more = !g.taken && g.file.metadata().is_ok_and(|m| m.len() > g.at);
+            drop(g);
+            more.then(|| h.clone())
+        })
+    }
+
+    /// Hashes a piece of the file compressed when it is the next bytes of its capture.
+    fn hash_piece(&self, path: &std::path::Path, at: u64, piece: &[u8]) {
+        let Some(h) = self.lock().hashing.get(path).cloned() else {
+            return;
+        };
+        let mut h = h.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !h.taken && h.at == at {
+            sha2::Digest::update(&mut h.hasher, piece);
+            h.at += piece.len() as u64;
+        }
+    }
+
+    /// Writes the members of `path` (`size` bytes, the target) in order as they are
+    /// done, into a temp file in `spool`, with their sha512.
+    fn collect(
+        &self,
+        path: &std::path::Path,
+        size: u64,
+        spool: &std::path::Path,
+    ) -> Result<Payload> {
+        let result = self.collect_members(size, spool);
+        // On error, the other threads leave.
+        self.lock().stop = true;
+        self.changed.notify_all();
+        result.with_context(|| format!("compressing {}", path.display()))
+    }
+
+    fn collect_members(&self, size: u64, spool: &std::path::Path) -> Result<Payload> {
+        let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
+        let mut sink: HashWriter<_, Sha512> =
+            HashWriter::new(std::io::BufWriter::new(file.reopen()?));
+        for index in 0..pieces(size) {
+            let member = {
+                let mut st = self.lock();
+                loop {
+                    if let Some(m) = st.done.remove(&index) {
+                        break m;
+                    }
+                    st = self
+                        .changed
+                        .wait(st)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+            };
+            sink.write_all(&member?).context("writing the payload")?;
+        }
+        sink.flush().context("writing the payload")?;
+        let len = sink.len;
+        Ok(Payload {
+            file,
+            len,
+            sha512: sink.hex(),
+        })
+    }
 }
 
 impl Follower {
     /// Follows the capture of `name` (normalised, no leading `/`) in `spool`.
     pub(crate) fn start(spool: &std::path::Path, name: &str) -> Follower {
-        let shared = std::sync::Arc::new(Shared::default());
-        let (state, dir) = (shared.clone(), spool.to_path_buf());
         let prefix = crate::image::layer::capture_prefix(name);
-        let job = std::thread::spawn(move || follow(&state, &dir, &prefix));
+        let shared = std::sync::Arc::new(Shared::new(Some((spool.to_path_buf(), prefix))));
+        let state = shared.clone();
+        let job = std::thread::spawn(move || state.work(true));
         Follower {
             shared,
             job: Some(job),
@@ -204,80 +468,53 @@ impl Follower {
     /// Follows `path`, a complete file of `size` bytes, unless the capture named at the
     /// start has turned up already.
     pub(crate) fn prefer(&self, path: &std::path::Path, size: u64) {
-        *self.shared.prefer.lock().expect("follower state") = Some((path.to_path_buf(), size));
+        self.shared.lock().prefer = Some((path.to_path_buf(), size));
     }
 
-    /// Stops following; the pieces compressed so far if `path` is the file followed.
-    pub(crate) fn finish(mut self, path: &std::path::Path) -> Vec<Vec<u8>> {
-        self.shared
-            .stop
-            .store(true, std::sync::atomic::Ordering::Release);
-        match self.job.take().map(|j| j.join()) {
-            Some(Ok(Some((p, done)))) if p == path => done,
-            _ => Vec::new(),
-        }
-    }
-}
-
-/// The follower's thread: see [`Follower`].
-fn follow(state: &Shared, dir: &std::path::Path, prefix: &str) -> Option<Followed> {
-    use std::sync::atomic::Ordering;
-    let pause = std::time::Duration::from_millis(3);
-    let mut cur: Option<Followed1> = None;
-    let mut done = Vec::new();
-    let mut buf = vec![0; GZIP_CHUNK];
-    loop {
-        // Once stopped, the rest is compressed on all cores instead.
-        if state.stop.load(Ordering::Acquire) {
-            return cur.map(|c| (c.path, done));
-        }
-        if cur.is_none() {
-            let found = std::fs::read_dir(dir).ok()?.find_map(|e| {
-                let e = e.ok()?;
-                e.file_name()
-                    .to_str()?
-                    .starts_with(prefix)
-                    .then(|| e.path())
-            });
-            let (path, complete) = match found {
-                Some(p) => (p, None),
-                None => match state.prefer.lock().ok()?.take() {
-                    Some((p, size)) => (p, Some(size)),
-                    None => {
-                        std::thread::sleep(pause);
-                        continue;
-                    }
-                },
-            };
-            let file = std::fs::File::open(&path).ok()?;
-            cur = Some(Followed1 {
-                path,
-                file,
-                complete,
-            });
-        }
-        let c = cur.as_mut().expect("set above");
-        let at = (done.len() * GZIP_CHUNK) as u64;
-        let ready = match c.complete {
-            // A complete file: every piece, the last one possibly short.
-            Some(size) => at < size,
-            // A growing one: whole pieces only.
-            None => c.file.metadata().ok()?.len() >= at + GZIP_CHUNK as u64,
+    /// The sha256 of a spooled capture, whole: what the follower hashed of it so far,
+    /// and the rest.
+    pub(crate) fn digest(&self, path: &std::path::Path) -> std::io::Result<crate::image::Digest> {
+        let Some(h) = self.shared.lock().hashing.get(path).cloned() else {
+            return crate::image::digest::digest_reader(std::fs::File::open(path)?).map(|d| d.0);
         };
-        if ready {
-            let n = read_full(&mut c.file, &mut buf).ok()?;
-            done.push(gzip_member(&buf[..n]).ok()?);
-        } else {
-            std::thread::sleep(pause);
+        let mut h = h.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        h.taken = true;
+        let mut buf = vec![0; 256 * 1024];
+        while h.advance(&mut buf, 256 * 1024)? > 0 {}
+        let hasher = std::mem::take(&mut h.hasher);
+        Ok(crate::image::Digest::from_hasher(hasher))
+    }
+
+    /// Compresses `path` (`size` bytes, complete) on `threads` threads, this one's
+    /// among them, keeping what it compressed if it followed that file. Also returns
+    /// how many pieces were compressed before.
+    pub(crate) fn compress(
+        mut self,
+        path: &std::path::Path,
+        size: u64,
+        spool: &std::path::Path,
+        threads: usize,
+    ) -> Result<(Payload, usize)> {
+        self.shared.aim(path, Some(size), true)?;
+        let early = self.shared.lock().done.len();
+        let shared = &*self.shared;
+        let payload = std::thread::scope(|scope| {
+            for _ in 1..threads.max(1) {
+                scope.spawn(|| shared.work(false));
+            }
+            shared.collect(path, size, spool)
+        })?;
+        if let Some(j) = self.job.take() {
+            let _ = j.join();
         }
+        Ok((payload, early))
     }
 }
 
 impl Drop for Follower {
     fn drop(&mut self) {
-        self.shared
-            .stop
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.shared.lock().stop = true;
+        self.shared.changed.notify_all();
         if let Some(j) = self.job.take() {
             let _ = j.join();
         }
@@ -288,79 +525,145 @@ impl Drop for Follower {
 mod tests {
     use super::*;
     use sha2::Digest as _;
+    use std::io::Read as _;
+
+    fn bytes(p: &Payload) -> Vec<u8> {
+        std::fs::read(p.file.path()).unwrap()
+    }
+
+    /// Writes `data` as a capture of `name` in `spool` grows: in thirds of a piece.
+    fn capture(spool: &std::path::Path, name: &str, data: &[u8]) -> tempfile::NamedTempFile {
+        let mut cap = tempfile::Builder::new()
+            .prefix(&crate::image::layer::capture_prefix(name))
+            .tempfile_in(spool)
+            .unwrap();
+        for piece in data.chunks(GZIP_CHUNK / 3) {
+            cap.write_all(piece).unwrap();
+            cap.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        cap
+    }
+
+    fn big() -> Vec<u8> {
+        (0..GZIP_CHUNK * 2 + 5)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect()
+    }
 
     #[test]
     fn gzip_is_deterministic() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("b");
         std::fs::write(&p, b"same bytes, same gzip").unwrap();
-        let gz = gzip_file(&p, dir.path()).unwrap();
-        let a = std::fs::read(gz.file.path()).unwrap();
-        let b = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
-        assert_eq!(a, b);
+        let gz = gzip_file(&p, dir.path(), 2).unwrap();
+        let a = bytes(&gz);
+        assert_eq!(a, bytes(&gzip_file(&p, dir.path(), 2).unwrap()));
         assert_eq!(gz.len, a.len() as u64);
         assert_eq!(gz.sha512, hex::encode(Sha512::digest(&a)));
         // No name, mtime 0.
         assert_eq!(&a[3..8], &[0, 0, 0, 0, 0]);
         // Pieces become members; they decompress to the whole input.
-        let big: Vec<u8> = (0..GZIP_CHUNK * 2 + 5)
-            .map(|i| (i * 7 % 251) as u8)
-            .collect();
+        let big = big();
         std::fs::write(&p, &big).unwrap();
-        let gz = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
+        let gz = bytes(&gzip_file(&p, dir.path(), 1).unwrap());
         let mut back = Vec::new();
         flate2::read::MultiGzDecoder::new(&gz[..])
             .read_to_end(&mut back)
             .unwrap();
         assert!(back == big);
+        assert!(gz.len() > 3 * 18, "three members");
         // The same bytes whatever the number of cores.
-        for threads in [1, 2, 3, 8] {
-            let other = gzip_file_on(&p, dir.path(), threads, Vec::new()).unwrap();
-            assert!(
-                std::fs::read(other.file.path()).unwrap() == gz,
-                "{threads} threads"
-            );
+        for threads in [2, 3, 8] {
+            let other = gzip_file(&p, dir.path(), threads).unwrap();
+            assert!(bytes(&other) == gz, "{threads} threads");
         }
-        // A follower that saw the file grow gives the same bytes.
+        // An empty file is one empty member.
+        std::fs::write(&p, b"").unwrap();
+        let gz = bytes(&gzip_file(&p, dir.path(), 2).unwrap());
+        let mut back = Vec::new();
+        flate2::read::MultiGzDecoder::new(&gz[..])
+            .read_to_end(&mut back)
+            .unwrap();
+        assert!(gz.starts_with(&[0x1f, 0x8b]) && back.is_empty());
+    }
+
+    #[test]
+    fn a_follower_gives_the_same_bytes_whatever_it_did_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b");
+        let big = big();
+        std::fs::write(&p, &big).unwrap();
+        let gz = bytes(&gzip_file(&p, dir.path(), 2).unwrap());
+
+        // A follower that saw the capture grow compressed its whole pieces before.
         let spool = tempfile::tempdir().unwrap();
         let f = Follower::start(spool.path(), "usr/bin/x");
-        let mut cap = tempfile::Builder::new()
-            .prefix(&crate::image::layer::capture_prefix("usr/bin/x"))
-            .tempfile_in(spool.path())
-            .unwrap();
-        for piece in big.chunks(GZIP_CHUNK / 3) {
-            cap.write_all(piece).unwrap();
-            cap.flush().unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        // Time enough for two pieces even on a busy machine (it stops once told to).
+        let cap = capture(spool.path(), "usr/bin/x", &big);
+        // Time enough for two pieces even on a busy machine.
         std::thread::sleep(std::time::Duration::from_millis(2000));
-        let done = f.finish(cap.path());
-        assert!(!done.is_empty() && done.len() <= 2, "{} pieces", done.len());
-        let followed = gzip_file_on(cap.path(), dir.path(), 2, done).unwrap();
-        assert!(std::fs::read(followed.file.path()).unwrap() == gz);
-        // Another file than the one followed: nothing is taken from the follower.
+        let (followed, early) = f
+            .compress(cap.path(), big.len() as u64, dir.path(), 2)
+            .unwrap();
+        assert_eq!(early, 2, "whole pieces of the growing capture");
+        assert!(bytes(&followed) == gz);
+
+        // Another file than the one followed: nothing is kept, same bytes.
         let f = Follower::start(spool.path(), "usr/bin/x");
         std::thread::sleep(std::time::Duration::from_millis(300));
-        assert!(f.finish(&p).is_empty());
+        let (other, early) = f.compress(&p, big.len() as u64, dir.path(), 1).unwrap();
+        assert_eq!(early, 0);
+        assert!(bytes(&other) == gz);
+
         // A complete file preferred before the name turns up: every piece, the last
         // one short, and the same bytes.
         let f = Follower::start(spool.path(), "usr/bin/y");
         f.prefer(&p, big.len() as u64);
         // Time enough for three pieces even on a busy machine.
         std::thread::sleep(std::time::Duration::from_millis(3000));
-        let done = f.finish(&p);
-        assert_eq!(done.len(), 3, "pieces of the preferred file");
-        let followed = gzip_file_on(&p, dir.path(), 2, done).unwrap();
-        assert!(std::fs::read(followed.file.path()).unwrap() == gz);
+        let (preferred, early) = f.compress(&p, big.len() as u64, dir.path(), 2).unwrap();
+        assert_eq!(early, 3, "pieces of the preferred file");
+        assert!(bytes(&preferred) == gz);
+
         // A capture of the name, once it turns up, wins over a file preferred later.
         let f = Follower::start(spool.path(), "usr/bin/x");
         std::thread::sleep(std::time::Duration::from_millis(300));
         f.prefer(&p, big.len() as u64);
         std::thread::sleep(std::time::Duration::from_millis(300));
-        assert!(f.finish(&p).is_empty());
-        std::fs::write(&p, b"").unwrap();
-        let gz = std::fs::read(gzip_file(&p, dir.path()).unwrap().file.path()).unwrap();
-        assert!(gz.starts_with(&[0x1f, 0x8b]));
+        let (_, early) = f.compress(&p, big.len() as u64, dir.path(), 2).unwrap();
+        assert_eq!(early, 0);
+    }
+
+    #[test]
+    fn a_follower_hashes_the_captures_as_they_grow() {
+        let spool = tempfile::tempdir().unwrap();
+        let big = big();
+        let f = Follower::start(spool.path(), "usr/bin/x");
+        // Followed and compressed, or only hashed: the same digest as a whole read.
+        let followed = capture(spool.path(), "usr/bin/x", &big);
+        let other = capture(spool.path(), "usr/bin/other", &big[5..]);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        for (cap, data) in [(&followed, &big[..]), (&other, &big[5..])] {
+            let d = f.digest(cap.path()).unwrap();
+            assert_eq!(d.hex(), hex::encode(sha2::Sha256::digest(data)));
+        }
+        // A capture that turns up late, and a file that is no capture.
+        let late = capture(spool.path(), "usr/bin/late", b"late");
+        let plain = spool.path().join("plain");
+        std::fs::write(&plain, b"plain").unwrap();
+        assert_eq!(
+            f.digest(late.path()).unwrap().hex(),
+            hex::encode(sha2::Sha256::digest(b"late"))
+        );
+        assert_eq!(
+            f.digest(&plain).unwrap().hex(),
+            hex::encode(sha2::Sha256::digest(b"plain"))
+        );
+        // The followed capture's pieces are still kept.
+        let dir = tempfile::tempdir().unwrap();
+        let (_, early) = f
+            .compress(followed.path(), big.len() as u64, dir.path(), 2)
+            .unwrap();
+        assert!(early >= 1, "{early} pieces");
     }
 }

@@ -228,8 +228,11 @@ pub enum Capture {
 pub fn capture_prefix(name: &str) -> String {
     use sha2::Digest as _;
     let h = sha2::Sha256::digest(name.as_bytes());
-    format!(".cap-{}-", hex::encode(&h[..8]))
+    format!("{CAPTURE_MARK}{}-", hex::encode(&h[..8]))
 }
+
+/// How the spool file of every capture begins.
+pub const CAPTURE_MARK: &str = ".cap-";
 
 /// A verified layer: its index and the content spooled for wanted entries, by ordinal.
 pub struct LayerScan {
