@@ -458,8 +458,10 @@ fn write(
 ) -> Result<Written> {
     let mut t = cfg.ign.temp_file()?;
     // The config's sha256 is taken as it is written.
-    let mut w: HashWriter<_, sha2::Sha256> =
-        HashWriter::new(std::io::BufWriter::new(t.as_file_mut()));
+    let mut w: HashWriter<_, sha2::Sha256> = HashWriter::new(std::io::BufWriter::with_capacity(
+        256 * 1024,
+        t.as_file_mut(),
+    ));
     match cfg.remote {
         None => {
             let write = |s: &mut ignition::Splice<_>| config.write(s).map_err(Into::into);

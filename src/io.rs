@@ -6,11 +6,28 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest as _, Sha256};
+
+/// [`io::copy`] with a 256 KiB buffer instead of 8 KiB: a layer's entries reach the
+/// inflater and the spool in 32 times fewer calls.
+pub fn copy_wide(r: &mut (impl Read + ?Sized), w: &mut (impl Write + ?Sized)) -> io::Result<u64> {
+    let mut buf = vec![0; 256 * 1024];
+    let mut total = 0;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        w.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
 
 /// Reads `r` to its end, or `None` when it holds more than `limit` bytes (of which at
 /// most `limit + 1` are read): for manifests, configs, signatures and error bodies,
@@ -251,6 +268,43 @@ impl<R: Read> Read for LowSpeedReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Interrupted once, then a few bytes per read.
+    struct Choppy {
+        data: Vec<u8>,
+        at: usize,
+        interrupted: bool,
+    }
+
+    impl Read for Choppy {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if !self.interrupted {
+                self.interrupted = true;
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let n = buf.len().min(7).min(self.data.len() - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn copy_wide_copies_everything_through_short_and_interrupted_reads() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let mut r = Choppy {
+            data: data.clone(),
+            at: 0,
+            interrupted: false,
+        };
+        let mut out = Vec::new();
+        assert_eq!(copy_wide(&mut r, &mut out).unwrap(), data.len() as u64);
+        assert!(out == data);
+        let mut big = &data[..];
+        let mut out = Vec::new();
+        assert_eq!(copy_wide(&mut big, &mut out).unwrap(), data.len() as u64);
+        assert!(out == data);
+    }
 
     #[test]
     fn read_at_most_refuses_one_byte_more() {

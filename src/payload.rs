@@ -147,6 +147,8 @@ struct State {
     done: std::collections::BTreeMap<usize, std::io::Result<Vec<u8>>>,
     /// The sha256 of each capture so far.
     hashing: std::collections::HashMap<PathBuf, std::sync::Arc<std::sync::Mutex<Hashing>>>,
+    /// When the spool was last listed for new captures.
+    listed: Option<std::time::Instant>,
 }
 
 struct Target {
@@ -374,13 +376,17 @@ impl Shared {
     /// A capture of the spool with bytes not hashed yet, if any.
     fn capture_to_hash(&self, st: &mut State) -> Option<std::sync::Arc<std::sync::Mutex<Hashing>>> {
         let (dir, _) = self.follow.as_ref()?;
-        for e in std::fs::read_dir(dir).ok()?.flatten() {
-            let is_capture = e
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(crate::image::layer::CAPTURE_MARK));
-            if is_capture {
-                track(st, e.path());
+        // New captures are looked for once per pause, not at every step.
+        if st.listed.is_none_or(|t| t.elapsed() >= PAUSE) {
+            st.listed = Some(std::time::Instant::now());
+            for e in std::fs::read_dir(dir).ok()?.flatten() {
+                let is_capture = e
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(crate::image::layer::CAPTURE_MARK));
+                if is_capture {
+                    track(st, e.path());
+                }
             }
         }
         // The file compressed is hashed piece by piece as it is compressed.
@@ -425,8 +431,10 @@ impl Shared {
 
     fn collect_members(&self, size: u64, spool: &std::path::Path) -> Result<Payload> {
         let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
-        let mut sink: HashWriter<_, Sha512> =
-            HashWriter::new(std::io::BufWriter::new(file.reopen()?));
+        let mut sink: HashWriter<_, Sha512> = HashWriter::new(std::io::BufWriter::with_capacity(
+            256 * 1024,
+            file.reopen()?,
+        ));
         for index in 0..pieces(size) {
             let member = {
                 let mut st = self.lock();
