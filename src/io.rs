@@ -12,10 +12,19 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest as _, Sha256};
 
-/// [`io::copy`] with a 256 KiB buffer instead of 8 KiB: a layer's entries reach the
-/// inflater and the spool in 32 times fewer calls.
-pub fn copy_wide(r: &mut (impl Read + ?Sized), w: &mut (impl Write + ?Sized)) -> io::Result<u64> {
-    let mut buf = vec![0; 256 * 1024];
+/// [`io::copy`] with a 256 KiB buffer instead of 8 KiB when `len` (the bytes expected)
+/// is large: a big entry of a layer reaches the inflater and the spool in 32 times fewer
+/// calls. Small ones keep `io::copy`'s buffer on the stack (a layer may hold millions).
+pub fn copy_wide(
+    r: &mut (impl Read + ?Sized),
+    w: &mut (impl Write + ?Sized),
+    len: u64,
+) -> io::Result<u64> {
+    const WIDE: usize = 256 * 1024;
+    if len < WIDE as u64 {
+        return io::copy(r, w);
+    }
+    let mut buf = vec![0; WIDE];
     let mut total = 0;
     loop {
         let n = match r.read(&mut buf) {
@@ -298,12 +307,21 @@ mod tests {
             interrupted: false,
         };
         let mut out = Vec::new();
-        assert_eq!(copy_wide(&mut r, &mut out).unwrap(), data.len() as u64);
+        assert_eq!(
+            copy_wide(&mut r, &mut out, u64::MAX).unwrap(),
+            data.len() as u64
+        );
         assert!(out == data);
-        let mut big = &data[..];
-        let mut out = Vec::new();
-        assert_eq!(copy_wide(&mut big, &mut out).unwrap(), data.len() as u64);
-        assert!(out == data);
+        // Whatever the length expected.
+        for len in [0, 100, data.len() as u64] {
+            let mut big = &data[..];
+            let mut out = Vec::new();
+            assert_eq!(
+                copy_wide(&mut big, &mut out, len).unwrap(),
+                data.len() as u64
+            );
+            assert!(out == data);
+        }
     }
 
     #[test]

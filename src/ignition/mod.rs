@@ -197,7 +197,7 @@ impl<W: std::io::Write> Splice<'_, W> {
                 &mut self.out,
                 &base64::engine::general_purpose::STANDARD,
             );
-            let copied = crate::io::copy_wide(&mut payload, &mut enc)?;
+            let copied = crate::io::copy_wide(&mut payload, &mut enc, self.payload_len)?;
             enc.finish()?;
             drop(enc);
             if copied != self.payload_len {

@@ -737,7 +737,7 @@ impl<'w> TarWalk<'w> {
             return Ok(());
         }
         let padding = len.wrapping_neg() % 512;
-        crate::io::copy_wide(data, &mut io::sink())
+        crate::io::copy_wide(data, &mut io::sink(), len)
             .and_then(|_| io::copy(&mut stream.take(padding), &mut io::sink()))
             .with_context(|| format!("{}: reading entry data", self.what))?;
         self.behind += len + padding;
@@ -925,7 +925,7 @@ impl<'o> Placer<'o> {
             .prefix(&capture_prefix(name))
             .tempfile_in(spool)
             .with_context(|| format!("creating a temp file in {}", spool.display()))?;
-        crate::io::copy_wide(data, tmp.as_file_mut())
+        crate::io::copy_wide(data, tmp.as_file_mut(), size)
             .with_context(|| format!("{}: reading {raw_name:?}", self.what))?;
         Ok(Capture::File {
             file: tmp,
@@ -1011,8 +1011,7 @@ pub fn scan_layer(
     }
     walk.finish()?;
     let mut rest = archive.into_inner();
-    crate::io::copy_wide(&mut rest, &mut io::sink())
-        .with_context(|| format!("{what}: reading to the end"))?;
+    io::copy(&mut rest, &mut io::sink()).with_context(|| format!("{what}: reading to the end"))?;
     drop(rest);
     walk.check_length(stream.real.get())?;
     stream.verify(layer, &what)?;
