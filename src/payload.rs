@@ -147,6 +147,8 @@ struct State {
     done: std::collections::BTreeMap<usize, std::io::Result<Vec<u8>>>,
     /// The sha256 of each capture so far.
     hashing: std::collections::HashMap<PathBuf, std::sync::Arc<std::sync::Mutex<Hashing>>>,
+    /// The captures whose sha256 the caller finished.
+    finished: std::collections::HashSet<PathBuf>,
     /// When the spool was last listed for new captures.
     listed: Option<std::time::Instant>,
 }
@@ -177,7 +179,10 @@ impl Hashing {
 
 /// Begins the sha256 of a capture, unless it is begun already.
 fn track(st: &mut State, path: PathBuf) {
-    if st.hashing.contains_key(&path) {
+    if st.hashing.contains_key(&path)
+        || st.finished.contains(&path)
+        || st.hashing.len() >= MAX_TRACKED
+    {
         return;
     }
     if let Ok(file) = std::fs::File::open(&path) {
@@ -190,6 +195,20 @@ fn track(st: &mut State, path: PathBuf) {
         st.hashing
             .insert(path, std::sync::Arc::new(std::sync::Mutex::new(h)));
     }
+}
+
+/// At most this many captures are hashed at once (each holds a file open); the others
+/// are hashed when the choice asks for them.
+const MAX_TRACKED: usize = 64;
+
+/// Forgets the captures removed (replaced by a later entry of the same name, or their
+/// layer's scan failed), closing their files.
+fn prune(st: &mut State) {
+    use std::os::unix::fs::MetadataExt as _;
+    st.hashing.retain(|_, h| {
+        h.try_lock()
+            .map_or(true, |g| g.file.metadata().is_ok_and(|m| m.nlink() > 0))
+    });
 }
 
 /// What a thread does next.
@@ -379,6 +398,7 @@ impl Shared {
         // New captures are looked for once per pause, not at every step.
         if st.listed.is_none_or(|t| t.elapsed() >= PAUSE) {
             st.listed = Some(std::time::Instant::now());
+            prune(st);
             for e in std::fs::read_dir(dir).ok()?.flatten() {
                 let is_capture = e
                     .file_name()
@@ -482,7 +502,13 @@ impl Follower {
     /// The sha256 of a spooled capture, whole: what the follower hashed of it so far,
     /// and the rest.
     pub(crate) fn digest(&self, path: &std::path::Path) -> std::io::Result<crate::image::Digest> {
-        let Some(h) = self.shared.lock().hashing.get(path).cloned() else {
+        // Finished here, and never hashed by the follower again.
+        let h = {
+            let mut st = self.shared.lock();
+            st.finished.insert(path.to_path_buf());
+            st.hashing.remove(path)
+        };
+        let Some(h) = h else {
             return crate::image::digest::digest_reader(std::fs::File::open(path)?).map(|d| d.0);
         };
         let mut h = h.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -654,6 +680,27 @@ mod tests {
         for (cap, data) in [(&followed, &big[..]), (&other, &big[5..])] {
             let d = f.digest(cap.path()).unwrap();
             assert_eq!(d.hex(), hex::encode(sha2::Sha256::digest(data)));
+        }
+        // Asked again: the same digest.
+        let d = f.digest(other.path()).unwrap();
+        assert_eq!(d.hex(), hex::encode(sha2::Sha256::digest(&big[5..])));
+        // More captures than are followed at once: each digest is still whole.
+        let many: Vec<_> = (0..MAX_TRACKED + 6)
+            .map(|i| {
+                let mut cap = tempfile::Builder::new()
+                    .prefix(&crate::image::layer::capture_prefix(&format!(
+                        "usr/bin/m{i}"
+                    )))
+                    .tempfile_in(spool.path())
+                    .unwrap();
+                cap.write_all(format!("capture {i}").as_bytes()).unwrap();
+                cap
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        for (i, cap) in many.iter().enumerate() {
+            let want = hex::encode(sha2::Sha256::digest(format!("capture {i}").as_bytes()));
+            assert_eq!(f.digest(cap.path()).unwrap().hex(), want, "capture {i}");
         }
         // A capture that turns up late, and a file that is no capture.
         let late = capture(spool.path(), "usr/bin/late", b"late");
