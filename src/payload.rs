@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use anyhow::{Context, Result};
 use sha2::Sha512;
@@ -114,15 +115,15 @@ fn gzip_file(path: &std::path::Path, spool: &std::path::Path, threads: usize) ->
 /// among them, keeping the pieces already compressed if it is the file followed. The
 /// output is the same bytes either way, and the same as [`gzip_file`]'s.
 pub(crate) struct Follower {
-    shared: std::sync::Arc<Shared>,
+    shared: Arc<Shared>,
     job: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The state the threads of a compression share.
 struct Shared {
-    state: std::sync::Mutex<State>,
+    state: Mutex<State>,
     /// Signalled when a piece is done or the state changes.
-    changed: std::sync::Condvar,
+    changed: Condvar,
     /// Where captures are spooled, and the capture prefix of the name followed (a
     /// [`Follower`] only).
     follow: Option<(PathBuf, String)>,
@@ -135,7 +136,7 @@ struct State {
     /// A complete file to follow (with its size) if none is followed yet.
     prefer: Option<(PathBuf, u64)>,
     /// The file compressed, and its size once it is complete.
-    target: Option<std::sync::Arc<Target>>,
+    target: Option<Arc<Target>>,
     complete: Option<u64>,
     /// The members are being collected: a thread with no piece left leaves.
     collecting: bool,
@@ -146,7 +147,7 @@ struct State {
     /// The members compressed, by piece.
     done: std::collections::BTreeMap<usize, std::io::Result<Vec<u8>>>,
     /// The sha256 of each capture so far.
-    hashing: std::collections::HashMap<PathBuf, std::sync::Arc<std::sync::Mutex<Hashing>>>,
+    hashing: std::collections::HashMap<PathBuf, Arc<Mutex<Hashing>>>,
     /// The captures whose sha256 the caller finished.
     finished: std::collections::HashSet<PathBuf>,
     /// When the spool was last listed for new captures.
@@ -192,8 +193,7 @@ fn track(st: &mut State, path: PathBuf) {
             at: 0,
             taken: false,
         };
-        st.hashing
-            .insert(path, std::sync::Arc::new(std::sync::Mutex::new(h)));
+        st.hashing.insert(path, Arc::new(Mutex::new(h)));
     }
 }
 
@@ -215,12 +215,12 @@ fn prune(st: &mut State) {
 enum Step {
     Leave,
     Piece {
-        target: std::sync::Arc<Target>,
+        target: Arc<Target>,
         generation: u64,
         index: usize,
         len: usize,
     },
-    Hash(std::sync::Arc<std::sync::Mutex<Hashing>>),
+    Hash(Arc<Mutex<Hashing>>),
     Wait,
 }
 
@@ -235,17 +235,15 @@ fn pieces(size: u64) -> usize {
 impl Shared {
     fn new(follow: Option<(PathBuf, String)>) -> Shared {
         Shared {
-            state: std::sync::Mutex::new(State::default()),
-            changed: std::sync::Condvar::new(),
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
             follow,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         // A panic of a compression thread is a bug; its state is still consistent.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Compresses `path` from now on: complete if `size` is known. Pieces of another
@@ -256,7 +254,7 @@ impl Shared {
         if !(same && keep) {
             let file =
                 std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-            st.target = Some(std::sync::Arc::new(Target {
+            st.target = Some(Arc::new(Target {
                 path: path.to_path_buf(),
                 file,
             }));
@@ -304,7 +302,7 @@ impl Shared {
                     }
                 }
                 Step::Hash(h) => {
-                    let mut h = h.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut h = h.lock().unwrap_or_else(PoisonError::into_inner);
                     if !h.taken {
                         // A read error leaves the rest to the caller's hashing.
                         let _ = h.advance(&mut buf, 1 << 20);
@@ -386,14 +384,14 @@ impl Shared {
             },
         };
         if let Ok(file) = std::fs::File::open(&path) {
-            st.target = Some(std::sync::Arc::new(Target { path, file }));
+            st.target = Some(Arc::new(Target { path, file }));
             st.complete = complete;
             st.generation += 1;
         }
     }
 
     /// A capture of the spool with bytes not hashed yet, if any.
-    fn capture_to_hash(&self, st: &mut State) -> Option<std::sync::Arc<std::sync::Mutex<Hashing>>> {
+    fn capture_to_hash(&self, st: &mut State) -> Option<Arc<Mutex<Hashing>>> {
         let (dir, _) = self.follow.as_ref()?;
         // New captures are looked for once per pause, not at every step.
         if st.listed.is_none_or(|t| t.elapsed() >= PAUSE) {
@@ -427,7 +425,7 @@ impl Shared {
         let Some(h) = self.lock().hashing.get(path).cloned() else {
             return;
         };
-        let mut h = h.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = h.lock().unwrap_or_else(PoisonError::into_inner);
         if !h.taken && h.at == at {
             sha2::Digest::update(&mut h.hasher, piece);
             h.at += piece.len() as u64;
@@ -465,7 +463,7 @@ impl Shared {
                     st = self
                         .changed
                         .wait(st)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        .unwrap_or_else(PoisonError::into_inner);
                 }
             };
             sink.write_all(&member?).context("writing the payload")?;
@@ -484,7 +482,7 @@ impl Follower {
     /// Follows the capture of `name` (normalised, no leading `/`) in `spool`.
     pub(crate) fn start(spool: &std::path::Path, name: &str) -> Follower {
         let prefix = crate::image::layer::capture_prefix(name);
-        let shared = std::sync::Arc::new(Shared::new(Some((spool.to_path_buf(), prefix))));
+        let shared = Arc::new(Shared::new(Some((spool.to_path_buf(), prefix))));
         let state = shared.clone();
         let job = std::thread::spawn(move || state.work(true));
         Follower {
@@ -511,7 +509,7 @@ impl Follower {
         let Some(h) = h else {
             return crate::image::digest::digest_reader(std::fs::File::open(path)?).map(|d| d.0);
         };
-        let mut h = h.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = h.lock().unwrap_or_else(PoisonError::into_inner);
         h.taken = true;
         let mut buf = vec![0; 256 * 1024];
         while h.advance(&mut buf, 256 * 1024)? > 0 {}
