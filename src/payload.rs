@@ -63,16 +63,36 @@ impl<W: Write, H: sha2::Digest> Write for HashWriter<W, H> {
 /// almost nothing (0.05% at 8 MiB for a real MCD).
 pub(crate) const GZIP_CHUNK: usize = 4 * 1024 * 1024;
 
-/// One gzip member: libdeflate's header has no name, mtime 0, OS 255 (unknown).
-fn gzip_member(data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let level = libdeflater::CompressionLvl::new(GZIP_LEVEL).expect("a valid libdeflate level");
-    let mut c = libdeflater::Compressor::new(level);
-    let mut out = vec![0; c.gzip_compress_bound(data.len())];
-    let n = c
-        .gzip_compress(data, &mut out)
-        .map_err(|e| std::io::Error::other(format!("libdeflate: {e:?}")))?;
-    out.truncate(n);
-    Ok(out)
+/// Compresses gzip members, reusing its compressor and output buffer from one piece to
+/// the next (a thread's own: freeing 4 MiB buffers piece after piece would leave the
+/// allocator holding more memory than the pieces in flight need).
+struct MemberMaker {
+    compressor: libdeflater::Compressor,
+    out: Vec<u8>,
+}
+
+impl MemberMaker {
+    fn new() -> Self {
+        let level = libdeflater::CompressionLvl::new(GZIP_LEVEL).expect("a valid libdeflate level");
+        MemberMaker {
+            compressor: libdeflater::Compressor::new(level),
+            out: Vec::new(),
+        }
+    }
+
+    /// One gzip member, exactly as long as it is: libdeflate's header has no name,
+    /// mtime 0, OS 255 (unknown).
+    fn member(&mut self, data: &[u8]) -> std::io::Result<Vec<u8>> {
+        let bound = self.compressor.gzip_compress_bound(data.len());
+        if self.out.len() < bound {
+            self.out.resize(bound, 0);
+        }
+        let n = self
+            .compressor
+            .gzip_compress(data, &mut self.out)
+            .map_err(|e| std::io::Error::other(format!("libdeflate: {e:?}")))?;
+        Ok(self.out[..n].to_vec())
+    }
 }
 
 pub(crate) fn threads() -> usize {
@@ -272,6 +292,7 @@ impl Shared {
     /// also finds its file, hashes captures when idle, and waits for more.
     fn work(&self, follows: bool) {
         let mut buf = vec![0; GZIP_CHUNK];
+        let mut maker = MemberMaker::new();
         loop {
             match self.next_step(follows) {
                 Step::Leave => return,
@@ -291,7 +312,10 @@ impl Shared {
                         self.hash_piece(&target.path, at, &buf[..len]);
                         // A piece taken always gets a result, or the collector would
                         // wait for it for ever.
-                        std::panic::catch_unwind(|| gzip_member(&buf[..len])).unwrap_or_else(|_| {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            maker.member(&buf[..len])
+                        }))
+                        .unwrap_or_else(|_| {
                             Err(std::io::Error::other("a compression thread panicked"))
                         })
                     });
