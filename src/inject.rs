@@ -459,7 +459,7 @@ fn write(
     let mut t = cfg.ign.temp_file()?;
     // The config's sha256 is taken as it is written.
     let mut w: HashWriter<_, sha2::Sha256> = HashWriter::new(std::io::BufWriter::with_capacity(
-        256 * 1024,
+        crate::io::WIDE_BUF,
         t.as_file_mut(),
     ));
     match cfg.remote {

@@ -6,7 +6,6 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::elf::{self, ElfFacts};
-use crate::image::digest::digest_reader;
 use crate::image::fs::{FileContent, MergedFs, NotFound};
 use crate::image::layer::normalize_name;
 use crate::image::{Digest, Image, ImageInfo};
@@ -132,7 +131,7 @@ pub trait SelectHooks {
     /// The sha256 of a build spooled in full at `file`. By default, the file is read;
     /// `inject` has most of it hashed while the layer streams.
     fn digest(&self, file: &std::path::Path) -> std::io::Result<Digest> {
-        digest_reader(std::fs::File::open(file)?).map(|(d, _)| d)
+        crate::image::digest::digest_file(file)
     }
 }
 

@@ -82,7 +82,7 @@ fn copy_out(
     out: &mut dyn Write,
     write_error: &dyn Fn(io::Error) -> anyhow::Error,
 ) -> Result<()> {
-    let mut buf = vec![0; 256 * 1024];
+    let mut buf = vec![0; crate::io::WIDE_BUF];
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) => break,

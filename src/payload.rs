@@ -106,18 +106,10 @@ pub(crate) fn threads() -> usize {
 /// whatever it compressed before.
 #[cfg(test)]
 fn gzip_file(path: &std::path::Path, spool: &std::path::Path, threads: usize) -> Result<Payload> {
-    let shared = Shared::new(None);
     let size = std::fs::metadata(path)
         .with_context(|| format!("reading {}", path.display()))?
         .len();
-    shared.aim(path, Some(size), false)?;
-    let threads = threads.max(1);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| shared.work(false));
-        }
-        shared.collect(path, size, spool)
-    })
+    Shared::new(None).compress(path, size, spool, threads.max(1))
 }
 
 /// Works beside the image read of `inject`, on a thread of its own, while the other
@@ -188,10 +180,11 @@ struct Hashing {
 }
 
 impl Hashing {
-    /// Hashes the next bytes of the file as far as they are written, up to `most`.
-    fn advance(&mut self, buf: &mut [u8], most: usize) -> std::io::Result<usize> {
+    /// Hashes the next bytes of the file as far as they are written, up to the size of
+    /// `buf`.
+    fn advance(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         use std::os::unix::fs::FileExt as _;
-        let n = self.file.read_at(&mut buf[..most], self.at)?;
+        let n = self.file.read_at(buf, self.at)?;
         sha2::Digest::update(&mut self.hasher, &buf[..n]);
         self.at += n as u64;
         Ok(n)
@@ -266,12 +259,29 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Compresses `path` from now on: complete if `size` is known. Pieces of another
-    /// file are forgotten; those of the same file are kept when `keep`.
-    fn aim(&self, path: &std::path::Path, size: Option<u64>, keep: bool) -> Result<()> {
+    /// Compresses `path`, complete at `size` bytes, on `helpers` threads of its own
+    /// besides a follower's, and writes the payload. Pieces of `path` done before are
+    /// kept, those of another file forgotten.
+    fn compress(
+        &self,
+        path: &std::path::Path,
+        size: u64,
+        spool: &std::path::Path,
+        helpers: usize,
+    ) -> Result<Payload> {
+        self.aim(path, size)?;
+        std::thread::scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(|| self.work(false));
+            }
+            self.collect(path, size, spool)
+        })
+    }
+
+    /// Collects `path` from now on, complete at `size` bytes.
+    fn aim(&self, path: &std::path::Path, size: u64) -> Result<()> {
         let mut st = self.lock();
-        let same = st.target.as_ref().is_some_and(|t| t.path == path);
-        if !(same && keep) {
+        if st.target.as_ref().is_none_or(|t| t.path != path) {
             let file =
                 std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
             st.target = Some(Arc::new(Target {
@@ -282,7 +292,7 @@ impl Shared {
             st.next = 0;
             st.done.clear();
         }
-        st.complete = size;
+        st.complete = Some(size);
         st.collecting = true;
         self.changed.notify_all();
         Ok(())
@@ -329,7 +339,7 @@ impl Shared {
                     let mut h = h.lock().unwrap_or_else(PoisonError::into_inner);
                     if !h.taken {
                         // A read error leaves the rest to the caller's hashing.
-                        let _ = h.advance(&mut buf, 1 << 20);
+                        let _ = h.advance(&mut buf[..1 << 20]);
                     }
                 }
                 Step::Wait => {
@@ -347,8 +357,8 @@ impl Shared {
         if st.stop {
             return Step::Leave;
         }
-        if follows && st.target.is_none() {
-            self.find_target(&mut st);
+        if follows {
+            self.look(&mut st);
         }
         if let Some(target) = st.target.clone() {
             let at = (st.next * GZIP_CHUNK) as u64;
@@ -376,32 +386,43 @@ impl Shared {
             }
         }
         if follows {
-            if let Some(h) = self.capture_to_hash(&mut st) {
+            if let Some(h) = Self::capture_to_hash(&st) {
                 return Step::Hash(h);
             }
         }
         Step::Wait
     }
 
-    /// The follower's file: the capture of its name, else the file preferred.
-    fn find_target(&self, st: &mut State) {
+    /// The follower's look at the spool, once per pause: forgets the captures removed,
+    /// begins the sha256 of new ones and, while it follows no file yet, follows the
+    /// capture of its name, else the file preferred.
+    fn look(&self, st: &mut State) {
         let Some((dir, prefix)) = &self.follow else {
             return;
         };
-        let found = std::fs::read_dir(dir).ok().and_then(|mut d| {
-            d.find_map(|e| {
-                let e = e.ok()?;
-                e.file_name()
-                    .to_str()?
-                    .starts_with(prefix.as_str())
-                    .then(|| e.path())
-            })
-        });
-        let (path, complete) = match found {
-            Some(p) => {
-                track(st, p.clone());
-                (p, None)
+        if st.listed.is_some_and(|t| t.elapsed() < PAUSE) {
+            return;
+        }
+        st.listed = Some(std::time::Instant::now());
+        prune(st);
+        let mut named = None;
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else {
+                continue;
+            };
+            if name.starts_with(crate::image::layer::CAPTURE_MARK) {
+                track(st, e.path());
             }
+            if named.is_none() && name.starts_with(prefix.as_str()) {
+                named = Some(e.path());
+            }
+        }
+        if st.target.is_some() {
+            return;
+        }
+        let (path, complete) = match named {
+            Some(p) => (p, None),
             None => match st.prefer.take() {
                 Some((p, size)) => (p, Some(size)),
                 None => return,
@@ -414,23 +435,9 @@ impl Shared {
         }
     }
 
-    /// A capture of the spool with bytes not hashed yet, if any.
-    fn capture_to_hash(&self, st: &mut State) -> Option<Arc<Mutex<Hashing>>> {
-        let (dir, _) = self.follow.as_ref()?;
-        // New captures are looked for once per pause, not at every step.
-        if st.listed.is_none_or(|t| t.elapsed() >= PAUSE) {
-            st.listed = Some(std::time::Instant::now());
-            prune(st);
-            for e in std::fs::read_dir(dir).ok()?.flatten() {
-                let is_capture = e
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|n| n.starts_with(crate::image::layer::CAPTURE_MARK));
-                if is_capture {
-                    track(st, e.path());
-                }
-            }
-        }
+    /// A capture of the spool with bytes not hashed yet, if any, other than the file
+    /// compressed.
+    fn capture_to_hash(st: &State) -> Option<Arc<Mutex<Hashing>>> {
         // The file compressed is hashed piece by piece as it is compressed.
         let target = st.target.as_ref().map(|t| t.path.as_path());
         st.hashing.iter().find_map(|(path, h)| {
@@ -474,7 +481,7 @@ impl Shared {
     fn collect_members(&self, size: u64, spool: &std::path::Path) -> Result<Payload> {
         let file = tempfile::NamedTempFile::new_in(spool).context("creating the payload file")?;
         let mut sink: HashWriter<_, Sha512> = HashWriter::new(std::io::BufWriter::with_capacity(
-            256 * 1024,
+            crate::io::WIDE_BUF,
             file.reopen()?,
         ));
         for index in 0..pieces(size) {
@@ -531,12 +538,12 @@ impl Follower {
             st.hashing.remove(path)
         };
         let Some(h) = h else {
-            return crate::image::digest::digest_reader(std::fs::File::open(path)?).map(|d| d.0);
+            return crate::image::digest::digest_file(path);
         };
         let mut h = h.lock().unwrap_or_else(PoisonError::into_inner);
         h.taken = true;
-        let mut buf = vec![0; 256 * 1024];
-        while h.advance(&mut buf, 256 * 1024)? > 0 {}
+        let mut buf = vec![0; crate::io::WIDE_BUF];
+        while h.advance(&mut buf)? > 0 {}
         let hasher = std::mem::take(&mut h.hasher);
         Ok(crate::image::Digest::from_hasher(hasher))
     }
@@ -551,15 +558,18 @@ impl Follower {
         spool: &std::path::Path,
         threads: usize,
     ) -> Result<(Payload, usize)> {
-        self.shared.aim(path, Some(size), true)?;
-        let early = self.shared.lock().done.len();
-        let shared = &*self.shared;
-        let payload = std::thread::scope(|scope| {
-            for _ in 1..threads.max(1) {
-                scope.spawn(|| shared.work(false));
+        let early = {
+            let st = self.shared.lock();
+            let same = st.target.as_ref().is_some_and(|t| t.path == path);
+            if same {
+                st.done.len()
+            } else {
+                0
             }
-            shared.collect(path, size, spool)
-        })?;
+        };
+        let payload = self
+            .shared
+            .compress(path, size, spool, threads.max(1) - 1)?;
         if let Some(j) = self.job.take() {
             let _ = j.join();
         }

@@ -82,10 +82,15 @@ impl serde::Serialize for Digest {
     }
 }
 
+/// The digest of a whole file.
+pub fn digest_file(path: &std::path::Path) -> io::Result<Digest> {
+    digest_reader(std::fs::File::open(path)?).map(|(d, _)| d)
+}
+
 /// Hash a whole reader (used for files already on disk).
 pub fn digest_reader(mut r: impl Read) -> io::Result<(Digest, u64)> {
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = vec![0u8; crate::io::WIDE_BUF];
     let mut total = 0u64;
     loop {
         let n = r.read(&mut buf)?;

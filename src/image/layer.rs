@@ -22,7 +22,6 @@ use crate::io::{read_at_most, HashState, HashingReader, SharedReader, TarPad};
 const WHITEOUT_PREFIX: &str = ".wh.";
 const OPAQUE_MARKER: &str = ".wh..wh..opq";
 const META_PREFIX: &str = ".wh..wh.";
-const COPY_BUFFER: usize = 256 * 1024;
 
 /// What kind of filesystem object a tar entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -291,7 +290,7 @@ pub fn child_of(dir: &str, base: &str) -> String {
 }
 
 fn decompressor<'a>(raw: impl Read + 'a, compression: Compression) -> Result<Box<dyn Read + 'a>> {
-    let mut buffered = BufReader::with_capacity(COPY_BUFFER, raw);
+    let mut buffered = BufReader::with_capacity(crate::io::WIDE_BUF, raw);
     let compression = match compression {
         Compression::Detect => {
             let head = buffered.fill_buf().context("reading layer")?;
