@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::elf::{self, ElfFacts};
+use crate::image::blocks::Splicing;
 use crate::image::fs::{FileContent, MergedFs, NotFound};
 use crate::image::layer::normalize_name;
 use crate::image::{Digest, Image, ImageInfo};
@@ -318,8 +319,23 @@ pub fn select_with(
     force: bool,
     hooks: &dyn SelectHooks,
 ) -> Result<(Inspection, Choice)> {
+    select_spliced(image, spool, target, binary_path, force, hooks, None)
+}
+
+/// [`select_with`], keeping the deflate blocks of the entry `splice` names as its
+/// layer is read (`inject`'s payload may be made of them).
+pub(crate) fn select_spliced(
+    image: &Image,
+    spool: &std::path::Path,
+    target: &Target,
+    binary_path: Option<&str>,
+    force: bool,
+    hooks: &dyn SelectHooks,
+    splice: Option<&Splicing>,
+) -> Result<(Inspection, Choice)> {
     let extra = extra_name(binary_path)?;
     let mut r = Reader::new(image, spool, extra.clone(), hooks);
+    r.fs.set_splice(splice);
     if let Some(x) = &extra {
         // The user named the build: only it is a candidate.
         let path = format!("/{x}");

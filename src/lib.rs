@@ -65,6 +65,7 @@ pub mod registry;
 pub mod release;
 pub mod report;
 pub mod select;
+mod splice;
 pub mod target;
 mod tempfiles;
 pub mod transport;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use tempfile::NamedTempFile;
 
+use super::blocks::Splicing;
 use super::layer::{
     child_of, parent_of, scan_layer, Capture, EntryKind, EntryMeta, LayerIndex, LayerScan,
     PendingKind, ScanOptions, Want,
@@ -89,6 +90,7 @@ pub struct MergedFs<'a> {
     wanted: Wanted,
     scans: HashMap<usize, LayerScan>,
     reads: usize,
+    splice: Option<&'a Splicing>,
 }
 
 enum Lookup {
@@ -125,7 +127,13 @@ impl<'a> MergedFs<'a> {
             wanted: Box::new(wanted),
             scans: HashMap::new(),
             reads: 0,
+            splice: None,
         }
+    }
+
+    /// Keeps the deflate blocks of the entry `splice` names as its layer is read.
+    pub(crate) fn set_splice(&mut self, splice: Option<&'a Splicing>) {
+        self.splice = splice;
     }
 
     /// How many layer reads the answers so far have needed.
@@ -159,6 +167,7 @@ impl<'a> MergedFs<'a> {
                 spool: &self.spool,
                 max_file_size: self.image.max_file_size(),
                 bottom: i == 0,
+                splice: self.splice,
             },
         )?;
         log::info!(

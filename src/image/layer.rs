@@ -15,6 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use flate2::bufread::MultiGzDecoder;
 use tempfile::NamedTempFile;
 
+use super::blocks::{BlockGzDecoder, Splicing};
 use super::digest::Digest;
 use super::{BlobSource, Compression, LayerInfo, Verification};
 use crate::io::{read_at_most, HashState, HashingReader, SharedReader, TarPad};
@@ -256,6 +257,8 @@ pub struct ScanOptions<'a> {
     pub max_file_size: u64,
     /// The bottom layer: nothing below it can redirect its entries.
     pub bottom: bool,
+    /// An entry whose deflate blocks to keep, for a payload made of them (gzip layers).
+    pub splice: Option<&'a Splicing>,
 }
 
 /// Normalises a tar entry name: strips `./`, refuses absolute names and `..`. A name
@@ -289,7 +292,11 @@ pub fn child_of(dir: &str, base: &str) -> String {
     }
 }
 
-fn decompressor<'a>(raw: impl Read + 'a, compression: Compression) -> Result<Box<dyn Read + 'a>> {
+fn decompressor<'a>(
+    raw: impl Read + 'a,
+    compression: Compression,
+    splice: Option<&'a Splicing>,
+) -> Result<Box<dyn Read + 'a>> {
     let mut buffered = BufReader::with_capacity(crate::io::WIDE_BUF, raw);
     let compression = match compression {
         Compression::Detect => {
@@ -304,10 +311,11 @@ fn decompressor<'a>(raw: impl Read + 'a, compression: Compression) -> Result<Box
         }
         c => c,
     };
-    Ok(match compression {
-        Compression::Gzip => Box::new(MultiGzDecoder::new(buffered)),
-        Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
-        Compression::None | Compression::Detect => Box::new(buffered),
+    Ok(match (compression, splice) {
+        (Compression::Gzip, Some(s)) => Box::new(BlockGzDecoder::new(buffered, s)?),
+        (Compression::Gzip, None) => Box::new(MultiGzDecoder::new(buffered)),
+        (Compression::Zstd, _) => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
+        (Compression::None | Compression::Detect, _) => Box::new(buffered),
     })
 }
 
@@ -530,12 +538,17 @@ struct LayerStream<'a> {
 }
 
 impl<'a> LayerStream<'a> {
-    fn open(source: &'a dyn BlobSource, layer: &LayerInfo, what: &str) -> Result<Self> {
+    fn open(
+        source: &'a dyn BlobSource,
+        layer: &LayerInfo,
+        what: &str,
+        splice: Option<&'a Splicing>,
+    ) -> Result<Self> {
         let raw = source.open_layer(layer)?;
         let by_diff_id = matches!(layer.verification, Verification::DiffId(_));
         let (raw, raw_state) = HashingReader::maybe(raw, !by_diff_id && !source.verifies_blobs());
         let (plain, plain_state) = HashingReader::maybe(
-            decompressor(raw, layer.compression).with_context(|| what.to_string())?,
+            decompressor(raw, layer.compression, splice).with_context(|| what.to_string())?,
             by_diff_id,
         );
         let (padded, real) = TarPad::new(plain);
@@ -924,8 +937,15 @@ impl<'o> Placer<'o> {
             .prefix(&capture_prefix(name))
             .tempfile_in(spool)
             .with_context(|| format!("creating a temp file in {}", spool.display()))?;
-        crate::io::copy_wide(data, tmp.as_file_mut(), size)
-            .with_context(|| format!("{}: reading {raw_name:?}", self.what))?;
+        let splice = self.opts.splice.filter(|s| s.wants(name));
+        if let Some(s) = splice {
+            s.arm(tmp.path(), size);
+        }
+        let copied = crate::io::copy_wide(data, tmp.as_file_mut(), size);
+        if copied.is_err() {
+            splice.inspect(|s| s.disarm());
+        }
+        copied.with_context(|| format!("{}: reading {raw_name:?}", self.what))?;
         Ok(Capture::File {
             file: tmp,
             mode,
@@ -988,7 +1008,7 @@ pub fn scan_layer(
     opts: &ScanOptions,
 ) -> Result<LayerScan> {
     let what = format!("layer {}", layer.digest);
-    let stream = LayerStream::open(source, layer, &what)?;
+    let stream = LayerStream::open(source, layer, &what, opts.splice)?;
     let mut archive = tar::Archive::new(stream.tar.clone());
     let mut walk = TarWalk::new(&what);
     let mut placer = Placer::new(opts, &what);
