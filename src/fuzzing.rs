@@ -159,6 +159,7 @@ fn ours() -> &'static Vec<(SpecVersion, Value)> {
         let d = Delivery {
             payload: Source::Inline(b"payload".to_vec()),
             payload_sha512: "0".repeat(128),
+            binary_size: 1,
             binary_sha256: "0".repeat(64),
             provenance: b"{}".to_vec(),
             legacy_firstboot: true,

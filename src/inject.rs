@@ -12,14 +12,16 @@ use crate::ignition::document::Document;
 use crate::ignition::schema::Schema;
 use crate::ignition::units::{self, Delivery};
 use crate::ignition::{self, merge, verify, Source, SpecVersion};
+use crate::image::blocks::{Spliced, Splicing};
 use crate::image::layer::normalize_name;
 use crate::image::{ImageInfo, ImageRef};
 use crate::inspect::{self, Inspection};
 use crate::mco;
 use crate::output::Output;
-use crate::payload::{threads, Follower, HashWriter, Payload, GZIP_CHUNK};
+use crate::payload::{threads, Follower, HashWriter, Payload, GZIP_CHUNK, GZIP_LEVEL};
 use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
+use crate::splice;
 use crate::target::{OcpVersion, Target};
 use crate::transport::{self, OpenOptions};
 use crate::warnings::{self, Warning};
@@ -265,6 +267,8 @@ struct Plan {
     spool: tempfile::TempDir,
     /// Compresses the chosen build, having begun while its layer streamed.
     follower: Option<Follower>,
+    /// The layer's own deflate blocks of the chosen build, if they were kept.
+    spliced: Option<Spliced>,
 }
 
 impl Plan {
@@ -285,18 +289,22 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
     let spool_in = cfg.ign.spool_dir()?;
     let spool = crate::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
-    let follower = Follower::start(spool.path(), &likely_build(binary_path.as_deref(), &target));
+    let likely = likely_build(binary_path.as_deref(), &target);
+    let follower = Follower::start(spool.path(), &likely);
+    let splicing = Splicing::new(&likely, spool.path());
     // The choice of the full view, from as few layers as settle it; when lower layers
     // must be read for it, the build it is likely to settle on is compressed meanwhile.
-    let (ins, choice) = inspect::select_with(
+    let (ins, choice) = inspect::select_spliced(
         &img,
         spool.path(),
         &target,
         binary_path.as_deref(),
         cfg.force,
         &follower,
+        Some(&splicing),
     )?;
     let bin = &ins.binaries[choice.index];
+    let spliced = splicing.take(bin.file());
     if choice.forced {
         warnings::warn(Warning::ForcedIncompatible {
             binary: bin.path.clone(),
@@ -311,6 +319,7 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
         choice,
         spool,
         follower: Some(follower),
+        spliced,
     })
 }
 
@@ -364,20 +373,32 @@ struct Rendered {
 /// The payload, compressed, and our config for the target's spec.
 fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     let follower = plan.follower.take().expect("render runs once per plan");
+    let spliced = plan.spliced.take();
     let bin = plan.chosen();
-    let (gz, early) = follower.compress(bin.file(), bin.size, plan.spool.path(), threads())?;
-    log::info!(
-        "payload: {} bytes of gzip, {} of its {} pieces compressed while the image was read",
-        gz.len,
-        early,
-        bin.size.div_ceil(GZIP_CHUNK as u64).max(1)
-    );
+    let gz = match spliced_payload(spliced, &follower, bin, plan.spool.path())? {
+        Some(gz) => {
+            follower.abandon();
+            gz
+        }
+        None => {
+            let (gz, early) =
+                follower.compress(bin.file(), bin.size, plan.spool.path(), threads())?;
+            log::info!(
+                "payload: {} bytes of gzip, {} of its {} pieces compressed while the image was read",
+                gz.len,
+                early,
+                bin.size.div_ceil(GZIP_CHUNK as u64).max(1)
+            );
+            gz
+        }
+    };
     let sha256 = bin.sha256.hex().to_string();
     let (payload, staged) = stage_payload(cfg, &gz)?;
     let delivery = Delivery {
         payload,
         payload_sha512: gz.sha512.clone(),
         binary_sha256: sha256.clone(),
+        binary_size: bin.size,
         provenance: provenance(
             &plan.ins,
             &bin.path,
@@ -392,6 +413,49 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
         payload: gz,
         staged,
     })
+}
+
+/// How much bigger than our own compression the layer's blocks may be, per byte of the
+/// first piece, for the payload to be made of them: every byte of payload costs an old
+/// node's Ignition time and memory (docs/firstboot.md), so a splice only saves the
+/// compression when the node pays about nothing for it.
+const SPLICE_SLACK: f64 = 1.01;
+
+/// The payload made of the layer's own deflate blocks of the chosen build (see
+/// `splice`), when they were kept and compress it about as well as we would.
+fn spliced_payload(
+    spliced: Option<Spliced>,
+    follower: &Follower,
+    bin: &inspect::Binary,
+    spool: &std::path::Path,
+) -> Result<Option<Payload>> {
+    let Some(sp) = spliced else {
+        return Ok(None);
+    };
+    let piece = GZIP_CHUNK.min(bin.size as usize) as u64;
+    let (theirs, plain) = splice::first_piece_cost(&sp, piece);
+    let ours = follower.first_member_len(bin.file(), bin.size)?;
+    let (theirs_rate, ours_rate) = (theirs as f64 / plain as f64, ours as f64 / piece as f64);
+    if theirs_rate > ours_rate * SPLICE_SLACK {
+        log::info!(
+            "payload: not made of the layer's blocks: they take {:.2}% of the build's first piece, level {GZIP_LEVEL} takes {:.2}%",
+            100.0 * theirs_rate,
+            100.0 * ours_rate
+        );
+        return Ok(None);
+    }
+    let Some((gz, facts)) = splice::payload(&sp, spool)? else {
+        return Ok(None);
+    };
+    log::info!(
+        "payload: {} bytes of gzip, made of the layer's own {} deflate blocks ({} bytes) after its first {} bytes compressed here; it decompresses to {} bytes more, which the install script cuts",
+        gz.len,
+        facts.blocks,
+        facts.block_bytes,
+        facts.head,
+        facts.tail
+    );
+    Ok(Some(gz))
 }
 
 /// Remote mode stages the payload file now; inline mode streams it into the config

@@ -13,7 +13,7 @@ use sha2::Sha512;
 /// gives the same bytes. libdeflate at 6 makes a real 80 MB MCD 0.2% smaller than one
 /// `gzip -6` stream, in 4 MiB members, where zlib-rs at 6 made it 2.35% bigger
 /// (BENCHMARKS.md, "Payload size").
-const GZIP_LEVEL: i32 = 6;
+pub(crate) const GZIP_LEVEL: i32 = 6;
 
 /// A compressed payload, spooled to a temp file.
 pub(crate) struct Payload {
@@ -574,6 +574,33 @@ impl Follower {
             let _ = j.join();
         }
         Ok((payload, early))
+    }
+}
+
+impl Follower {
+    /// The length of the first member of `path` (`size` bytes, complete): the one the
+    /// follower compressed, or compressed now.
+    pub(crate) fn first_member_len(&self, path: &std::path::Path, size: u64) -> Result<u64> {
+        {
+            let st = self.shared.lock();
+            if st.target.as_ref().is_some_and(|t| t.path == path) {
+                if let Some(Ok(m)) = st.done.get(&0) {
+                    return Ok(m.len() as u64);
+                }
+            }
+        }
+        let mut buf = vec![0; GZIP_CHUNK.min(size as usize)];
+        std::os::unix::fs::FileExt::read_exact_at(&std::fs::File::open(path)?, &mut buf, 0)
+            .with_context(|| format!("reading {}", path.display()))?;
+        Ok(MemberMaker::new().member(&buf)?.len() as u64)
+    }
+
+    /// Stops following without waiting for the piece in hand: the payload is made
+    /// otherwise.
+    pub(crate) fn abandon(mut self) {
+        self.shared.lock().stop = true;
+        self.shared.changed.notify_all();
+        drop(self.job.take());
     }
 }
 

@@ -170,6 +170,21 @@ fn crc_of(file: &mut std::fs::File, len: u64) -> std::io::Result<u32> {
     Ok(crc)
 }
 
+/// The compressed bytes of the layer's blocks over about the first `piece` bytes of the
+/// entry (from the first boundary to the first at or past `piece`), and the entry
+/// bytes they hold.
+pub(crate) fn first_piece_cost(sp: &Spliced, piece: u64) -> (u64, u64) {
+    let first = sp.boundaries[0];
+    let end = sp
+        .boundaries
+        .iter()
+        .find(|b| b.out >= piece && b.out > first.out)
+        .or(sp.boundaries.last())
+        .copied()
+        .unwrap_or(first);
+    ((end.bit - first.bit) / 8, (end.out - first.out).max(1))
+}
+
 /// The payload for a splice, in a temp file in `spool`; `None` when the splice does
 /// not fit (its blocks are not the capture's bytes, too few blocks, no filler).
 pub(crate) fn payload(sp: &Spliced, spool: &Path) -> Result<Option<(Payload, SpliceFacts)>> {

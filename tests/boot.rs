@@ -37,8 +37,9 @@ fn work_root() -> PathBuf {
     dir
 }
 
-/// An OCI layout with these builds at these paths, on a RHEL base of `rhel`.
-fn mcd_image(name: &str, rhel: &str, files: &[(&str, PathBuf)]) -> String {
+/// An OCI layout with these builds at these paths, on a RHEL base of `rhel`; plain tar
+/// layers, or gzip ones.
+fn mcd_image(name: &str, rhel: &str, gzip: bool, files: &[(&str, PathBuf)]) -> String {
     let dir = work_root().join("images").join(name);
     if !dir.join("index.json").exists() {
         let tmp = work_root()
@@ -47,9 +48,11 @@ fn mcd_image(name: &str, rhel: &str, files: &[(&str, PathBuf)]) -> String {
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(tmp.parent().unwrap()).unwrap();
         let mut cmd = Command::new("python3");
-        cmd.arg(crate_root().join("tests/support/mcd_image.py"))
-            .arg(&tmp)
-            .arg(rhel);
+        cmd.arg(crate_root().join("tests/support/mcd_image.py"));
+        if gzip {
+            cmd.arg("--gzip");
+        }
+        cmd.arg(&tmp).arg(rhel);
         for (path, file) in files {
             cmd.arg(format!("{path}={}", file.display()));
         }
@@ -74,7 +77,12 @@ fn probe_image() -> &'static str {
         );
         assert!(ok, "building the probe MCD (gcc, libc6-dev): {text}");
         let _ = fs::remove_dir_all(work_root().join("images/probe"));
-        mcd_image("probe", "8.6", &[("/usr/bin/machine-config-daemon", bin)])
+        mcd_image(
+            "probe",
+            "8.6",
+            false,
+            &[("/usr/bin/machine-config-daemon", bin)],
+        )
     })
 }
 
@@ -86,20 +94,24 @@ fn real_412_image() -> &'static str {
         mcd_image(
             "real-4.12",
             "8.6",
+            false,
             &[("/usr/bin/machine-config-daemon", bin)],
         )
     })
 }
 
-/// A 4.16-4.22 MCO image: an RHEL 9 MCD and its `.rhel8` twin (real builds of main).
+/// A 4.16-4.22 MCO image: an RHEL 9 MCD and its `.rhel8` twin (real builds of main), in
+/// gzip layers as a registry serves them: the payload for an RHEL 8 bootimage is made
+/// of the layer's own deflate blocks.
 fn real_main_image() -> &'static str {
     static IMAGE: OnceLock<String> = OnceLock::new();
     IMAGE.get_or_init(|| {
         let rhel9 = node::shared_program("real-mcd", "mcd-main-rhel9");
         let rhel8 = node::shared_program("real-mcd", "mcd-main-rhel8");
         mcd_image(
-            "real-main",
+            "real-main-gzip",
             "9.4",
+            true,
             &[
                 ("/usr/bin/machine-config-daemon", rhel9),
                 ("/usr/bin/machine-config-daemon.rhel8", rhel8),
@@ -166,6 +178,8 @@ struct Node {
     _dir: tempfile::TempDir,
     cfg: Value,
     boot: Boot,
+    /// What `inject -v` said.
+    log: String,
 }
 
 /// Writes the config for `bootimage` with `inject`, lets real Ignition apply it (and
@@ -214,6 +228,7 @@ fn first_boot(
     let cfg_path = work.join("node.ign");
     let mut args = vec![
         "inject".to_string(),
+        "-v".into(),
         "--image".into(),
         mcd.image().into(),
         "--bootimage".into(),
@@ -259,7 +274,18 @@ fn first_boot(
         _dir: dir,
         cfg,
         boot,
+        log: r.stderr,
     }
+}
+
+/// The payload is made of the gzip layer's own deflate blocks (what the node then
+/// decompresses, cuts and checks).
+fn assert_spliced(n: &Node) {
+    assert!(
+        n.log.contains("made of the layer's own"),
+        "the payload is not made of the layer's blocks:\n{}",
+        n.log
+    );
 }
 
 fn provenance_sha256(cfg: &Value) -> String {
@@ -425,6 +451,7 @@ fn real_412_mcd_spec22_pointer_to_a_46_cluster() {
 #[test]
 fn real_main_mcd_spec22_pointer_to_a_46_cluster() {
     let n = first_boot("4.2", Flow::Pointer("4.6"), Mcd::RealMain, |_| {}, None);
+    assert_spliced(&n);
     assert_delivered(&n, true);
     assert_real_mcd_ran(&n, Mcd::RealMain);
 }
@@ -432,6 +459,7 @@ fn real_main_mcd_spec22_pointer_to_a_46_cluster() {
 #[test]
 fn real_main_mcd_spec3_pointer_to_a_413_plus_cluster() {
     let n = first_boot("4.8", Flow::Pointer("4.13"), Mcd::RealMain, |_| {}, None);
+    assert_spliced(&n);
     assert_delivered(&n, false);
     assert_real_mcd_ran(&n, Mcd::RealMain);
 }

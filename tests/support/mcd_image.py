@@ -3,7 +3,9 @@
 MCO image (a RHEL base layer with os-release, the binaries in a top layer), for the
 boot tests. Uses the fixture generator's writers (fixtures/generate.py).
 
-    mcd_image.py OUTDIR RHEL_VERSION /usr/bin/NAME=FILE [...]
+    mcd_image.py [--gzip] OUTDIR RHEL_VERSION /usr/bin/NAME=FILE [...]
+
+The layers are plain tars, or gzip with --gzip (as registries serve MCO images).
 """
 
 import sys
@@ -14,7 +16,11 @@ import generate  # noqa: E402
 
 
 def main() -> None:
-    outdir, rhel, *files = sys.argv[1:]
+    args = sys.argv[1:]
+    compression = "none"
+    if args[:1] == ["--gzip"]:
+        compression, args = "gzip", args[1:]
+    outdir, rhel, *files = args
     if not files:
         sys.exit(__doc__)
     major = rhel.split(".")[0]
@@ -23,8 +29,8 @@ def main() -> None:
     for spec in files:
         path, _, source = spec.partition("=")
         top.append(generate.X(path.lstrip("/"), Path(source).read_bytes()))
-    image = generate.Image([generate.base_layer(release, "none"),
-                            generate.Layer(top, "none")])
+    image = generate.Image([generate.base_layer(release, compression),
+                            generate.Layer(top, compression)])
     writer = generate.LayoutWriter(Path(outdir))
     writer.finish({**writer.image(image), "platform": image.platform()})
 
