@@ -375,7 +375,11 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     let follower = plan.follower.take().expect("render runs once per plan");
     let spliced = plan.spliced.take();
     let bin = plan.chosen();
-    let gz = match spliced_payload(spliced, &follower, bin, plan.spool.path())? {
+    // The follower waits while the splice is sampled and made, on every core.
+    follower.pause(true);
+    let spliced = spliced_payload(spliced, bin, plan.spool.path())?;
+    follower.pause(false);
+    let gz = match spliced {
         Some(gz) => {
             follower.abandon();
             gz
@@ -415,35 +419,52 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     })
 }
 
-/// How much bigger than our own compression the layer's blocks may be, per byte of the
-/// first piece, for the payload to be made of them: every byte of payload costs an old
-/// node's Ignition time and memory (docs/firstboot.md), so a splice only saves the
-/// compression when the node pays about nothing for it.
-const SPLICE_SLACK: f64 = 1.01;
+/// How much bigger than our own compression the layer's blocks may be, on the samples,
+/// for the payload to be made of them: every byte of payload costs an old node's
+/// Ignition time and memory (docs/firstboot.md), so a splice only saves the compression
+/// when the node pays about nothing for it.
+const SPLICE_SLACK: f64 = 1.005;
+
+/// The samples that compare the layer's compression with ours: this many runs of
+/// blocks of at least this size, spread over the build (about 5% of a real MCD).
+const SPLICE_SAMPLES: usize = 8;
+const SPLICE_SAMPLE_LEN: u64 = 512 << 10;
 
 /// The payload made of the layer's own deflate blocks of the chosen build (see
 /// `splice`), when they were kept and compress it about as well as we would.
 fn spliced_payload(
     spliced: Option<Spliced>,
-    follower: &Follower,
     bin: &inspect::Binary,
     spool: &std::path::Path,
 ) -> Result<Option<Payload>> {
     let Some(sp) = spliced else {
         return Ok(None);
     };
-    let piece = GZIP_CHUNK.min(bin.size as usize) as u64;
-    let (theirs, plain) = splice::first_piece_cost(&sp, piece);
-    let ours = follower.first_member_len(bin.file(), bin.size)?;
-    let (theirs_rate, ours_rate) = (theirs as f64 / plain as f64, ours as f64 / piece as f64);
-    if theirs_rate > ours_rate * SPLICE_SLACK {
+    let samples = splice::samples(&sp, SPLICE_SAMPLES, SPLICE_SAMPLE_LEN);
+    if samples.len() < SPLICE_SAMPLES {
+        log::info!("payload: not made of the layer's blocks: the build is too small to sample");
+        return Ok(None);
+    }
+    let ranges: Vec<_> = samples.iter().map(|s| s.0).collect();
+    let theirs: u64 = samples.iter().map(|s| s.1).sum();
+    let plain: u64 = ranges.iter().map(|r| r.1 - r.0).sum();
+    let ours = crate::payload::deflated_len(bin.file(), &ranges, threads())?;
+    let pct = |n: u64| 100.0 * n as f64 / plain as f64;
+    if theirs as f64 > ours as f64 * SPLICE_SLACK {
         log::info!(
-            "payload: not made of the layer's blocks: they take {:.2}% of the build's first piece, level {GZIP_LEVEL} takes {:.2}%",
-            100.0 * theirs_rate,
-            100.0 * ours_rate
+            "payload: not made of the layer's blocks: on {} samples ({plain} bytes) they take {:.2}%, level {GZIP_LEVEL} {:.2}%",
+            samples.len(),
+            pct(theirs),
+            pct(ours)
         );
         return Ok(None);
     }
+    log::info!(
+        "payload: on {} samples ({plain} bytes) the layer's blocks take {:.2}%, level {GZIP_LEVEL} {:.2}%",
+        samples.len(),
+        pct(theirs),
+        pct(ours)
+    );
     let Some((gz, facts)) = splice::payload(&sp, spool)? else {
         return Ok(None);
     };

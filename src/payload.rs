@@ -95,6 +95,39 @@ impl MemberMaker {
     }
 }
 
+/// The compressed length, at the payload's level, of each of these ranges of `path`
+/// (start, end), in total: each range compressed alone, on `threads` threads.
+pub(crate) fn deflated_len(
+    path: &std::path::Path,
+    ranges: &[(u64, u64)],
+    threads: usize,
+) -> Result<u64> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let one = || -> Result<u64> {
+        let (mut maker, mut buf, mut total) = (MemberMaker::new(), Vec::new(), 0);
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&(from, to)) = ranges.get(i) else {
+                return Ok(total);
+            };
+            buf.resize((to - from) as usize, 0);
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, from)
+                .with_context(|| format!("reading {}", path.display()))?;
+            // Without the member's gzip header and trailer.
+            total += maker.member(&buf)?.len() as u64 - 18;
+        }
+    };
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads.max(1)).map(|_| scope.spawn(one)).collect();
+        let mut total = one()?;
+        for h in helpers {
+            total += h.join().expect("a sampling thread panicked")?;
+        }
+        Ok(total)
+    })
+}
+
 pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -145,6 +178,8 @@ struct Shared {
 struct State {
     /// Every thread leaves.
     stop: bool,
+    /// The follower waits (the cores are busy with something else).
+    paused: bool,
     /// A complete file to follow (with its size) if none is followed yet.
     prefer: Option<(PathBuf, u64)>,
     /// The file compressed, and its size once it is complete.
@@ -356,6 +391,9 @@ impl Shared {
         let mut st = self.lock();
         if st.stop {
             return Step::Leave;
+        }
+        if follows && st.paused {
+            return Step::Wait;
         }
         if follows {
             self.look(&mut st);
@@ -578,21 +616,10 @@ impl Follower {
 }
 
 impl Follower {
-    /// The length of the first member of `path` (`size` bytes, complete): the one the
-    /// follower compressed, or compressed now.
-    pub(crate) fn first_member_len(&self, path: &std::path::Path, size: u64) -> Result<u64> {
-        {
-            let st = self.shared.lock();
-            if st.target.as_ref().is_some_and(|t| t.path == path) {
-                if let Some(Ok(m)) = st.done.get(&0) {
-                    return Ok(m.len() as u64);
-                }
-            }
-        }
-        let mut buf = vec![0; GZIP_CHUNK.min(size as usize)];
-        std::os::unix::fs::FileExt::read_exact_at(&std::fs::File::open(path)?, &mut buf, 0)
-            .with_context(|| format!("reading {}", path.display()))?;
-        Ok(MemberMaker::new().member(&buf)?.len() as u64)
+    /// Pauses the follower (after the piece in hand), or lets it go on.
+    pub(crate) fn pause(&self, paused: bool) {
+        self.shared.lock().paused = paused;
+        self.shared.changed.notify_all();
     }
 
     /// Stops following without waiting for the piece in hand: the payload is made

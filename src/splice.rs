@@ -170,19 +170,33 @@ fn crc_of(file: &mut std::fs::File, len: u64) -> std::io::Result<u32> {
     Ok(crc)
 }
 
-/// The compressed bytes of the layer's blocks over about the first `piece` bytes of the
-/// entry (from the first boundary to the first at or past `piece`), and the entry
-/// bytes they hold.
-pub(crate) fn first_piece_cost(sp: &Spliced, piece: u64) -> (u64, u64) {
-    let first = sp.boundaries[0];
-    let end = sp
-        .boundaries
-        .iter()
-        .find(|b| b.out >= piece && b.out > first.out)
-        .or(sp.boundaries.last())
-        .copied()
-        .unwrap_or(first);
-    ((end.bit - first.bit) / 8, (end.out - first.out).max(1))
+/// Samples of the entry to compare the layer's compression with ours: up to `count`
+/// runs of whole layer blocks of at least `len` bytes, spread evenly over the blocks
+/// that are reused, none past the entry's end. Each is (start, end) in the entry, and
+/// the compressed bytes of its blocks in the layer.
+pub(crate) fn samples(sp: &Spliced, count: usize, len: u64) -> Vec<((u64, u64), u64)> {
+    let b = &sp.boundaries;
+    let (Some(first), Some(last)) = (b.first(), b.last()) else {
+        return Vec::new();
+    };
+    let span = last.out.min(sp.size).saturating_sub(first.out);
+    let mut out = Vec::new();
+    let mut from = 0;
+    for k in 0..count as u64 {
+        let target = first.out + span * k / count as u64;
+        let Some(i) = (from..b.len()).find(|&i| b[i].out >= target) else {
+            break;
+        };
+        let Some(j) = (i..b.len()).find(|&j| b[j].out >= b[i].out + len) else {
+            break;
+        };
+        if b[j].out > sp.size {
+            break;
+        }
+        out.push(((b[i].out, b[j].out), (b[j].bit - b[i].bit) / 8));
+        from = j;
+    }
+    out
 }
 
 /// The payload for a splice, in a temp file in `spool`; `None` when the splice does
@@ -466,6 +480,28 @@ mod tests {
         // Shorter than a window and a block.
         let (sp, _c) = take(&blob, 100_000, 20_000, 8192, spool.path());
         assert!(sp.is_none());
+    }
+
+    #[test]
+    fn samples_are_whole_blocks_spread_over_the_entry() {
+        let spool = tempfile::tempdir().unwrap();
+        let data = content(4 << 20, 21);
+        let blob = gzip(&data, 6, None);
+        let (sp, _c) = take(&blob, 5_000, 3_500_000, 65536, spool.path());
+        let sp = sp.unwrap();
+        let s = samples(&sp, 4, 100_000);
+        assert_eq!(s.len(), 4, "{s:?}");
+        let starts: Vec<u64> = sp.boundaries.iter().map(|b| b.out).collect();
+        let mut end_before = 0;
+        for &((from, to), bytes) in &s {
+            assert!(starts.contains(&from) && starts.contains(&to));
+            assert!(from >= end_before && to - from >= 100_000 && to <= sp.size);
+            assert!(bytes > 0 && bytes < to - from);
+            end_before = to;
+        }
+        assert!(s[3].0 .0 > sp.size / 2, "spread over the entry: {s:?}");
+        // Too few blocks for the samples asked.
+        assert!(samples(&sp, 4, 3_000_000).len() < 4);
     }
 
     #[test]
