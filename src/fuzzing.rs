@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::ignition::units::{config, Delivery};
 use crate::ignition::{self, merge, schema, verify, Source, SpecVersion, SPECS};
+use crate::image::blocks::Splicing;
 use crate::image::fs::MergedFs;
 use crate::image::oci::{self, Document};
 use crate::image::{
@@ -97,7 +98,9 @@ impl BlobSource for MemSource {
 
 /// The layer scanner and the merged view: the input is split in two layers (tar,
 /// gzip or zstd, told by their magic bytes), the upper one first in the input; then
-/// files, links and directories are looked up through whiteouts and links.
+/// files, links and directories are looked up through whiteouts and links. Then again
+/// with `inject`'s block-aware gzip decoder keeping the deflate blocks of
+/// `usr/bin/machine-config-daemon`: a payload made of them must decompress to the file.
 pub fn layers(data: &[u8]) {
     let (split, rest) = match data {
         [a, b, rest @ ..] => (usize::from(u16::from_le_bytes([*a, *b])), rest),
@@ -137,7 +140,32 @@ pub fn layers(data: &[u8]) {
     let Ok(spool) = tempfile::tempdir() else {
         return;
     };
+    look_around(MergedFs::new(&image, spool.path(), |_| true));
+
+    let splicing = Splicing::new("usr/bin/machine-config-daemon", spool.path());
     let mut fs = MergedFs::new(&image, spool.path(), |_| true);
+    fs.set_splice(Some(&splicing));
+    let Ok(c) = fs.read_file("/usr/bin/machine-config-daemon") else {
+        return;
+    };
+    let Some(sp) = splicing.take(c.file.path()) else {
+        return;
+    };
+    let Ok(Some((p, _))) = crate::splice::payload(&sp, spool.path()) else {
+        return;
+    };
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    let gz = std::fs::read(p.file.path()).expect("the payload written");
+    flate2::read::MultiGzDecoder::new(&gz[..])
+        .read_to_end(&mut got)
+        .expect("a spliced payload decompresses");
+    std::fs::File::open(c.file.path())
+        .and_then(|mut f| f.read_to_end(&mut want))
+        .expect("the capture");
+    assert!(got.len() >= want.len() && got[..want.len()] == want[..]);
+}
+
+fn look_around(mut fs: MergedFs) {
     for path in [
         "/usr/bin/machine-config-daemon",
         "/etc/os-release",
