@@ -291,7 +291,7 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
     let likely = likely_build(binary_path.as_deref(), &target);
     let follower = Follower::start(spool.path(), &likely);
-    let splicing = Splicing::new(&likely, spool.path());
+    let splicing = Splicing::new(&likely, spool.path()).on_sample(follower.sample_sink());
     // The choice of the full view, from as few layers as settle it; when lower layers
     // must be read for it, the build it is likely to settle on is compressed meanwhile.
     let (ins, choice) = inspect::select_spliced(
@@ -377,7 +377,7 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     let bin = plan.chosen();
     // The follower waits while the splice is sampled and made, on every core.
     follower.pause(true);
-    let spliced = spliced_payload(spliced, bin, plan.spool.path())?;
+    let spliced = spliced_payload(spliced, &follower, bin, plan.spool.path())?;
     follower.pause(false);
     let gz = match spliced {
         Some(gz) => {
@@ -425,30 +425,27 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
 /// when the node pays about nothing for it.
 const SPLICE_SLACK: f64 = 1.005;
 
-/// The samples that compare the layer's compression with ours: this many runs of
-/// blocks of at least this size, spread over the build (about 5% of a real MCD).
-const SPLICE_SAMPLES: usize = 8;
-const SPLICE_SAMPLE_LEN: u64 = 512 << 10;
-
 /// The payload made of the layer's own deflate blocks of the chosen build (see
 /// `splice`), when they were kept and compress it about as well as we would.
 fn spliced_payload(
     spliced: Option<Spliced>,
+    follower: &Follower,
     bin: &inspect::Binary,
     spool: &std::path::Path,
 ) -> Result<Option<Payload>> {
     let Some(sp) = spliced else {
         return Ok(None);
     };
-    let samples = splice::samples(&sp, SPLICE_SAMPLES, SPLICE_SAMPLE_LEN);
-    if samples.len() < SPLICE_SAMPLES {
+    let samples = splice::samples(&sp.boundaries, sp.size, splice::SAMPLES, splice::SAMPLE_LEN);
+    if samples.len() < splice::SAMPLES {
         log::info!("payload: not made of the layer's blocks: the build is too small to sample");
         return Ok(None);
     }
     let ranges: Vec<_> = samples.iter().map(|s| s.0).collect();
     let theirs: u64 = samples.iter().map(|s| s.1).sum();
     let plain: u64 = ranges.iter().map(|r| r.1 - r.0).sum();
-    let ours = crate::payload::deflated_len(bin.file(), &ranges, threads())?;
+    // Compressed by the follower while the layer streamed, as far as it got.
+    let ours = follower.sampled_len(bin.file(), &ranges)?;
     let pct = |n: u64| 100.0 * n as f64 / plain as f64;
     if theirs as f64 > ours as f64 * SPLICE_SLACK {
         log::info!(

@@ -95,39 +95,6 @@ impl MemberMaker {
     }
 }
 
-/// The compressed length, at the payload's level, of each of these ranges of `path`
-/// (start, end), in total: each range compressed alone, on `threads` threads.
-pub(crate) fn deflated_len(
-    path: &std::path::Path,
-    ranges: &[(u64, u64)],
-    threads: usize,
-) -> Result<u64> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let one = || -> Result<u64> {
-        let (mut maker, mut buf, mut total) = (MemberMaker::new(), Vec::new(), 0);
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(&(from, to)) = ranges.get(i) else {
-                return Ok(total);
-            };
-            buf.resize((to - from) as usize, 0);
-            std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, from)
-                .with_context(|| format!("reading {}", path.display()))?;
-            // Without the member's gzip header and trailer.
-            total += maker.member(&buf)?.len() as u64 - 18;
-        }
-    };
-    std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads.max(1)).map(|_| scope.spawn(one)).collect();
-        let mut total = one()?;
-        for h in helpers {
-            total += h.join().expect("a sampling thread panicked")?;
-        }
-        Ok(total)
-    })
-}
-
 pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -199,6 +166,15 @@ struct State {
     finished: std::collections::HashSet<PathBuf>,
     /// When the spool was last listed for new captures.
     listed: Option<std::time::Instant>,
+    /// Ranges of captures to compress alone, for their length (a splice's samples).
+    samples: Vec<SampleJob>,
+}
+
+struct SampleJob {
+    path: PathBuf,
+    range: (u64, u64),
+    taken: bool,
+    len: Option<u64>,
 }
 
 struct Target {
@@ -269,7 +245,19 @@ enum Step {
         len: usize,
     },
     Hash(Arc<Mutex<Hashing>>),
+    Sample(usize, PathBuf, (u64, u64)),
     Wait,
+}
+
+/// The length of `data` compressed alone at the payload's level, without the member's
+/// gzip header and trailer.
+fn sample_len(maker: &mut MemberMaker, data: &[u8]) -> std::io::Result<u64> {
+    Ok(maker.member(data)?.len() as u64 - 18)
+}
+
+fn read_range(path: &std::path::Path, range: (u64, u64), buf: &mut Vec<u8>) -> std::io::Result<()> {
+    buf.resize((range.1 - range.0) as usize, 0);
+    std::os::unix::fs::FileExt::read_exact_at(&std::fs::File::open(path)?, buf, range.0)
 }
 
 /// How long an idle follower waits before it looks at the spool again.
@@ -370,6 +358,13 @@ impl Shared {
                         self.changed.notify_all();
                     }
                 }
+                Step::Sample(i, path, range) => {
+                    let mut data = Vec::new();
+                    let len = read_range(&path, range, &mut data)
+                        .and_then(|()| sample_len(&mut maker, &data))
+                        .ok();
+                    self.lock().samples[i].len = len;
+                }
                 Step::Hash(h) => {
                     let mut h = h.lock().unwrap_or_else(PoisonError::into_inner);
                     if !h.taken {
@@ -397,6 +392,15 @@ impl Shared {
         }
         if follows {
             self.look(&mut st);
+            // A splice's samples first: the choice needs them at once.
+            let ready = st.samples.iter().position(|j| {
+                !j.taken && std::fs::metadata(&j.path).is_ok_and(|m| m.len() >= j.range.1)
+            });
+            if let Some(i) = ready {
+                let j = &mut st.samples[i];
+                j.taken = true;
+                return Step::Sample(i, j.path.clone(), j.range);
+            }
         }
         if let Some(target) = st.target.clone() {
             let at = (st.next * GZIP_CHUNK) as u64;
@@ -616,6 +620,45 @@ impl Follower {
 }
 
 impl Follower {
+    /// Where a splice tells its samples: the follower compresses each (alone, at the
+    /// payload's level) as soon as its capture holds it, before any piece.
+    pub(crate) fn sample_sink(&self) -> crate::image::blocks::SampleSink {
+        let shared = self.shared.clone();
+        Box::new(move |path, range| {
+            shared.lock().samples.push(SampleJob {
+                path: path.to_path_buf(),
+                range,
+                taken: false,
+                len: None,
+            });
+            shared.changed.notify_all();
+        })
+    }
+
+    /// The compressed length of these ranges of `path` (each alone, at the payload's
+    /// level), in total: what the follower compressed of them, and the rest now.
+    pub(crate) fn sampled_len(&self, path: &std::path::Path, ranges: &[(u64, u64)]) -> Result<u64> {
+        let (mut maker, mut data, mut total) = (MemberMaker::new(), Vec::new(), 0);
+        for &range in ranges {
+            let done = self
+                .shared
+                .lock()
+                .samples
+                .iter()
+                .find(|j| j.path == path && j.range == range)
+                .and_then(|j| j.len);
+            total += match done {
+                Some(n) => n,
+                None => {
+                    read_range(path, range, &mut data)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    sample_len(&mut maker, &data)?
+                }
+            };
+        }
+        Ok(total)
+    }
+
     /// Pauses the follower (after the piece in hand), or lets it go on.
     pub(crate) fn pause(&self, paused: bool) {
         self.shared.lock().paused = paused;

@@ -23,7 +23,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use sha2::Sha512;
 
-use crate::image::blocks::{Spliced, WINDOW};
+use crate::image::blocks::{Boundary, Spliced, WINDOW};
 use crate::payload::{HashWriter, Payload};
 
 /// The payload's gzip header: deflate, no flags, mtime 0, no extra flags, OS unknown.
@@ -170,16 +170,22 @@ fn crc_of(file: &mut std::fs::File, len: u64) -> std::io::Result<u32> {
     Ok(crc)
 }
 
-/// Samples of the entry to compare the layer's compression with ours: up to `count`
-/// runs of whole layer blocks of at least `len` bytes, spread evenly over the blocks
-/// that are reused, none past the entry's end. Each is (start, end) in the entry, and
-/// the compressed bytes of its blocks in the layer.
-pub(crate) fn samples(sp: &Spliced, count: usize, len: u64) -> Vec<((u64, u64), u64)> {
-    let b = &sp.boundaries;
-    let (Some(first), Some(last)) = (b.first(), b.last()) else {
+/// How many samples compare the layer's compression with ours, and their least size:
+/// about 5% of a real MCD.
+pub(crate) const SAMPLES: usize = 8;
+pub(crate) const SAMPLE_LEN: u64 = 512 << 10;
+
+/// Samples of an entry of `size` bytes to compare the layer's compression with ours: up
+/// to `count` runs of whole layer blocks of at least `len` bytes, spread evenly from the
+/// first boundary to the entry's end, none past it. Each is (start, end) in the entry,
+/// and the compressed bytes of its blocks in the layer. The samples of the boundaries
+/// noted so far are the first of those of all of them, so they can be compressed while
+/// the layer still streams.
+pub(crate) fn samples(b: &[Boundary], size: u64, count: usize, len: u64) -> Vec<((u64, u64), u64)> {
+    let Some(first) = b.first() else {
         return Vec::new();
     };
-    let span = last.out.min(sp.size).saturating_sub(first.out);
+    let span = size.saturating_sub(first.out);
     let mut out = Vec::new();
     let mut from = 0;
     for k in 0..count as u64 {
@@ -190,7 +196,7 @@ pub(crate) fn samples(sp: &Spliced, count: usize, len: u64) -> Vec<((u64, u64), 
         let Some(j) = (i..b.len()).find(|&j| b[j].out >= b[i].out + len) else {
             break;
         };
-        if b[j].out > sp.size {
+        if b[j].out > size {
             break;
         }
         out.push(((b[i].out, b[j].out), (b[j].bit - b[i].bit) / 8));
@@ -202,6 +208,29 @@ pub(crate) fn samples(sp: &Spliced, count: usize, len: u64) -> Vec<((u64, u64), 
 /// The payload for a splice, in a temp file in `spool`; `None` when the splice does
 /// not fit (its blocks are not the capture's bytes, too few blocks, no filler).
 pub(crate) fn payload(sp: &Spliced, spool: &Path) -> Result<Option<(Payload, SpliceFacts)>> {
+    // The capture is checked on another core while the payload is written.
+    let (checked, built) = std::thread::scope(|s| {
+        let check = s.spawn(|| capture_matches(sp));
+        let built = build(sp, spool);
+        (check.join().expect("the capture check panicked"), built)
+    });
+    if !checked? {
+        log::info!("splice: the layer's blocks are not the capture's bytes");
+        return Ok(None);
+    }
+    built
+}
+
+/// The capture holds the bytes the decoder gave for the entry (its crc32): the blocks
+/// noted for it are its own.
+fn capture_matches(sp: &Spliced) -> Result<bool> {
+    let mut cap = std::fs::File::open(&sp.capture)
+        .with_context(|| format!("reading {}", sp.capture.display()))?;
+    Ok(cap.metadata()?.len() == sp.size && crc_of(&mut cap, sp.size)? == sp.crc)
+}
+
+/// The payload of [`payload`], once the capture is known to match.
+fn build(sp: &Spliced, spool: &Path) -> Result<Option<(Payload, SpliceFacts)>> {
     let n = sp.boundaries.len();
     if n < 2 {
         return Ok(None);
@@ -213,12 +242,7 @@ pub(crate) fn payload(sp: &Spliced, spool: &Path) -> Result<Option<(Payload, Spl
     }
     let mut cap = std::fs::File::open(&sp.capture)
         .with_context(|| format!("reading {}", sp.capture.display()))?;
-    if cap.metadata()?.len() != sp.size || crc_of(&mut cap, sp.size)? != sp.crc {
-        log::info!("splice: the layer's blocks are not the capture's bytes");
-        return Ok(None);
-    }
     let mut head = vec![0; first.out as usize];
-    cap.seek(SeekFrom::Start(0))?;
     cap.read_exact(&mut head)?;
     let phase = (first.bit % 8) as u32;
     let Some((m, j)) = filler(&head, phase) else {
@@ -489,7 +513,7 @@ mod tests {
         let blob = gzip(&data, 6, None);
         let (sp, _c) = take(&blob, 5_000, 3_500_000, 65536, spool.path());
         let sp = sp.unwrap();
-        let s = samples(&sp, 4, 100_000);
+        let s = samples(&sp.boundaries, sp.size, 4, 100_000);
         assert_eq!(s.len(), 4, "{s:?}");
         let starts: Vec<u64> = sp.boundaries.iter().map(|b| b.out).collect();
         let mut end_before = 0;
@@ -501,7 +525,12 @@ mod tests {
         }
         assert!(s[3].0 .0 > sp.size / 2, "spread over the entry: {s:?}");
         // Too few blocks for the samples asked.
-        assert!(samples(&sp, 4, 3_000_000).len() < 4);
+        assert!(samples(&sp.boundaries, sp.size, 4, 3_000_000).len() < 4);
+        // Those of the first boundaries are the first samples.
+        for n in 0..sp.boundaries.len() {
+            let some = samples(&sp.boundaries[..n], sp.size, 4, 100_000);
+            assert_eq!(some[..], s[..some.len()]);
+        }
     }
 
     #[test]

@@ -60,7 +60,12 @@ pub(crate) struct Splicing {
     taken: RefCell<Vec<Spliced>>,
     /// The position of the decoder reading a layer now, if it is a [`BlockGzDecoder`].
     pos: Cell<Option<Position>>,
+    /// Told each sample of the armed entry (`splice::samples`) as its blocks are read.
+    on_sample: Option<SampleSink>,
 }
+
+/// Takes the capture and the range of a sample.
+pub(crate) type SampleSink = Box<dyn Fn(&Path, (u64, u64))>;
 
 struct Armed {
     /// Decoder output position of the entry's first byte.
@@ -76,6 +81,8 @@ struct Armed {
     broken: Option<&'static str>,
     /// The last boundary is past the entry's end: nothing more to take.
     complete: bool,
+    /// Samples told to the sink so far.
+    samples_told: usize,
 }
 
 impl Splicing {
@@ -88,7 +95,14 @@ impl Splicing {
             armed: RefCell::new(None),
             taken: RefCell::new(Vec::new()),
             pos: Cell::new(None),
+            on_sample: None,
         }
+    }
+
+    /// Tells `sink` each sample of the entry as soon as its blocks are read.
+    pub(crate) fn on_sample(mut self, sink: SampleSink) -> Self {
+        self.on_sample = Some(sink);
+        self
     }
 
     pub(crate) fn wants(&self, name: &str) -> bool {
@@ -119,6 +133,7 @@ impl Splicing {
             blocks: None,
             broken: None,
             complete: false,
+            samples_told: 0,
         });
     }
 
@@ -218,6 +233,18 @@ impl Splicing {
             a.blocks = Some((w, byte));
         }
         a.boundaries.push(Boundary { bit, out: rel });
+        if let Some(sink) = &self.on_sample {
+            let s = crate::splice::samples(
+                &a.boundaries,
+                a.size,
+                crate::splice::SAMPLES,
+                crate::splice::SAMPLE_LEN,
+            );
+            for (range, _) in &s[a.samples_told.min(s.len())..] {
+                sink(&a.capture, *range);
+            }
+            a.samples_told = s.len();
+        }
         if rel >= a.size {
             a.complete = true;
             let a = armed.take().expect("armed");
