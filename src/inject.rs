@@ -419,12 +419,6 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     })
 }
 
-/// How much bigger than our own compression the layer's blocks may be, on the samples,
-/// for the payload to be made of them: every byte of payload costs an old node's
-/// Ignition time and memory (docs/firstboot.md), so a splice only saves the compression
-/// when the node pays about nothing for it.
-const SPLICE_SLACK: f64 = 1.005;
-
 /// The payload made of the layer's own deflate blocks of the chosen build (see
 /// `splice`), when they were kept and compress it about as well as we would.
 fn spliced_payload(
@@ -447,7 +441,7 @@ fn spliced_payload(
     // Compressed by the follower while the layer streamed, as far as it got.
     let ours = follower.sampled_len(bin.file(), &ranges)?;
     let pct = |n: u64| 100.0 * n as f64 / plain as f64;
-    if theirs as f64 > ours as f64 * SPLICE_SLACK {
+    if !splice::good_enough(theirs, ours) {
         log::info!(
             "payload: not made of the layer's blocks: on {} samples ({plain} bytes) they take {:.2}%, level {GZIP_LEVEL} {:.2}%",
             samples.len(),

@@ -173,8 +173,26 @@ struct State {
 struct SampleJob {
     path: PathBuf,
     range: (u64, u64),
+    /// Its compressed bytes in the layer.
+    theirs: u64,
     taken: bool,
     len: Option<u64>,
+}
+
+/// Whether the layer's blocks of `path` may well be its payload: the samples compressed
+/// so far say so. Then compressing its pieces early is likely wasted, and the follower
+/// leaves the cores to the layer read. (Only the work is scheduled by this; the bytes
+/// are decided by all the samples.)
+fn splice_likely(st: &State, path: &std::path::Path) -> bool {
+    let (mut theirs, mut ours, mut any) = (0, 0, false);
+    for j in st.samples.iter().filter(|j| j.path == path) {
+        any = true;
+        if let Some(len) = j.len {
+            theirs += j.theirs;
+            ours += len;
+        }
+    }
+    any && crate::splice::good_enough(theirs, ours)
 }
 
 struct Target {
@@ -402,7 +420,12 @@ impl Shared {
                 return Step::Sample(i, j.path.clone(), j.range);
             }
         }
-        if let Some(target) = st.target.clone() {
+        let early = st.complete.is_none() || !st.collecting;
+        if let Some(target) = st
+            .target
+            .clone()
+            .filter(|t| !(follows && early && splice_likely(&st, &t.path)))
+        {
             let at = (st.next * GZIP_CHUNK) as u64;
             let len = match st.complete {
                 Some(size) if st.next < pieces(size) => Some((size - at).min(GZIP_CHUNK as u64)),
@@ -624,10 +647,11 @@ impl Follower {
     /// payload's level) as soon as its capture holds it, before any piece.
     pub(crate) fn sample_sink(&self) -> crate::image::blocks::SampleSink {
         let shared = self.shared.clone();
-        Box::new(move |path, range| {
+        Box::new(move |path, range, theirs| {
             shared.lock().samples.push(SampleJob {
                 path: path.to_path_buf(),
                 range,
+                theirs,
                 taken: false,
                 len: None,
             });

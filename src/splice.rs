@@ -170,6 +170,18 @@ fn crc_of(file: &mut std::fs::File, len: u64) -> std::io::Result<u32> {
     Ok(crc)
 }
 
+/// How much bigger than our own compression the layer's blocks may be, on the samples,
+/// for the payload to be made of them: every byte of payload costs an old node's
+/// Ignition time and memory (docs/firstboot.md), so a splice only saves the compression
+/// when the node pays about nothing for it.
+const SLACK: f64 = 1.005;
+
+/// The layer's blocks (`theirs` bytes) compress as well as we do (`ours`) on the same
+/// samples.
+pub(crate) fn good_enough(theirs: u64, ours: u64) -> bool {
+    theirs as f64 <= ours as f64 * SLACK
+}
+
 /// How many samples compare the layer's compression with ours, and their least size:
 /// about 5% of a real MCD.
 pub(crate) const SAMPLES: usize = 8;

@@ -64,8 +64,8 @@ pub(crate) struct Splicing {
     on_sample: Option<SampleSink>,
 }
 
-/// Takes the capture and the range of a sample.
-pub(crate) type SampleSink = Box<dyn Fn(&Path, (u64, u64))>;
+/// Takes the capture, the range of a sample, and its compressed bytes in the layer.
+pub(crate) type SampleSink = Box<dyn Fn(&Path, (u64, u64), u64)>;
 
 struct Armed {
     /// Decoder output position of the entry's first byte.
@@ -240,8 +240,8 @@ impl Splicing {
                 crate::splice::SAMPLES,
                 crate::splice::SAMPLE_LEN,
             );
-            for (range, _) in &s[a.samples_told.min(s.len())..] {
-                sink(&a.capture, *range);
+            for (range, theirs) in &s[a.samples_told.min(s.len())..] {
+                sink(&a.capture, *range, *theirs);
             }
             a.samples_told = s.len();
         }
