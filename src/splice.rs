@@ -545,6 +545,40 @@ mod tests {
         }
     }
 
+    /// A stored block of `data` (at most 65535 bytes), written at a byte boundary.
+    fn stored(bits: &mut Bits<&mut Vec<u8>>, data: &[u8], last: bool) {
+        bits.put(u64::from(last), 3).unwrap(); // BFINAL, BTYPE 00
+        bits.align().unwrap();
+        let n = data.len() as u16;
+        bits.bytes(&n.to_le_bytes()).unwrap();
+        bits.bytes(&(!n).to_le_bytes()).unwrap();
+        bits.bytes(data).unwrap();
+    }
+
+    #[test]
+    fn a_stream_of_empty_blocks_is_not_noted_without_bound() {
+        let data = content(100_000, 23);
+        let mut gz = GZIP_HEADER.to_vec();
+        let mut bits = Bits {
+            w: &mut gz,
+            acc: 0,
+            n: 0,
+        };
+        stored(&mut bits, &data[..50_000], false);
+        for _ in 0..200_000 {
+            fixed_block(&mut bits, &[]).unwrap();
+        }
+        bits.align().unwrap();
+        stored(&mut bits, &data[50_000..], true);
+        gz.extend(zlib_rs::crc32::crc32(0, &data).to_le_bytes());
+        gz.extend((data.len() as u32).to_le_bytes());
+        assert!(gunzip(&gz) == data);
+        let spool = tempfile::tempdir().unwrap();
+        let (sp, cap) = take(&gz, 0, data.len(), 65536, spool.path());
+        assert!(sp.is_none(), "more boundaries than noted");
+        assert!(std::fs::read(cap.path()).unwrap() == data);
+    }
+
     #[test]
     fn a_capture_that_differs_from_the_blocks_is_refused() {
         let spool = tempfile::tempdir().unwrap();
