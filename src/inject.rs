@@ -267,8 +267,9 @@ struct Plan {
     spool: tempfile::TempDir,
     /// Compresses the chosen build, having begun while its layer streamed.
     follower: Option<Follower>,
-    /// The layer's own deflate blocks of the chosen build, if they were kept.
-    spliced: Option<Spliced>,
+    /// The payload made of the layer's own deflate blocks of the chosen build, being
+    /// made, if they were kept and compress it as well as we would.
+    splice: Option<SpliceJob>,
 }
 
 impl Plan {
@@ -292,6 +293,12 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
     let likely = likely_build(binary_path.as_deref(), &target);
     let follower = Follower::start(spool.path(), &likely);
     let splicing = Splicing::new(&likely, spool.path()).on_sample(follower.sample_sink());
+    let hooks = Hooks {
+        follower: &follower,
+        splicing: &splicing,
+        spool: spool.path(),
+        splice: std::cell::RefCell::new(None),
+    };
     // The choice of the full view, from as few layers as settle it; when lower layers
     // must be read for it, the build it is likely to settle on is compressed meanwhile.
     let (ins, choice) = inspect::select_spliced(
@@ -300,11 +307,17 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
         &target,
         binary_path.as_deref(),
         cfg.force,
-        &follower,
+        &hooks,
         Some(&splicing),
     )?;
     let bin = &ins.binaries[choice.index];
-    let spliced = splicing.take(bin.file());
+    let splice = match hooks.splice.into_inner() {
+        Some((path, job)) if path == bin.file() => Some(job),
+        _ => match splicing.take(bin.file()) {
+            Some(sp) => start_splice(sp, &follower, spool.path())?,
+            None => None,
+        },
+    };
     if choice.forced {
         warnings::warn(Warning::ForcedIncompatible {
             binary: bin.path.clone(),
@@ -319,19 +332,40 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
         choice,
         spool,
         follower: Some(follower),
-        spliced,
+        splice,
     })
 }
 
-/// While the image is read, the follower compresses the likely build and hashes the
-/// builds spooled.
-impl inspect::SelectHooks for Follower {
+/// A spliced payload being made on a thread of its own.
+type SpliceJob = std::thread::JoinHandle<Result<Option<(Payload, splice::SpliceFacts)>>>;
+
+/// What `inject` does beside the choice: the follower compresses the likely build and
+/// hashes the builds spooled while the image is read; and when the choice asks for the
+/// digest of a build whose layer blocks were kept, the payload made of them is begun on
+/// another core while this one hashes.
+struct Hooks<'a> {
+    follower: &'a Follower,
+    splicing: &'a Splicing,
+    spool: &'a std::path::Path,
+    splice: std::cell::RefCell<Option<(std::path::PathBuf, SpliceJob)>>,
+}
+
+impl inspect::SelectHooks for Hooks<'_> {
     fn likely(&self, b: &inspect::Binary) {
-        self.prefer(b.file(), b.size);
+        self.follower.prefer(b.file(), b.size);
     }
 
     fn digest(&self, file: &std::path::Path) -> std::io::Result<crate::image::Digest> {
-        Follower::digest(self, file)
+        if self.splice.borrow().is_none() {
+            if let Some(sp) = self.splicing.take(file) {
+                match start_splice(sp, self.follower, self.spool) {
+                    Ok(Some(job)) => *self.splice.borrow_mut() = Some((file.to_path_buf(), job)),
+                    Ok(None) => {}
+                    Err(e) => return Err(std::io::Error::other(format!("{e:#}"))),
+                }
+            }
+        }
+        self.follower.digest(file)
     }
 }
 
@@ -373,12 +407,11 @@ struct Rendered {
 /// The payload, compressed, and our config for the target's spec.
 fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     let follower = plan.follower.take().expect("render runs once per plan");
-    let spliced = plan.spliced.take();
+    let spliced = match plan.splice.take() {
+        Some(job) => finish_splice(job)?,
+        None => None,
+    };
     let bin = plan.chosen();
-    // The follower waits while the splice is sampled and made, on every core.
-    follower.pause(true);
-    let spliced = spliced_payload(spliced, &follower, bin, plan.spool.path())?;
-    follower.pause(false);
     let gz = match spliced {
         Some(gz) => {
             follower.abandon();
@@ -419,17 +452,13 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     })
 }
 
-/// The payload made of the layer's own deflate blocks of the chosen build (see
-/// `splice`), when they were kept and compress it about as well as we would.
-fn spliced_payload(
-    spliced: Option<Spliced>,
+/// Begins the payload made of the layer's own deflate blocks of a build (see `splice`),
+/// on a thread of its own, when they compress it about as well as we would.
+fn start_splice(
+    sp: Spliced,
     follower: &Follower,
-    bin: &inspect::Binary,
     spool: &std::path::Path,
-) -> Result<Option<Payload>> {
-    let Some(sp) = spliced else {
-        return Ok(None);
-    };
+) -> Result<Option<SpliceJob>> {
     let samples = splice::samples(&sp.boundaries, sp.size, splice::SAMPLES, splice::SAMPLE_LEN);
     if samples.len() < splice::SAMPLES {
         log::info!("payload: not made of the layer's blocks: the build is too small to sample");
@@ -439,7 +468,7 @@ fn spliced_payload(
     let theirs: u64 = samples.iter().map(|s| s.1).sum();
     let plain: u64 = ranges.iter().map(|r| r.1 - r.0).sum();
     // Compressed by the follower while the layer streamed, as far as it got.
-    let ours = follower.sampled_len(bin.file(), &ranges)?;
+    let ours = follower.sampled_len(&sp.capture, &ranges)?;
     let pct = |n: u64| 100.0 * n as f64 / plain as f64;
     if !splice::good_enough(theirs, ours) {
         log::info!(
@@ -456,7 +485,18 @@ fn spliced_payload(
         pct(theirs),
         pct(ours)
     );
-    let Some((gz, facts)) = splice::payload(&sp, spool)? else {
+    let spool = spool.to_path_buf();
+    Ok(Some(std::thread::spawn(move || {
+        splice::payload(&sp, &spool)
+    })))
+}
+
+/// The payload of a splice begun by [`start_splice`], once made.
+fn finish_splice(job: SpliceJob) -> Result<Option<Payload>> {
+    let made = job
+        .join()
+        .map_err(|_| anyhow::anyhow!("the thread making the payload panicked"))?;
+    let Some((gz, facts)) = made? else {
         return Ok(None);
     };
     log::info!(

@@ -145,8 +145,6 @@ struct Shared {
 struct State {
     /// Every thread leaves.
     stop: bool,
-    /// The follower waits (the cores are busy with something else).
-    paused: bool,
     /// A complete file to follow (with its size) if none is followed yet.
     prefer: Option<(PathBuf, u64)>,
     /// The file compressed, and its size once it is complete.
@@ -404,9 +402,6 @@ impl Shared {
         let mut st = self.lock();
         if st.stop {
             return Step::Leave;
-        }
-        if follows && st.paused {
-            return Step::Wait;
         }
         if follows {
             self.look(&mut st);
@@ -681,12 +676,6 @@ impl Follower {
             };
         }
         Ok(total)
-    }
-
-    /// Pauses the follower (after the piece in hand), or lets it go on.
-    pub(crate) fn pause(&self, paused: bool) {
-        self.shared.lock().paused = paused;
-        self.shared.changed.notify_all();
     }
 
     /// Stops following without waiting for the piece in hand: the payload is made
