@@ -19,16 +19,10 @@ set -euo pipefail
 
 RUNS=${RUNS:-3}
 cd "$(dirname "$0")/.."
-root=$PWD
-shared=${MCD_INJECT_SHARED:-$root/../shared}
-for tool in cargo python3 xz gzip skopeo sha256sum /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "benches/splice.sh: $tool is not installed" >&2; exit 1; }
-done
-cargo build --release --quiet
-bin=${CARGO_TARGET_DIR:-$root/target}/release/mcd-inject
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/mcd-inject-splice.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+shared=${MCD_INJECT_SHARED:-$PWD/../shared}
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
+bench_setup benches/splice.sh cargo python3 xz gzip skopeo sha256sum /usr/bin/time
 for b in rhel9 rhel8; do
   want=$(awk -v n="mcd-main-$b" '{f = $2; sub(/^\*/, "", f)} f == n {print $1}' "$shared/real-mcd/SHA256SUMS")
   xz -dc "$shared/real-mcd/mcd-main-$b.xz" >"$work/$b"
