@@ -313,10 +313,16 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
     let bin = &ins.binaries[choice.index];
     let splice = match hooks.splice.into_inner() {
         Some((path, job)) if path == bin.file() => Some(job),
-        _ => match splicing.take(bin.file()) {
-            Some(sp) => start_splice(sp, &follower, spool.path())?,
-            None => None,
-        },
+        begun => {
+            // Another build was chosen: its splice is not needed (nor its temp files).
+            if let Some((_, job)) = begun {
+                let _ = job.join();
+            }
+            match splicing.take(bin.file()) {
+                Some(sp) => start_splice(sp, &follower, spool.path())?,
+                None => None,
+            }
+        }
     };
     if choice.forced {
         warnings::warn(Warning::ForcedIncompatible {

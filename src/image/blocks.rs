@@ -1,6 +1,6 @@
 //! A gzip layer decoder that knows where the deflate blocks of one chosen entry lie, so
 //! that the payload can reuse the layer's own compressed blocks instead of compressing
-//! the entry again (see `payload::splice`).
+//! the entry again (see `crate::splice`).
 //!
 //! zlib stops at every block boundary when asked to (`Z_BLOCK`) and tells how many bits
 //! of the last input byte it has not used, which gives each boundary's bit position in
@@ -91,6 +91,14 @@ struct Armed {
     sample_check: u64,
 }
 
+impl Armed {
+    /// This entry cannot be spliced: its payload will be compressed.
+    fn give_up(&mut self, why: &'static str) {
+        log::info!("payload: not made of the layer's blocks: {why}");
+        self.broken = Some(why);
+    }
+}
+
 impl Splicing {
     /// Splices the entry `name` (normalised, no leading `/`), keeping the compressed
     /// blocks in `spool`.
@@ -179,7 +187,7 @@ impl Splicing {
             return;
         }
         if member != a.member {
-            a.broken = Some("the entry spans gzip members");
+            a.give_up("the entry spans gzip members");
             return;
         }
         // The checksums, over the entry and then the rest of its last block.
@@ -200,7 +208,7 @@ impl Splicing {
         // The blocks, from the byte of the first boundary on.
         if let Some((w, _)) = &mut a.blocks {
             if let Err(_e) = w.write_all(input) {
-                a.broken = Some("the compressed blocks could not be spooled");
+                a.give_up("the compressed blocks could not be spooled");
                 return;
             }
         }
@@ -213,7 +221,7 @@ impl Splicing {
                 return;
             }
             if rel >= a.size {
-                a.broken = Some("the entry ends in the block that holds its first window");
+                a.give_up("the entry ends in the block that holds its first window");
                 return;
             }
             // The byte holding `bit`: in the input just consumed, or the next one.
@@ -225,7 +233,7 @@ impl Splicing {
             {
                 Ok(t) => t,
                 Err(_) => {
-                    a.broken = Some("no spool file for the compressed blocks");
+                    a.give_up("no spool file for the compressed blocks");
                     return;
                 }
             };
@@ -233,14 +241,14 @@ impl Splicing {
             if byte < in_end {
                 let from = (byte - in_at.min(byte)) as usize;
                 if byte < in_at || w.write_all(&input[from..]).is_err() {
-                    a.broken = Some("the compressed blocks could not be spooled");
+                    a.give_up("the compressed blocks could not be spooled");
                     return;
                 }
             }
             a.blocks = Some((w, byte));
         }
         if a.boundaries.len() >= MAX_BOUNDARIES {
-            a.broken = Some("too many deflate blocks");
+            a.give_up("too many deflate blocks");
             return;
         }
         a.boundaries.push(Boundary { bit, out: rel });
