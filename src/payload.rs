@@ -121,9 +121,13 @@ fn gzip_file(path: &std::path::Path, spool: &std::path::Path, threads: usize) ->
 ///   [`Follower::prefer`] before that name turns up, a build already read whole (the one
 ///   the choice is likely to settle on while lower layers are read);
 /// - when no piece is ready, it takes the sha256 of every capture spooled so far, as far
-///   as it is written ([`Follower::digest`] finishes it).
+///   as it is written ([`Follower::digest`] finishes it);
+/// - before any piece, it compresses the samples a splice tells ([`Follower::sample_sink`];
+///   `crate::splice`) as soon as their capture holds them, and while those favour the
+///   splice it compresses no piece of that build early.
 ///
-/// [`Follower::compress`] then compresses the chosen build on every core, this thread
+/// The chosen build's payload is then made of its layer's blocks, or
+/// [`Follower::compress`] compresses the chosen build on every core, this thread
 /// among them, keeping the pieces already compressed if it is the file followed. The
 /// output is the same bytes either way, and the same as [`gzip_file`]'s.
 pub(crate) struct Follower {
