@@ -56,20 +56,19 @@ for level in 6 9; do
     "oci:$work/none:latest" "oci:$work/pgzip$level:latest"
 done
 
-med() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+bench=benches/splice.sh
+reset() { rm -f "$work/x.bin"; }
 # timed NAME CMD...: RUNS runs; sets wall and cpu (medians).
 timed() {
-  local name=$1 walls=() cpus=() i user sys w
+  local name=$1 walls=() cpus=() i
   shift
   for ((i = 0; i < RUNS; i++)); do
-    /usr/bin/time -f '%e %U %S' -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
-      echo "benches/splice.sh: $name failed" >&2; cat "$work/err" >&2; exit 1; }
-    read -r w user sys <"$work/time"
-    walls+=("$w")
-    cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')")
+    one_run "$name" "$@"
+    walls+=("$run_wall")
+    cpus+=("$run_cpu")
   done
-  wall=$(med "${walls[@]}")
-  cpu=$(med "${cpus[@]}")
+  wall=$(median "${walls[@]}")
+  cpu=$(median "${cpus[@]}")
 }
 
 gzip -6 -n -c "$work/rhel8" >"$work/one.gz"
