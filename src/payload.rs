@@ -272,7 +272,9 @@ enum Step {
 /// The length of `data` compressed alone at the payload's level, without the member's
 /// gzip header and trailer.
 fn sample_len(maker: &mut MemberMaker, data: &[u8]) -> std::io::Result<u64> {
-    Ok(maker.member(data)?.len() as u64 - 18)
+    // libdeflate's gzip header (10 bytes) and trailer (8).
+    const FRAMING: u64 = 18;
+    Ok(maker.member(data)?.len() as u64 - FRAMING)
 }
 
 fn read_range(path: &std::path::Path, range: (u64, u64), buf: &mut Vec<u8>) -> std::io::Result<()> {

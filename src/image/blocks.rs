@@ -81,10 +81,8 @@ struct Armed {
     crc_entry: Option<u32>,
     boundaries: Vec<Boundary>,
     blocks: Option<(BufWriter<NamedTempFile>, u64)>,
-    /// Why this entry cannot be spliced, once known.
-    broken: Option<&'static str>,
-    /// The last boundary is past the entry's end: nothing more to take.
-    complete: bool,
+    /// This entry cannot be spliced (the reason is logged).
+    broken: bool,
     /// Samples told to the sink so far.
     samples_told: usize,
     /// The entry offset the next sample can end at, at the soonest.
@@ -95,7 +93,7 @@ impl Armed {
     /// This entry cannot be spliced: its payload will be compressed.
     fn give_up(&mut self, why: &'static str) {
         log::info!("payload: not made of the layer's blocks: {why}");
-        self.broken = Some(why);
+        self.broken = true;
     }
 }
 
@@ -145,8 +143,7 @@ impl Splicing {
             crc_entry: None,
             boundaries: Vec::new(),
             blocks: None,
-            broken: None,
-            complete: false,
+            broken: false,
             samples_told: 0,
             sample_check: 0,
         });
@@ -158,12 +155,10 @@ impl Splicing {
         self.armed.borrow_mut().take();
     }
 
-    /// Whether the entry armed still needs the decoder's notes.
+    /// Whether an entry armed still needs the decoder's notes (a complete one is kept
+    /// and no longer armed).
     fn busy(&self) -> bool {
-        self.armed
-            .borrow()
-            .as_ref()
-            .is_some_and(|a| a.broken.is_none() && !a.complete)
+        self.armed.borrow().as_ref().is_some_and(|a| !a.broken)
     }
 
     /// What the decoder did in one step: it consumed `input` (whose first byte is at
@@ -183,7 +178,7 @@ impl Splicing {
         let Some(a) = armed.as_mut() else {
             return;
         };
-        if a.broken.is_some() || a.complete {
+        if a.broken {
             return;
         }
         if member != a.member {
@@ -191,23 +186,16 @@ impl Splicing {
             return;
         }
         // The checksums, over the entry and then the rest of its last block.
-        let end = a.from + a.size;
-        let (mut o, out_end) = (out_at, out_at + output.len() as u64);
-        if o < end && a.crc_entry.is_none() {
-            let upto = out_end.min(end);
-            let part = &output[(o - out_at) as usize..(upto - out_at) as usize];
-            a.crc = zlib_rs::crc32::crc32(a.crc, part);
-            o = upto;
-        }
-        if o >= end && a.crc_entry.is_none() {
+        let (end, out_end) = (a.from + a.size, out_at + output.len() as u64);
+        let in_entry = end.saturating_sub(out_at).min(output.len() as u64) as usize;
+        a.crc = zlib_rs::crc32::crc32(a.crc, &output[..in_entry]);
+        if a.crc_entry.is_none() && out_end >= end {
             a.crc_entry = Some(a.crc);
         }
-        if o < out_end {
-            a.crc = zlib_rs::crc32::crc32(a.crc, &output[(o - out_at) as usize..]);
-        }
+        a.crc = zlib_rs::crc32::crc32(a.crc, &output[in_entry..]);
         // The blocks, from the byte of the first boundary on.
         if let Some((w, _)) = &mut a.blocks {
-            if let Err(_e) = w.write_all(input) {
+            if w.write_all(input).is_err() {
                 a.give_up("the compressed blocks could not be spooled");
                 return;
             }
@@ -268,7 +256,6 @@ impl Splicing {
             a.sample_check = target.max(after) + SAMPLE_LEN;
         }
         if rel >= a.size {
-            a.complete = true;
             let a = armed.take().expect("armed");
             self.keep(a);
         }
