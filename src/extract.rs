@@ -6,8 +6,8 @@ use serde::Serialize;
 use crate::image::fs::MergedFs;
 use crate::image::layer::normalize_name;
 use crate::image::Image;
-use crate::output::Output;
-use crate::tempfiles;
+use crate::io::output::Output;
+use crate::io::tempfiles;
 
 /// What an extraction produced.
 #[derive(Debug, Serialize)]
@@ -29,7 +29,7 @@ const MODE_MASK: u32 = 0o777;
 pub fn extract(image: &Image, path: &str, out: &Output) -> Result<ExtractReport> {
     let wanted = normalize_name(path.trim_start_matches('/')).unwrap_or_default();
     // Spool in a directory of this run beside the output, so that an interrupted run
-    // can remove what it wrote (crate::tempfiles).
+    // can remove what it wrote (crate::io::tempfiles).
     let spool_in = out.spool_dir()?;
     let spool = tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;

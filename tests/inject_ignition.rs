@@ -410,7 +410,7 @@ fn every_row_default_and_newest_spec_validate_with_the_real_ignition() {
     let dir = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for row in mcd_inject::target::BOOTIMAGES {
+    for row in mcd_inject::choose::target::BOOTIMAGES {
         let boot = row.version.to_string();
         for (spec, want) in [(None, row.default_spec), (Some(row.max_spec), row.max_spec)] {
             let spec_arg = spec.map(|s| s.to_string());

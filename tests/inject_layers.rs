@@ -9,10 +9,10 @@ mod common;
 use std::path::Path;
 
 use common::{fixture, fixture_list};
+use mcd_inject::choose as inspect;
+use mcd_inject::choose::target::{Target, BOOTIMAGES};
 use mcd_inject::image::{ImageRef, Platform};
-use mcd_inject::target::{Target, BOOTIMAGES};
 use mcd_inject::transport::{self, OpenOptions};
-use mcd_inject::{inject, inspect};
 
 /// What a choice came to: the chosen path and its sha256, or the error.
 fn outcome(r: anyhow::Result<(String, String)>) -> Result<(String, String), String> {
@@ -49,7 +49,7 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                         full.as_ref()
                             .map_err(|e| anyhow::anyhow!("{e:#}"))
                             .and_then(|ins| {
-                                let c = inject::choose(ins, &target, None, false)?;
+                                let c = inspect::from_inspection(ins, &target, None, false)?;
                                 let b = &ins.binaries[c.index];
                                 Ok((b.path.clone(), b.sha256.to_string()))
                             }),
@@ -148,7 +148,7 @@ fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String>
     let target = Target::new(bootimage.parse().unwrap(), None, None, "amd64").unwrap();
     let spool = tempfile::tempdir().unwrap();
     let full = inspect::inspect(&img, spool.path()).unwrap();
-    let want = inject::choose(&full, &target, None, false)
+    let want = inspect::from_inspection(&full, &target, None, false)
         .map(|c| full.binaries[c.index].path.clone())
         .map_err(|e| format!("{e:#}"));
     let spool = tempfile::tempdir().unwrap();

@@ -9,6 +9,7 @@
 //! `offline` the network is never used.
 
 pub(crate) mod auth;
+pub(crate) mod cache;
 mod client;
 pub(crate) mod mirrors;
 pub(crate) mod policy;
@@ -21,7 +22,6 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use oci_spec::image::ImageManifest;
 
-use crate::cache::{Cache, CachedRef};
 use crate::image::oci::{
     check_blob, choose_platform, descriptor_digest, layers_of, parse_document, ConfigFacts,
     Document,
@@ -29,6 +29,7 @@ use crate::image::oci::{
 use crate::image::{
     BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, Platform,
 };
+use crate::registry::cache::{Cache, CachedRef};
 use crate::warnings::{self, Warning};
 pub use auth::{AuthFiles, Credentials};
 #[doc(hidden)]

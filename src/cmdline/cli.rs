@@ -6,11 +6,14 @@ use anyhow::{bail, Context};
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+use crate::choose::osrelease::OsRelease;
+use crate::choose::target::TargetArgs;
+use crate::choose::target::{from_os_release, OcpVersion};
 use crate::ignition::SpecVersion;
 use crate::image::{ImageRef, Platform};
-use crate::inject::{InjectConfig, Input, Remote, TargetArgs, VerifyConfig};
-use crate::osrelease::OsRelease;
-use crate::output::Output;
+use crate::inject::{InjectConfig, Remote};
+use crate::io::output::Output;
+use crate::io::Input;
 use crate::registry::mirrors::DEFAULT_REGISTRIES_CONF;
 use crate::registry::policy::{DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
 use crate::registry::Policy;
@@ -18,8 +21,8 @@ use crate::registry::{
     AuthFiles, Credentials, Mirrors, ProgressMode, RegistryOptions, RetryPolicy,
 };
 use crate::release::Release;
-use crate::target::{from_os_release, OcpVersion};
 use crate::transport::OpenOptions;
+use crate::verify::VerifyConfig;
 
 /// Deliver the machine-config-daemon that fits an old OpenShift bootimage through Ignition.
 #[derive(Debug, Parser)]
@@ -68,13 +71,13 @@ pub struct LogArgs {
     pub verbose: u8,
     /// Log level: off, error, warn, info, debug, trace (wins over -v). Without either,
     /// RUST_LOG is read (env_logger syntax), else warnings only.
-    #[arg(long, global = true, value_name = "LEVEL", value_parser = crate::logging::parse_level)]
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = crate::cmdline::logging::parse_level)]
     pub log_level: Option<log::LevelFilter>,
 }
 
 impl LogArgs {
-    pub fn settings(&self) -> crate::logging::LogSettings {
-        crate::logging::LogSettings {
+    pub fn settings(&self) -> crate::cmdline::logging::LogSettings {
+        crate::cmdline::logging::LogSettings {
             level: self.log_level,
             verbose: self.verbose,
         }
@@ -592,8 +595,8 @@ impl VerifyArgs {
 /// RHEL and spec given, checked with them); nothing older than the table.
 fn bootimage_version(s: &str) -> Result<OcpVersion, String> {
     let v: OcpVersion = s.parse().map_err(|e| format!("{e}"))?;
-    match crate::target::bootimage(v) {
-        Err(e @ crate::target::VersionError::TooOld(_)) => Err(e.to_string()),
+    match crate::choose::target::bootimage(v) {
+        Err(e @ crate::choose::target::VersionError::TooOld(_)) => Err(e.to_string()),
         _ => Ok(v),
     }
 }

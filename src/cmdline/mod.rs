@@ -11,13 +11,18 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-use crate::cli::{Cli, Command, ImageArgs};
+pub(crate) mod cli;
+mod clidoc;
+mod json;
+mod logging;
+mod report;
+
 use crate::image::ImageRef;
-use crate::output::{print, Output, StdoutClosed};
-use crate::{
-    cache, clidoc, extract, inject, inspect, json, logging, registry, report, tempfiles, transport,
-    warnings,
-};
+use crate::io::output::{print, Output, StdoutClosed};
+use crate::io::tempfiles;
+use crate::registry::{self, cache};
+use crate::{choose, extract, inject, transport, verify, warnings};
+use cli::{Cli, Command, ImageArgs};
 
 /// Writes a JSON report to stdout, or atomically to a file.
 fn write_json(out: &Output, v: &serde_json::Value) -> Result<()> {
@@ -92,7 +97,7 @@ fn run(cli: Cli) -> Result<()> {
             let img = transport::open(&r, &opts)?;
             let spool =
                 tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
-            let report = inspect::inspect(&img, spool.path())?;
+            let report = choose::inspect(&img, spool.path())?;
             warnings::check_strict()?;
             if a.json {
                 let mut v = serde_json::to_value(&report)?;
@@ -164,7 +169,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Verify(a) => {
-            let r = inject::verify(&a.config()?)?;
+            let r = verify::verify(&a.config()?)?;
             warnings::check_strict()?;
             if let Some(out) = a.json.target() {
                 write_json(&out, &report::verify_json(&r, &a.ign.to_string()))?;

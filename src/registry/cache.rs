@@ -94,7 +94,7 @@ impl Cache {
             cache.write_index(INDEX, &empty_index())?;
         }
         // Temp files of runs that were killed (their process is gone).
-        crate::tempfiles::sweep_stale(root);
+        crate::io::tempfiles::sweep_stale(root);
         if !offline {
             // Heal damaged index files now, under the lock (warnings say so).
             cache.read_index(INDEX)?;
@@ -229,7 +229,7 @@ impl Cache {
 
     /// A temp file for a blob being fetched, in the cache so that the commit is a rename.
     pub fn temp_blob(&self) -> Result<NamedTempFile> {
-        crate::tempfiles::file_in(&self.root)
+        crate::io::tempfiles::file_in(&self.root)
             .with_context(|| format!("creating a temp file in {}", self.root.display()))
     }
 
@@ -390,7 +390,7 @@ mod tests {
             .filter(|e| {
                 e.file_name()
                     .to_string_lossy()
-                    .starts_with(crate::tempfiles::PREFIX)
+                    .starts_with(crate::io::tempfiles::PREFIX)
             })
             .collect();
         assert!(leftovers.is_empty());

@@ -4,8 +4,9 @@
 use serde_json::{json, Value};
 
 use crate::image::ImageInfo;
-use crate::inject::{InjectReport, VerifyReport};
+use crate::inject::InjectReport;
 use crate::release::Release;
+use crate::verify::VerifyReport;
 use crate::warnings;
 
 fn image_json(i: &ImageInfo) -> Value {

@@ -7,10 +7,10 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::elf::{ElfFacts, Linkage};
-use crate::mco::MCD_NAME;
-use crate::osrelease::OsRelease;
-use crate::target::Target;
+use crate::choose::elf::{ElfFacts, Linkage};
+use crate::choose::mco::MCD_NAME;
+use crate::choose::osrelease::OsRelease;
+use crate::choose::target::Target;
 
 /// Whether a binary fits a target, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -342,7 +342,7 @@ impl fmt::Display for Candidate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::OcpVersion;
+    use crate::choose::target::OcpVersion;
 
     fn dynamic(glibc: &str, crypto: &str, node: &str) -> ElfFacts {
         ElfFacts {
