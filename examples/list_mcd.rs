@@ -12,7 +12,7 @@ fn main() -> Result<()> {
         .nth(1)
         .context("usage: list_mcd IMAGE-REF")?
         .parse()?;
-    let img = transport::open(&reference, &OpenOptions::default())?;
+    let img = transport::open(&reference, &OpenOptions::default(), &Default::default())?;
     let spool = tempfile::tempdir()?;
     let report = choose::inspect(&img, spool.path())?;
     for b in &report.binaries {

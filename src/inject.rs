@@ -22,7 +22,7 @@ use crate::io::Input;
 use crate::payload::{threads, Early, Payload};
 use crate::release::Release;
 use crate::transport::{self, OpenOptions};
-use crate::warnings::{self, Warning};
+use crate::warnings::{Warning, Warnings};
 
 /// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
 /// (about 8 s of CPU and 210 MB of RAM at the rates below): every inline config of a
@@ -146,22 +146,22 @@ fn provenance(
 /// image, fix the target, choose the build) → render (the payload and our config) →
 /// merge (with the base) → validate → write. Nothing is written unless every stage
 /// succeeded.
-pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
+pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
     // The base stays as read; its entries are parsed one at a time (docs/inject.md).
     let base_bytes = cfg.base.as_ref().map(Input::read).transpose()?;
     let base = match (&cfg.base, &base_bytes) {
         (Some(input), Some(bytes)) => Some(Document::parse(&input.to_string(), bytes)?),
         _ => None,
     };
-    let mut plan = plan(cfg, base.as_ref())?;
+    let mut plan = plan(cfg, base.as_ref(), warnings)?;
     let Rendered {
         config,
         payload,
         staged,
     } = render(cfg, &mut plan)?;
-    let (config, notes) = merge_base(cfg, &plan, base, config)?;
+    let (config, notes) = merge_base(cfg, &plan, base, config, warnings)?;
     validate(&config, plan.target.spec)?;
-    let written = write(cfg, &plan, staged, &payload, &config)?;
+    let written = write(cfg, &plan, staged, &payload, &config, warnings)?;
     let bin = plan.chosen();
     Ok(InjectReport {
         chosen: bin.path.clone(),
@@ -169,7 +169,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         config_bytes: written.size,
         layers_read: plan.ins.read_summary(),
         notes,
-        warnings: warnings::collected(),
+        warnings: warnings.list(),
         image: plan.ins.image.clone(),
         config_sha256: written.sha256,
         payload_sha512: payload.sha512,
@@ -197,11 +197,11 @@ impl Plan {
 
 /// The plan: the target (the base may raise its spec), the image and the build chosen
 /// for the target.
-fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
+fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Result<Plan> {
     let arch = cfg.open.platform.architecture.clone();
     let target = output_spec(&cfg.target, base, &arch)?;
     let binary_path = normalized_binary_path(cfg.binary_path.as_deref())?;
-    let img = transport::open(&cfg.image, &cfg.open)?;
+    let img = transport::open(&cfg.image, &cfg.open, warnings)?;
     // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
     // compressed copy are as big as the MCD.
     let spool_in = cfg.ign.spool_dir()?;
@@ -220,7 +220,7 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
     )?;
     let bin = &ins.binaries[choice.index];
     if choice.forced {
-        warnings::warn(Warning::ForcedIncompatible {
+        warnings.warn(Warning::ForcedIncompatible {
             binary: bin.path.clone(),
             target: rules::describe(&target),
             reasons: choice.verdict.because(),
@@ -325,13 +325,14 @@ fn merge_base<'a>(
     plan: &Plan,
     base: Option<Document<'a>>,
     ours: Value,
+    warnings: &Warnings,
 ) -> Result<(Document<'a>, Vec<String>)> {
     let Some(base) = base else {
         return Ok((Document::from_value(ours), Vec::new()));
     };
     let (merged, notes) = merge::merge(base, &ours, plan.target.spec, cfg.force)?;
     for change in notes.forced {
-        warnings::warn(Warning::ForcedBaseChange { change });
+        warnings.warn(Warning::ForcedBaseChange { change });
     }
     let notes = notes.info;
     Ok((merged, notes))
@@ -361,6 +362,7 @@ fn write(
     mut staged: Vec<(Output, tempfile::NamedTempFile)>,
     gz: &Payload,
     config: &Document,
+    warnings: &Warnings,
 ) -> Result<Written> {
     let mut t = cfg.ign.temp_file()?;
     // The config's sha256 is taken as it is written.
@@ -381,11 +383,11 @@ fn write(
     let sha256 = w.hex();
     log::info!("config written: {size} bytes");
     if plan.target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
-        warnings::warn(v2_size_warning(size));
+        warnings.warn(v2_size_warning(size));
     }
 
     // Everything is ready: commit the payload (remote mode), then the config.
-    warnings::check_strict()?;
+    warnings.check_strict()?;
     staged.push((cfg.ign.clone(), t));
     for (out, t) in staged {
         out.commit(t, 0o644)?;

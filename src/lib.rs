@@ -31,7 +31,7 @@
 //! use mcd_inject::choose;
 //!
 //! let reference: ImageRef = "oci:fixtures/mco-small:latest".parse()?;
-//! let img = transport::open(&reference, &OpenOptions::default())?;
+//! let img = transport::open(&reference, &OpenOptions::default(), &Default::default())?;
 //! let spool = tempfile::tempdir()?;
 //! for b in choose::inspect(&img, spool.path())?.binaries {
 //!     println!("{} {}", b.sha256, b.path);

@@ -15,6 +15,7 @@ use crate::ignition::verify;
 use crate::image::ImageRef;
 use crate::io::Input;
 use crate::transport::{self, OpenOptions};
+use crate::warnings::{Warning, Warnings};
 
 /// Everything `verify` needs, parsed.
 #[derive(Clone, Debug)]
@@ -44,13 +45,15 @@ pub struct VerifyReport {
     pub binary_sha256: Option<String>,
     /// The config's provenance record.
     pub provenance: Option<Value>,
+    /// The warnings of the run (those of opening `--image`).
+    pub warnings: Vec<Warning>,
 }
 
 /// Runs `verify`: the config's own checks (spec, payload hashes, units), then the
 /// target (`--bootimage`, else the config's provenance), the firstboot path it needs,
 /// whether the binary fits it, and with `--image` whether it is the build `inject`
 /// chooses.
-pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
+pub fn verify(cfg: &VerifyConfig, warnings: &Warnings) -> Result<VerifyReport> {
     let bytes = cfg.ign.read()?;
     let spool = crate::io::tempfiles::dir_in(&std::env::temp_dir())
         .context("creating a spool directory")?;
@@ -72,7 +75,7 @@ pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
         }
     }
     if let (Some((r, o)), Some(t)) = (&cfg.image, &target) {
-        check_chosen_build(r, o, t, &v, spool.path(), &mut checks)?;
+        check_chosen_build(r, o, t, &v, spool.path(), &mut checks, warnings)?;
     }
     Ok(VerifyReport {
         passed: checks.passed,
@@ -80,6 +83,7 @@ pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
         spec: v.spec.as_str().to_string(),
         binary_sha256: v.binary_sha256.clone(),
         provenance: v.provenance.clone(),
+        warnings: warnings.list(),
     })
 }
 
@@ -195,8 +199,9 @@ fn check_chosen_build(
     v: &verify::Verified,
     spool: &std::path::Path,
     checks: &mut Checks,
+    warnings: &Warnings,
 ) -> Result<()> {
-    let img = transport::open(r, o)?;
+    let img = transport::open(r, o, warnings)?;
     match choose::select(&img, spool, t, None, false, None) {
         Ok((ins, c)) => {
             let chosen = &ins.binaries[c.index];

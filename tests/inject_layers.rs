@@ -33,7 +33,7 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                     platform: platform.parse::<Platform>().unwrap(),
                     ..OpenOptions::default()
                 };
-                let img = match transport::open(&reference, &opts) {
+                let img = match transport::open(&reference, &opts, &Default::default()) {
                     Ok(i) => i,
                     // Hostile fixtures may fail to open; nothing to choose from.
                     Err(_) => continue,
@@ -124,6 +124,7 @@ fn builds() -> (Vec<u8>, Vec<u8>) {
     let img = transport::open(
         &fx.reference("oci").parse().unwrap(),
         &OpenOptions::default(),
+        &Default::default(),
     )
     .unwrap();
     let spool = tempfile::tempdir().unwrap();
@@ -144,7 +145,7 @@ const RHEL8: &str = "usr/bin/machine-config-daemon.rhel8";
 
 /// (chosen path, layers read) for a bootimage, checked against the full view.
 fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String> {
-    let img = transport::open(r, &OpenOptions::default()).unwrap();
+    let img = transport::open(r, &OpenOptions::default(), &Default::default()).unwrap();
     let target = Target::new(bootimage.parse().unwrap(), None, None, "amd64").unwrap();
     let spool = tempfile::tempdir().unwrap();
     let full = inspect::inspect(&img, spool.path()).unwrap();

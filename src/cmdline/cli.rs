@@ -23,6 +23,7 @@ use crate::registry::{
 use crate::release::Release;
 use crate::transport::OpenOptions;
 use crate::verify::VerifyConfig;
+use crate::warnings::Warnings;
 
 /// Deliver the machine-config-daemon that fits an old OpenShift bootimage through Ignition.
 #[derive(Debug, Parser)]
@@ -323,12 +324,15 @@ impl ImageArgs {
 
     /// The image to read (`--image`, or the MCO image `--release` names), the options
     /// to open it with, and the release when one was given.
-    pub fn resolve(&self) -> anyhow::Result<(ImageRef, OpenOptions, Option<Release>)> {
+    pub fn resolve(
+        &self,
+        warnings: &Warnings,
+    ) -> anyhow::Result<(ImageRef, OpenOptions, Option<Release>)> {
         let opts = self.open_options()?;
         match (&self.image, &self.release) {
             (Some(i), None) => Ok((i.clone(), opts, None)),
             (None, Some(r)) => {
-                let rel = crate::release::resolve(r, &opts)?;
+                let rel = crate::release::resolve(r, &opts, warnings)?;
                 let mco = ImageRef::Docker(rel.mco_image.parse()?);
                 if !self.registry.quiet {
                     eprintln!(
@@ -478,7 +482,7 @@ impl JsonArgs {
 }
 
 impl InjectArgs {
-    pub fn config(&self) -> anyhow::Result<InjectConfig> {
+    pub fn config(&self, warnings: &Warnings) -> anyhow::Result<InjectConfig> {
         if self.ign == Output::Stdout && self.json.target() == Some(Output::Stdout) {
             bail!("--ign - and --json both want stdout: write the JSON with --json-out FILE");
         }
@@ -486,7 +490,7 @@ impl InjectArgs {
             o.spool_dir()?;
         }
         let target = self.target.to_args()?;
-        let (image, open, release) = self.image.resolve()?;
+        let (image, open, release) = self.image.resolve(warnings)?;
         Ok(InjectConfig {
             image,
             open,
@@ -551,7 +555,7 @@ pub struct VerifyArgs {
 }
 
 impl VerifyArgs {
-    pub fn config(&self) -> anyhow::Result<VerifyConfig> {
+    pub fn config(&self, warnings: &Warnings) -> anyhow::Result<VerifyConfig> {
         let registry = match (&self.image, &self.release) {
             (None, None) => RegistryOptions::default(),
             _ => self.registry.options()?,
@@ -563,7 +567,7 @@ impl VerifyArgs {
                     registry: registry.clone(),
                     max_file_size: self.max_file_size,
                 };
-                let rel = crate::release::resolve(r, &opts)?;
+                let rel = crate::release::resolve(r, &opts, warnings)?;
                 Some(ImageRef::Docker(rel.mco_image.parse()?))
             }
             None => self.image.clone(),
@@ -734,7 +738,7 @@ mod tests {
         let Ok(Command::Inject(a)) = parse(&["--image", "oci:x", "--ign", "-", "--json"]) else {
             panic!("parse failed")
         };
-        let e = a.config().unwrap_err();
+        let e = a.config(&Warnings::default()).unwrap_err();
         assert!(format!("{e}").contains("--json-out"), "{e}");
         let Ok(Command::Inject(a)) =
             parse(&["--image", "oci:x", "--ign", "-", "--json-out", "r.json"])

@@ -60,6 +60,6 @@ pub fn verify_json(r: &VerifyReport, config: &str) -> Value {
         "provenance": r.provenance,
         "passed": r.passed,
         "problems": r.problems,
-        "warnings": warnings::to_json(&warnings::collected()),
+        "warnings": warnings::to_json(&r.warnings),
     })
 }
