@@ -1,4 +1,4 @@
-//! The configs `inject` writes, checked by the real thing (DESIGN.md §8): Debian's
+//! The configs `inject` writes, checked by the real thing (docs/development.md, "Real components"): Debian's
 //! `ignition` 2.14 validates every spec 3.0-3.3 output and applies it to a scratch
 //! root; systemd's `systemctl --root` and `systemd-analyze verify` judge the units; the
 //! install script runs against the root. Spec 2.2 outputs, which no Debian tool reads,

@@ -270,7 +270,7 @@ fn read_all(
 /// as settle it (the layers are read top-down, and a lower one only when a question
 /// needs it).
 ///
-/// The full view's order (DESIGN.md §5, MCO's rule) tries the builds named for the
+/// The full view's order (MCO's rule; docs/design.md, "What MCO images contain") tries the builds named for the
 /// target's RHEL `t` first: the plain `machine-config-daemon` when the image's own
 /// RHEL is `t`, then `machine-config-daemon.rhel{t}`; then the plain build when the
 /// image's RHEL is another one; every other name comes later. So:

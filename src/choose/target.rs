@@ -110,7 +110,7 @@ pub struct RhelBase {
     pub libssl: &'static str,
 }
 
-/// RHEL reference values (DESIGN.md §5). glibc keeps its upstream version for the whole
+/// RHEL reference values (docs/design.md, "ELF reference values"). glibc keeps its upstream version for the whole
 /// life of a RHEL major, so a row's minor release never changes these.
 pub const RHEL: [RhelBase; 4] = [
     RhelBase {

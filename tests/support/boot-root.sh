@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real systemd boot of a root that real Ignition wrote (DESIGN.md §10), for the boot
+# A real systemd boot of a root that real Ignition wrote (docs/development.md, "Boot tests"), for the boot
 # tests in tests/boot.rs.
 #
 #   boot-root.sh base DIR          debootstrap a minimal Debian root with systemd (once
