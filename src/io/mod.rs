@@ -5,6 +5,7 @@
 //! of the crate.
 
 pub mod output;
+pub mod parse;
 pub(crate) mod tempfiles;
 
 use std::cell::{Cell, RefCell};
