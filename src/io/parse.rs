@@ -31,18 +31,22 @@ fn data_kind(msg: &str) -> String {
     }
 }
 
+/// The kind of a JSON error, in words that quote nothing of the input.
+pub fn json_kind(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax => "a JSON syntax error".to_string(),
+        Category::Eof => "the JSON ends too early".to_string(),
+        Category::Io => "a read error".to_string(),
+        Category::Data => data_kind(&e.to_string()),
+    }
+}
+
 /// JSON into `T`.
 pub fn json<T: DeserializeOwned>(bytes: &[u8], origin: &str, what: &str) -> Result<T, Error> {
     serde_json::from_slice(bytes).map_err(|e| {
-        use serde_json::error::Category;
-        let kind = match e.classify() {
-            Category::Syntax => "a JSON syntax error".to_string(),
-            Category::Eof => "the JSON ends too early".to_string(),
-            Category::Io => "a read error".to_string(),
-            Category::Data => data_kind(&e.to_string()),
-        };
         let at = (e.line() > 0).then(|| (e.line(), e.column()));
-        refused(origin, what, &kind, at)
+        refused(origin, what, &json_kind(&e), at)
     })
 }
 
