@@ -249,7 +249,7 @@ fn environment_variables_set_flags_and_flags_win() {
     );
     assert!(err.contains("pull cannot run with --offline"), "{err}");
 
-    // Every variable is shown in the help (tests/registry.rs logs in through
+    // Every variable is shown in the help (the registry tests log in through
     // MCD_INJECT_AUTHFILE).
     let help = ok(&["pull", "--help"], &[]);
     let help = String::from_utf8_lossy(&help.stdout);
