@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::ignition::units::{config, Delivery};
 use crate::ignition::{self, merge, schema, verify, Source, SpecVersion, SPECS};
-use crate::image::blocks::Splicing;
 use crate::image::fs::MergedFs;
 use crate::image::oci::{self, Document};
 use crate::image::{
@@ -141,28 +140,6 @@ pub fn layers(data: &[u8]) {
         return;
     };
     look_around(MergedFs::new(&image, spool.path(), |_| true));
-
-    let splicing = Splicing::new("usr/bin/machine-config-daemon", spool.path());
-    let mut fs = MergedFs::new(&image, spool.path(), |_| true);
-    fs.set_splice(Some(&splicing));
-    let Ok(c) = fs.read_file("/usr/bin/machine-config-daemon") else {
-        return;
-    };
-    let Some(sp) = splicing.take(c.file.path()) else {
-        return;
-    };
-    let Ok(Some((p, _))) = crate::splice::payload(&sp, spool.path()) else {
-        return;
-    };
-    let (mut got, mut want) = (Vec::new(), Vec::new());
-    let gz = std::fs::read(p.file.path()).expect("the payload written");
-    flate2::read::MultiGzDecoder::new(&gz[..])
-        .read_to_end(&mut got)
-        .expect("a spliced payload decompresses");
-    std::fs::File::open(c.file.path())
-        .and_then(|mut f| f.read_to_end(&mut want))
-        .expect("the capture");
-    assert!(got.len() >= want.len() && got[..want.len()] == want[..]);
 }
 
 fn look_around(mut fs: MergedFs) {
@@ -187,7 +164,6 @@ fn ours() -> &'static Vec<(SpecVersion, Value)> {
         let d = Delivery {
             payload: Source::Inline(b"payload".to_vec()),
             payload_sha512: "0".repeat(128),
-            binary_size: 1,
             binary_sha256: "0".repeat(64),
             provenance: b"{}".to_vec(),
             legacy_firstboot: true,

@@ -12,16 +12,15 @@ use crate::ignition::document::Document;
 use crate::ignition::schema::Schema;
 use crate::ignition::units::{self, Delivery};
 use crate::ignition::{self, merge, verify, Source, SpecVersion};
-use crate::image::blocks::{Spliced, Splicing};
 use crate::image::layer::normalize_name;
 use crate::image::{ImageInfo, ImageRef};
 use crate::inspect::{self, Inspection};
+use crate::io::HashWriter;
 use crate::mco;
 use crate::output::Output;
-use crate::payload::{threads, Follower, HashWriter, Payload, GZIP_CHUNK, GZIP_LEVEL};
+use crate::payload::{threads, Early, Payload};
 use crate::release::Release;
 use crate::select::{self, Candidate, Choice};
-use crate::splice;
 use crate::target::{OcpVersion, Target};
 use crate::transport::{self, OpenOptions};
 use crate::warnings::{self, Warning};
@@ -265,11 +264,8 @@ struct Plan {
     choice: Choice,
     /// Spool for the binary and its compressed copy, beside the output.
     spool: tempfile::TempDir,
-    /// Compresses the chosen build, having begun while its layer streamed.
-    follower: Option<Follower>,
-    /// The payload made of the layer's own deflate blocks of the chosen build, being
-    /// made, if they were kept and compress it as well as we would.
-    splice: Option<SpliceJob>,
+    /// The likely build, compressed while its layer streamed.
+    early: Option<Early>,
 }
 
 impl Plan {
@@ -290,40 +286,18 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
     let spool_in = cfg.ign.spool_dir()?;
     let spool = crate::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
-    let likely = likely_build(binary_path.as_deref(), &target);
-    let follower = Follower::start(spool.path(), &likely);
-    let splicing = Splicing::new(&likely, spool.path()).on_sample(follower.sample_sink());
-    let hooks = Hooks {
-        follower: &follower,
-        splicing: &splicing,
-        spool: spool.path(),
-        splice: std::cell::RefCell::new(None),
-    };
-    // The choice of the full view, from as few layers as settle it; when lower layers
-    // must be read for it, the build it is likely to settle on is compressed meanwhile.
-    let (ins, choice) = inspect::select_spliced(
+    let early = Early::start(&likely_build(binary_path.as_deref(), &target));
+    // The choice of the full view, from as few layers as settle it; the build it is
+    // likely to settle on is compressed while its layer streams.
+    let (ins, choice) = inspect::select(
         &img,
         spool.path(),
         &target,
         binary_path.as_deref(),
         cfg.force,
-        &hooks,
-        Some(&splicing),
+        Some(&early),
     )?;
     let bin = &ins.binaries[choice.index];
-    let splice = match hooks.splice.into_inner() {
-        Some((path, job)) if path == bin.file() => Some(job),
-        begun => {
-            // Another build was chosen: its splice is not needed (nor its temp files).
-            if let Some((_, job)) = begun {
-                let _ = job.join();
-            }
-            match splicing.take(bin.file()) {
-                Some(sp) => start_splice(sp, &follower, spool.path())?,
-                None => None,
-            }
-        }
-    };
     if choice.forced {
         warnings::warn(Warning::ForcedIncompatible {
             binary: bin.path.clone(),
@@ -337,42 +311,8 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
         ins,
         choice,
         spool,
-        follower: Some(follower),
-        splice,
+        early: Some(early),
     })
-}
-
-/// A spliced payload being made on a thread of its own.
-type SpliceJob = std::thread::JoinHandle<Result<Option<(Payload, splice::SpliceFacts)>>>;
-
-/// What `inject` does beside the choice: the follower compresses the likely build and
-/// hashes the builds spooled while the image is read; and when the choice asks for the
-/// digest of a build whose layer blocks were kept, the payload made of them is begun on
-/// another core while this one hashes.
-struct Hooks<'a> {
-    follower: &'a Follower,
-    splicing: &'a Splicing,
-    spool: &'a std::path::Path,
-    splice: std::cell::RefCell<Option<(std::path::PathBuf, SpliceJob)>>,
-}
-
-impl inspect::SelectHooks for Hooks<'_> {
-    fn likely(&self, b: &inspect::Binary) {
-        self.follower.prefer(b.file(), b.size);
-    }
-
-    fn digest(&self, file: &std::path::Path) -> std::io::Result<crate::image::Digest> {
-        if self.splice.borrow().is_none() {
-            if let Some(sp) = self.splicing.take(file) {
-                match start_splice(sp, self.follower, self.spool) {
-                    Ok(Some(job)) => *self.splice.borrow_mut() = Some((file.to_path_buf(), job)),
-                    Ok(None) => {}
-                    Err(e) => return Err(std::io::Error::other(format!("{e:#}"))),
-                }
-            }
-        }
-        self.follower.digest(file)
-    }
 }
 
 /// `--binary-path`, absolute and normalised.
@@ -390,6 +330,7 @@ fn normalized_binary_path(path: Option<&str>) -> Result<Option<String>> {
 
 /// The build most likely chosen, compressed while its layer streams: the one named,
 /// else the twin for the target's RHEL (MCO's choice for a host of the other major).
+/// Its name as the layer's tar has it (normalised).
 fn likely_build(binary_path: Option<&str>, target: &Target) -> String {
     match binary_path {
         Some(p) => p.trim_start_matches('/').to_string(),
@@ -412,36 +353,16 @@ struct Rendered {
 
 /// The payload, compressed, and our config for the target's spec.
 fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
-    let follower = plan.follower.take().expect("render runs once per plan");
-    let spliced = match plan.splice.take() {
-        Some(job) => finish_splice(job)?,
-        None => None,
-    };
+    let early = plan.early.take().expect("render runs once per plan");
     let bin = plan.chosen();
-    let gz = match spliced {
-        Some(gz) => {
-            follower.abandon();
-            gz
-        }
-        None => {
-            let (gz, early) =
-                follower.compress(bin.file(), bin.size, plan.spool.path(), threads())?;
-            log::info!(
-                "payload: {} bytes of gzip, {} of its {} pieces compressed while the image was read",
-                gz.len,
-                early,
-                bin.size.div_ceil(GZIP_CHUNK as u64).max(1)
-            );
-            gz
-        }
-    };
+    let gz = early.finish(bin.file(), bin.size, plan.spool.path(), threads())?;
+    log::info!("payload: {} bytes of gzip", gz.len);
     let sha256 = bin.sha256.hex().to_string();
     let (payload, staged) = stage_payload(cfg, &gz)?;
     let delivery = Delivery {
         payload,
         payload_sha512: gz.sha512.clone(),
         binary_sha256: sha256.clone(),
-        binary_size: bin.size,
         provenance: provenance(
             &plan.ins,
             &bin.path,
@@ -456,64 +377,6 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
         payload: gz,
         staged,
     })
-}
-
-/// Begins the payload made of the layer's own deflate blocks of a build (see `splice`),
-/// on a thread of its own, when they compress it about as well as we would.
-fn start_splice(
-    sp: Spliced,
-    follower: &Follower,
-    spool: &std::path::Path,
-) -> Result<Option<SpliceJob>> {
-    let samples = splice::samples(&sp.boundaries, sp.size, splice::SAMPLES, splice::SAMPLE_LEN);
-    if samples.len() < splice::SAMPLES {
-        log::info!("payload: not made of the layer's blocks: the build is too small to sample");
-        return Ok(None);
-    }
-    let ranges: Vec<_> = samples.iter().map(|s| s.0).collect();
-    let theirs: u64 = samples.iter().map(|s| s.1).sum();
-    let plain: u64 = ranges.iter().map(|r| r.1 - r.0).sum();
-    // Compressed by the follower while the layer streamed, as far as it got.
-    let ours = follower.sampled_len(&sp.capture, &ranges)?;
-    let pct = |n: u64| 100.0 * n as f64 / plain as f64;
-    if !splice::good_enough(theirs, ours) {
-        log::info!(
-            "payload: not made of the layer's blocks: on {} samples ({plain} bytes) they take {:.2}%, level {GZIP_LEVEL} {:.2}%",
-            samples.len(),
-            pct(theirs),
-            pct(ours)
-        );
-        return Ok(None);
-    }
-    log::info!(
-        "payload: on {} samples ({plain} bytes) the layer's blocks take {:.2}%, level {GZIP_LEVEL} {:.2}%",
-        samples.len(),
-        pct(theirs),
-        pct(ours)
-    );
-    let spool = spool.to_path_buf();
-    Ok(Some(std::thread::spawn(move || {
-        splice::payload(&sp, &spool)
-    })))
-}
-
-/// The payload of a splice begun by [`start_splice`], once made.
-fn finish_splice(job: SpliceJob) -> Result<Option<Payload>> {
-    let made = job
-        .join()
-        .map_err(|_| anyhow::anyhow!("the thread making the payload panicked"))?;
-    let Some((gz, facts)) = made? else {
-        return Ok(None);
-    };
-    log::info!(
-        "payload: {} bytes of gzip, made of the layer's own {} deflate blocks ({} bytes) after its first {} bytes compressed here; it decompresses to {} bytes more, which the install script cuts",
-        gz.len,
-        facts.blocks,
-        facts.block_bytes,
-        facts.head,
-        facts.tail
-    );
-    Ok(Some(gz))
 }
 
 /// Remote mode stages the payload file now; inline mode streams it into the config

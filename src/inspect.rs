@@ -6,9 +6,9 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::elf::{self, ElfFacts};
-use crate::image::blocks::Splicing;
 use crate::image::fs::{FileContent, MergedFs, NotFound};
 use crate::image::layer::normalize_name;
+use crate::image::layer::Tap;
 use crate::image::{Digest, Image, ImageInfo};
 use crate::mco::{BIN_DIR, MCD_NAME};
 use crate::osrelease::OsRelease;
@@ -121,31 +121,10 @@ fn extra_name(extra: Option<&str>) -> Result<Option<String>> {
     }
 }
 
-/// What [`select_with`] tells its caller while it reads, and what it may ask of it.
-pub trait SelectHooks {
-    /// Called with the build the choice will be when the os-release confirms it,
-    /// before lower layers are read for that os-release: the plain build when it fits
-    /// (the choice unless the image's RHEL is another than the target's and a fitting
-    /// `.rhel{t}` turns up). `inject` compresses it meanwhile.
-    fn likely(&self, _binary: &Binary) {}
-
-    /// The sha256 of a build spooled in full at `file`. By default, the file is read;
-    /// `inject` has most of it hashed while the layer streams.
-    fn digest(&self, file: &std::path::Path) -> std::io::Result<Digest> {
-        crate::image::digest::digest_file(file)
-    }
-}
-
-/// No hooks: [`select()`] and [`inspect()`].
-struct NoHooks;
-
-impl SelectHooks for NoHooks {}
-
 /// The merged view an inspection reads, with what it has read so far.
 struct Reader<'a> {
     image: &'a Image,
     fs: MergedFs<'a>,
-    hooks: &'a dyn SelectHooks,
 }
 
 impl<'a> Reader<'a> {
@@ -153,13 +132,15 @@ impl<'a> Reader<'a> {
         image: &'a Image,
         spool: &std::path::Path,
         extra: Option<String>,
-        hooks: &'a dyn SelectHooks,
+        tap: Option<&'a dyn Tap>,
     ) -> Self {
         let prefix = format!("{}/{MCD_NAME}", BIN_DIR.trim_start_matches('/'));
         let fs = MergedFs::new(image, spool, move |n| {
             n.starts_with(&prefix) || n.ends_with("os-release") || extra.as_deref() == Some(n)
         });
-        Reader { image, fs, hooks }
+        let mut fs = fs;
+        fs.set_tap(tap);
+        Reader { image, fs }
     }
 
     fn os_release(&mut self) -> Result<Option<OsRelease>> {
@@ -199,10 +180,7 @@ impl<'a> Reader<'a> {
             Err(e) if is_absent(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let sha256 = self
-            .hooks
-            .digest(content.file.path())
-            .with_context(|| format!("hashing {path}"))?;
+        let sha256 = content.sha256.clone();
         let (elf, elf_error) = match elf::read_facts(content.file.path()) {
             Ok(f) => (Some(f), None),
             Err(e) => (None, Some(format!("{e:#}"))),
@@ -253,7 +231,7 @@ pub fn inspect_with(
     extra: Option<&str>,
 ) -> Result<Inspection> {
     let extra_name = extra_name(extra)?;
-    let mut r = Reader::new(image, spool, extra_name.clone(), &NoHooks);
+    let mut r = Reader::new(image, spool, extra_name.clone(), None);
     let os_release = r.os_release()?;
     let (os_release, binaries) = read_all(&mut r, os_release, extra_name)?;
     Ok(r.finish(os_release, binaries))
@@ -299,43 +277,18 @@ fn read_all(
 /// - otherwise (neither fits, or the os-release names no RHEL): the full view, every
 ///   layer that can add a build.
 ///
-/// The returned inspection holds the builds read; the choice indexes into them.
+/// The returned inspection holds the builds read; the choice indexes into them. `tap`
+/// is told how far each build is spooled while its layer streams.
 pub fn select(
     image: &Image,
     spool: &std::path::Path,
     target: &Target,
     binary_path: Option<&str>,
     force: bool,
-) -> Result<(Inspection, Choice)> {
-    select_with(image, spool, target, binary_path, force, &NoHooks)
-}
-
-/// [`select()`] with hooks: see [`SelectHooks`].
-pub fn select_with(
-    image: &Image,
-    spool: &std::path::Path,
-    target: &Target,
-    binary_path: Option<&str>,
-    force: bool,
-    hooks: &dyn SelectHooks,
-) -> Result<(Inspection, Choice)> {
-    select_spliced(image, spool, target, binary_path, force, hooks, None)
-}
-
-/// [`select_with`], keeping the deflate blocks of the entry `splice` names as its
-/// layer is read (`inject`'s payload may be made of them).
-pub(crate) fn select_spliced(
-    image: &Image,
-    spool: &std::path::Path,
-    target: &Target,
-    binary_path: Option<&str>,
-    force: bool,
-    hooks: &dyn SelectHooks,
-    splice: Option<&Splicing>,
+    tap: Option<&dyn Tap>,
 ) -> Result<(Inspection, Choice)> {
     let extra = extra_name(binary_path)?;
-    let mut r = Reader::new(image, spool, extra.clone(), hooks);
-    r.fs.set_splice(splice);
+    let mut r = Reader::new(image, spool, extra.clone(), tap);
     if let Some(x) = &extra {
         // The user named the build: only it is a candidate.
         let path = format!("/{x}");
@@ -355,9 +308,6 @@ pub(crate) fn select_spliced(
     };
     let plain = r.binary(&plain_path)?;
     let (os_release, twin) = if fits(&plain) {
-        if let Some(p) = &plain {
-            hooks.likely(p);
-        }
         match r.os_release()? {
             // The plain build is first in its group whatever `.rhel{t}` holds.
             Some(os) if select::image_rhel(&os) == Some(target.rhel) => (Some(os), None),

@@ -1,5 +1,5 @@
-//! Small I/O adapters shared by the image, registry and cache code: readers that count
-//! and hash what passes through them, pad a short tar stream, share one stream between
+//! Small I/O adapters shared by the image, registry and cache code: readers and writers
+//! that count and hash what passes through them, pad a short tar stream, share one stream between
 //! two readers, fail below a transfer speed, and read a small document whole up to a
 //! limit. Nothing here knows about images or registries; it depends on no other module
 //! of the crate.
@@ -38,6 +38,47 @@ pub fn copy_wide(
         };
         w.write_all(&buf[..n])?;
         total += n as u64;
+    }
+}
+
+/// Writes through to `inner` and hashes what passes: a spooled layer entry (sha256), the
+/// payload (sha512, the spec 2.x hash), the config as written (sha256).
+pub struct HashWriter<W, H> {
+    pub inner: W,
+    hasher: H,
+    /// Bytes written so far.
+    pub len: u64,
+}
+
+impl<W: Write, H: sha2::Digest> HashWriter<W, H> {
+    pub fn new(inner: W) -> Self {
+        HashWriter {
+            inner,
+            hasher: H::new(),
+            len: 0,
+        }
+    }
+
+    /// The digest of what was written, and the writer.
+    pub fn finish(self) -> (sha2::digest::Output<H>, W) {
+        (self.hasher.finalize(), self.inner)
+    }
+
+    /// The hex digest of what was written.
+    pub fn hex(self) -> String {
+        hex::encode(self.finish().0)
+    }
+}
+
+impl<W: Write, H: sha2::Digest> Write for HashWriter<W, H> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 

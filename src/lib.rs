@@ -65,7 +65,6 @@ pub mod registry;
 pub mod release;
 pub mod report;
 pub mod select;
-mod splice;
 pub mod target;
 mod tempfiles;
 pub mod transport;

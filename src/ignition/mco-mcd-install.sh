@@ -5,7 +5,6 @@
 set -euo pipefail
 
 expected_sha256=@MCD_SHA256@
-expected_size=@MCD_SIZE@
 root="${MCD_INJECT_ROOT:-}"
 payload="$root/var/lib/mcd-inject/machine-config-daemon.gz"
 bindir="$root/run/bin"
@@ -33,9 +32,6 @@ label "$root/usr/bin" "$bindir"
 tmp="$(mktemp "$bindir/.machine-config-daemon.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
 gzip -dc "$payload" >"$tmp"
-# A payload made of the image layer's own deflate blocks ends with the rest of the
-# block that holds the binary's last byte.
-truncate -s "$expected_size" "$tmp"
 actual="$(sha256sum "$tmp")"
 actual="${actual%% *}"
 if [ "$actual" != "$expected_sha256" ]; then

@@ -42,24 +42,13 @@ pub const REMOVED_MCO_UNITS: [&str; 2] = [
     "machine-config-daemon-firstboot-v42.service",
 ];
 
-/// The placeholders in the install script that the binary's sha256 and size replace.
+/// The placeholder in the install script that the binary's sha256 replaces.
 const SHA256_PLACEHOLDER: &str = "@MCD_SHA256@";
-const SIZE_PLACEHOLDER: &str = "@MCD_SIZE@";
 const SCRIPT_TEMPLATE: &str = include_str!("mco-mcd-install.sh");
 
-/// The install script for a binary of this sha256 and size.
-pub fn install_script(binary_sha256: &str, binary_size: u64) -> String {
-    SCRIPT_TEMPLATE
-        .replace(SHA256_PLACEHOLDER, binary_sha256)
-        .replace(SIZE_PLACEHOLDER, &binary_size.to_string())
-}
-
-/// The binary size an install script expects, if it is one of ours.
-pub fn script_size(script: &str) -> Option<u64> {
-    script
-        .lines()
-        .find_map(|l| l.strip_prefix("expected_size="))
-        .and_then(|n| n.parse().ok())
+/// The install script for a binary of this sha256.
+pub fn install_script(binary_sha256: &str) -> String {
+    SCRIPT_TEMPLATE.replace(SHA256_PLACEHOLDER, binary_sha256)
 }
 
 /// The sha256 an install script checks, if it is one of ours.
@@ -162,8 +151,6 @@ pub struct Delivery {
     pub payload_sha512: String,
     /// Hex sha256 of the binary.
     pub binary_sha256: String,
-    /// The binary's size.
-    pub binary_size: u64,
     /// The provenance record, JSON.
     pub provenance: Vec<u8>,
     /// Mask the pre-4.6 `pivot.service` (4.1-4.5 targets).
@@ -193,7 +180,7 @@ pub fn config(d: &Delivery) -> Config {
         inline(
             SCRIPT_PATH,
             0o755,
-            install_script(&d.binary_sha256, d.binary_size).into_bytes(),
+            install_script(&d.binary_sha256).into_bytes(),
         ),
         inline(PROVENANCE_PATH, 0o644, d.provenance.clone()),
     ];
@@ -249,12 +236,10 @@ mod tests {
     #[test]
     fn script_carries_the_hash() {
         let h = "ab".repeat(32);
-        let s = install_script(&h, 12345);
+        let s = install_script(&h);
         assert_eq!(script_sha256(&s), Some(h.as_str()));
-        assert_eq!(script_size(&s), Some(12345));
-        assert!(!s.contains(SHA256_PLACEHOLDER) && !s.contains(SIZE_PLACEHOLDER));
+        assert!(!s.contains(SHA256_PLACEHOLDER));
         assert_eq!(script_sha256(SCRIPT_TEMPLATE), None);
-        assert_eq!(script_size(SCRIPT_TEMPLATE), None);
     }
 
     #[test]
@@ -263,7 +248,6 @@ mod tests {
             payload: Source::Inline(vec![1]),
             payload_sha512: "0".repeat(128),
             binary_sha256: "0".repeat(64),
-            binary_size: 1,
             provenance: b"{}".to_vec(),
             legacy_firstboot: false,
         };

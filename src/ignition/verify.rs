@@ -13,8 +13,8 @@ use tempfile::NamedTempFile;
 use super::document::{report_lines, Document, Kind};
 use super::schema::Schema;
 use super::units::{
-    firstboot_dropin, install_script, install_unit, pull_dropin, script_sha256, script_size,
-    DROPIN, FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT,
+    firstboot_dropin, install_script, install_unit, pull_dropin, script_sha256, DROPIN,
+    FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT,
     PROVENANCE_PATH, PULL_UNIT, REEXEC_ENV, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
 };
 use super::{decode_data_url, SpecVersion};
@@ -104,27 +104,22 @@ fn contents(
     Ok(Some(bytes))
 }
 
-/// Decompresses a gzip payload (all of it, as the node's `gzip -dc` does) into a temp
-/// file, keeping its first `keep` bytes (what the install script truncates it to) or
-/// all; returns the file, its sha256 and the length decompressed.
-fn gunzip(gz: &[u8], keep: Option<u64>, spool: &Path) -> Result<(NamedTempFile, String, u64)> {
+/// Decompresses a gzip payload into a temp file, returning it and its sha256.
+fn gunzip(gz: &[u8], spool: &Path) -> Result<(NamedTempFile, String)> {
     let mut out = NamedTempFile::new_in(spool).context("creating a temp file")?;
     let mut dec = flate2::read::MultiGzDecoder::new(gz);
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
-    let mut total = 0u64;
     loop {
         let n = dec.read(&mut buf).context("decompressing the payload")?;
         if n == 0 {
             break;
         }
-        let kept = keep.map_or(n, |k| k.saturating_sub(total).min(n as u64) as usize);
-        hasher.update(&buf[..kept]);
-        out.write_all(&buf[..kept])?;
-        total += n as u64;
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n])?;
     }
     out.flush()?;
-    Ok((out, hex::encode(hasher.finalize()), total))
+    Ok((out, hex::encode(hasher.finalize())))
 }
 
 fn has_line(contents: &str, line: &str) -> bool {
@@ -172,8 +167,8 @@ pub fn verify(
             None
         }
     };
-    let expects = check_script(&cfg, spec, &mut v)?;
-    check_binary(payload, expects.as_ref(), spool, &mut v);
+    let script_hash = check_script(&cfg, spec, &mut v)?;
+    check_binary(payload, script_hash.as_deref(), spool, &mut v);
     check_provenance(&cfg, spec, &mut v)?;
     check_units(&doc, &cfg, &mut v);
     check_firstboot(&cfg, &mut v);
@@ -224,8 +219,8 @@ fn check_modes(doc: &Document, cfg: &Value, spec: SpecVersion, v: &mut Verified)
     }
 }
 
-/// The install script is this version's; returns the sha256 and size it expects.
-fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Option<(String, u64)>> {
+/// The install script is this version's; returns the sha256 it expects.
+fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Option<String>> {
     let Some(f) = file(cfg, SCRIPT_PATH) else {
         v.problems.push(format!("no install script {SCRIPT_PATH}"));
         return Ok(None);
@@ -233,36 +228,32 @@ fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Opti
     Ok(contents(f, spec, None, v)?.and_then(|s| {
         let s = String::from_utf8_lossy(&s).into_owned();
         let h = script_sha256(&s).map(str::to_string);
-        let size = script_size(&s);
-        match (&h, size) {
-            (None, _) => v
+        match &h {
+            None => v
                 .problems
                 .push(format!("{SCRIPT_PATH}: no expected_sha256 line")),
-            (Some(_), None) => v.problems.push(format!(
-                "{SCRIPT_PATH}: no expected_size line (a script of an earlier version)"
-            )),
-            (Some(h), Some(n)) if s != install_script(h, n) => v.problems.push(format!(
+            Some(h) if s != install_script(h) => v.problems.push(format!(
                 "{SCRIPT_PATH} differs from the script this version writes"
             )),
-            (Some(_), Some(_)) => v
+            Some(_) => v
                 .passed
                 .push(format!("{SCRIPT_PATH} is this version's script")),
         }
-        h.zip(size)
+        h
     }))
 }
 
 /// The payload decompresses to the binary the script expects; keeps the binary.
 fn check_binary(
     payload: Option<Vec<u8>>,
-    expects: Option<&(String, u64)>,
+    script_hash: Option<&str>,
     spool: &Path,
     v: &mut Verified,
 ) {
     let Some(gz) = payload else {
         return;
     };
-    let (tmp, sha, total) = match gunzip(&gz, expects.map(|e| e.1), spool) {
+    let (tmp, sha) = match gunzip(&gz, spool) {
         Ok(u) => u,
         Err(e) => {
             v.problems
@@ -270,12 +261,7 @@ fn check_binary(
             return;
         }
     };
-    if let Some((_, size)) = expects.filter(|e| total < e.1) {
-        v.problems.push(format!(
-            "payload decompresses to {total} bytes, the install script expects {size}"
-        ));
-    }
-    match expects.map(|e| e.0.as_str()) {
+    match script_hash {
         Some(h) if h == sha => v
             .passed
             .push(format!("payload decompresses to the script's sha256 {sha}")),

@@ -1,7 +1,6 @@
 //! Content digests (`sha256:<64 hex>`).
 
 use std::fmt;
-use std::io::{self, Read};
 use std::str::FromStr;
 
 use sha2::{Digest as _, Sha256};
@@ -30,8 +29,13 @@ impl Digest {
     }
 
     pub(crate) fn from_hasher(hasher: Sha256) -> Self {
+        Self::from_output(hasher.finalize())
+    }
+
+    /// The digest of a finished sha256.
+    pub(crate) fn from_output(sha256: sha2::digest::Output<Sha256>) -> Self {
         Digest {
-            hex: hex::encode(hasher.finalize()),
+            hex: hex::encode(sha256),
         }
     }
 
@@ -80,27 +84,6 @@ impl serde::Serialize for Digest {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
-}
-
-/// The digest of a whole file.
-pub fn digest_file(path: &std::path::Path) -> io::Result<Digest> {
-    digest_reader(std::fs::File::open(path)?).map(|(d, _)| d)
-}
-
-/// Hash a whole reader (used for files already on disk).
-pub fn digest_reader(mut r: impl Read) -> io::Result<(Digest, u64)> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; crate::io::WIDE_BUF];
-    let mut total = 0u64;
-    loop {
-        let n = r.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        total += n as u64;
-    }
-    Ok((Digest::from_hasher(hasher), total))
 }
 
 #[cfg(test)]

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use tempfile::NamedTempFile;
 
-use super::blocks::Splicing;
 use super::layer::{
     child_of, parent_of, scan_layer, Capture, EntryKind, EntryMeta, LayerIndex, LayerScan,
-    PendingKind, ScanOptions, Want,
+    PendingKind, ScanOptions, Tap, Want,
 };
+use super::Digest;
 use super::Image;
 
 /// Symlinks followed while resolving one path before it counts as a loop (Linux: 40).
@@ -77,6 +77,8 @@ pub struct FileContent {
     /// Permission bits from the tar header.
     pub mode: u32,
     pub size: u64,
+    /// The sha256 of the content.
+    pub sha256: Digest,
     /// The path that holds the content, after symlinks and hardlinks.
     pub resolved: String,
 }
@@ -90,7 +92,7 @@ pub struct MergedFs<'a> {
     wanted: Wanted,
     scans: HashMap<usize, LayerScan>,
     reads: usize,
-    splice: Option<&'a Splicing>,
+    tap: Option<&'a dyn Tap>,
 }
 
 enum Lookup {
@@ -127,13 +129,13 @@ impl<'a> MergedFs<'a> {
             wanted: Box::new(wanted),
             scans: HashMap::new(),
             reads: 0,
-            splice: None,
+            tap: None,
         }
     }
 
-    /// Keeps the deflate blocks of the entry `splice` names as its layer is read.
-    pub(crate) fn set_splice(&mut self, splice: Option<&'a Splicing>) {
-        self.splice = splice;
+    /// Tells `tap` how far wanted entries are spooled as their layers stream.
+    pub fn set_tap(&mut self, tap: Option<&'a dyn Tap>) {
+        self.tap = tap;
     }
 
     /// How many layer reads the answers so far have needed.
@@ -167,7 +169,7 @@ impl<'a> MergedFs<'a> {
                 spool: &self.spool,
                 max_file_size: self.image.max_file_size(),
                 bottom: i == 0,
-                splice: self.splice,
+                tap: self.tap,
             },
         )?;
         log::info!(
@@ -475,11 +477,13 @@ impl<'a> MergedFs<'a> {
                 self.image.info.reference
             ),
         }
-        let (file, mode, size) = self.take_capture(found.layer, &found.meta, &found.name)?;
+        let (file, mode, size, sha256) =
+            self.take_capture(found.layer, &found.meta, &found.name)?;
         Ok(FileContent {
             file,
             mode,
             size,
+            sha256,
             resolved: format!("/{}", found.name),
         })
     }
@@ -489,7 +493,7 @@ impl<'a> MergedFs<'a> {
         layer: usize,
         meta: &EntryMeta,
         name: &str,
-    ) -> Result<(NamedTempFile, u32, u64)> {
+    ) -> Result<(NamedTempFile, u32, u64, Digest)> {
         let ordinal = meta.ordinal;
         let digest = self.image.info.layers[layer].digest.clone();
         let capture = match self
@@ -516,8 +520,12 @@ impl<'a> MergedFs<'a> {
                  refusing to guess"
             ),
             Capture::File {
-                file, mode, size, ..
-            } => Ok((file, mode, size)),
+                file,
+                mode,
+                size,
+                sha256,
+                ..
+            } => Ok((file, mode, size, sha256)),
             Capture::TooBig { size } => bail!(
                 "layer {digest}: entry /{name} is {size} bytes, over the limit of {} bytes \
                  (raise it with --max-file-size)",

@@ -7,7 +7,7 @@
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -15,10 +15,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use flate2::bufread::MultiGzDecoder;
 use tempfile::NamedTempFile;
 
-use super::blocks::{BlockGzDecoder, Splicing};
 use super::digest::Digest;
 use super::{BlobSource, Compression, LayerInfo, Verification};
-use crate::io::{read_at_most, HashState, HashingReader, SharedReader, TarPad};
+use crate::io::{read_at_most, HashState, HashWriter, HashingReader, SharedReader, TarPad};
 
 const WHITEOUT_PREFIX: &str = ".wh.";
 const OPAQUE_MARKER: &str = ".wh..wh..opq";
@@ -215,6 +214,8 @@ pub enum Capture {
         file: NamedTempFile,
         mode: u32,
         size: u64,
+        /// The sha256 of the content, taken as it was spooled.
+        sha256: Digest,
         /// The entry's name as written (normalised).
         name: String,
     },
@@ -222,17 +223,32 @@ pub enum Capture {
     TooBig { size: u64 },
 }
 
-/// How the spool file of a captured entry is named: this prefix (a hash of the name,
-/// short whatever the name's length), then random letters. A reader may follow a capture
-/// while its layer still streams (it is not verified before the layer's end).
-pub fn capture_prefix(name: &str) -> String {
-    use sha2::Digest as _;
-    let h = sha2::Sha256::digest(name.as_bytes());
-    format!("{CAPTURE_MARK}{}-", hex::encode(&h[..8]))
+/// Told how far each wanted entry is spooled, as its layer streams: `inject` compresses
+/// the build it will likely choose meanwhile. The bytes are in the spool file, not yet
+/// verified (the layer's digest is checked at its end).
+pub trait Tap: Sync {
+    /// `written` of the `size` bytes of the entry `name` (normalised) are in `file`.
+    fn spooled(&self, name: &str, file: &Path, written: u64, size: u64);
 }
 
-/// How the spool file of every capture begins.
-pub const CAPTURE_MARK: &str = ".cap-";
+/// The spool file of a capture: hashes what is written, and tells the tap.
+struct Spooling<'a> {
+    out: HashWriter<&'a mut std::fs::File, sha2::Sha256>,
+    tap: Option<(&'a dyn Tap, &'a str, &'a Path, u64)>,
+}
+
+impl Write for Spooling<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        if let Some((tap, name, file, size)) = self.tap {
+            tap.spooled(name, file, self.out.len, size);
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
 
 /// A verified layer: its index and the content spooled for wanted entries, by ordinal.
 pub struct LayerScan {
@@ -257,8 +273,8 @@ pub struct ScanOptions<'a> {
     pub max_file_size: u64,
     /// The bottom layer: nothing below it can redirect its entries.
     pub bottom: bool,
-    /// An entry whose deflate blocks to keep, for a payload made of them (gzip layers).
-    pub splice: Option<&'a Splicing>,
+    /// Told how far wanted entries are spooled.
+    pub tap: Option<&'a dyn Tap>,
 }
 
 /// Normalises a tar entry name: strips `./`, refuses absolute names and `..`. A name
@@ -292,11 +308,7 @@ pub fn child_of(dir: &str, base: &str) -> String {
     }
 }
 
-fn decompressor<'a>(
-    raw: impl Read + 'a,
-    compression: Compression,
-    splice: Option<&'a Splicing>,
-) -> Result<Box<dyn Read + 'a>> {
+fn decompressor<'a>(raw: impl Read + 'a, compression: Compression) -> Result<Box<dyn Read + 'a>> {
     let mut buffered = BufReader::with_capacity(crate::io::WIDE_BUF, raw);
     let compression = match compression {
         Compression::Detect => {
@@ -311,11 +323,10 @@ fn decompressor<'a>(
         }
         c => c,
     };
-    Ok(match (compression, splice) {
-        (Compression::Gzip, Some(s)) => Box::new(BlockGzDecoder::new(buffered, s)?),
-        (Compression::Gzip, None) => Box::new(MultiGzDecoder::new(buffered)),
-        (Compression::Zstd, _) => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
-        (Compression::None | Compression::Detect, _) => Box::new(buffered),
+    Ok(match compression {
+        Compression::Gzip => Box::new(MultiGzDecoder::new(buffered)),
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
+        Compression::None | Compression::Detect => Box::new(buffered),
     })
 }
 
@@ -538,17 +549,12 @@ struct LayerStream<'a> {
 }
 
 impl<'a> LayerStream<'a> {
-    fn open(
-        source: &'a dyn BlobSource,
-        layer: &LayerInfo,
-        what: &str,
-        splice: Option<&'a Splicing>,
-    ) -> Result<Self> {
+    fn open(source: &'a dyn BlobSource, layer: &LayerInfo, what: &str) -> Result<Self> {
         let raw = source.open_layer(layer)?;
         let by_diff_id = matches!(layer.verification, Verification::DiffId(_));
         let (raw, raw_state) = HashingReader::maybe(raw, !by_diff_id && !source.verifies_blobs());
         let (plain, plain_state) = HashingReader::maybe(
-            decompressor(raw, layer.compression, splice).with_context(|| what.to_string())?,
+            decompressor(raw, layer.compression).with_context(|| what.to_string())?,
             by_diff_id,
         );
         let (padded, real) = TarPad::new(plain);
@@ -934,22 +940,22 @@ impl<'o> Placer<'o> {
         }
         let spool = self.opts.spool;
         let mut tmp = tempfile::Builder::new()
-            .prefix(&capture_prefix(name))
+            .prefix(".cap-")
             .tempfile_in(spool)
             .with_context(|| format!("creating a temp file in {}", spool.display()))?;
-        let splice = self.opts.splice.filter(|s| s.wants(name));
-        if let Some(s) = splice {
-            s.arm(tmp.path(), size);
-        }
-        let copied = crate::io::copy_wide(data, tmp.as_file_mut(), size);
-        if copied.is_err() {
-            splice.inspect(|s| s.disarm());
-        }
-        copied.with_context(|| format!("{}: reading {raw_name:?}", self.what))?;
+        let path = tmp.path().to_path_buf();
+        let mut out = Spooling {
+            out: HashWriter::new(tmp.as_file_mut()),
+            tap: self.opts.tap.map(|t| (t, name, path.as_path(), size)),
+        };
+        crate::io::copy_wide(data, &mut out, size)
+            .with_context(|| format!("{}: reading {raw_name:?}", self.what))?;
+        let (sha256, _) = out.out.finish();
         Ok(Capture::File {
             file: tmp,
             mode,
             size,
+            sha256: Digest::from_output(sha256),
             name: name.to_string(),
         })
     }
@@ -1008,7 +1014,7 @@ pub fn scan_layer(
     opts: &ScanOptions,
 ) -> Result<LayerScan> {
     let what = format!("layer {}", layer.digest);
-    let stream = LayerStream::open(source, layer, &what, opts.splice)?;
+    let stream = LayerStream::open(source, layer, &what)?;
     let mut archive = tar::Archive::new(stream.tar.clone());
     let mut walk = TarWalk::new(&what);
     let mut placer = Placer::new(opts, &what);

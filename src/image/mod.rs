@@ -7,7 +7,6 @@
 //! stream from. The merged view (`fs::MergedFs`, inside the crate) answers path
 //! questions over the layers, top-down, reading as few layers as the answer needs.
 
-pub(crate) mod blocks;
 pub(crate) mod digest;
 mod docker_archive;
 mod files;

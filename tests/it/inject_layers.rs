@@ -53,7 +53,7 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                             }),
                     );
                     let lazy_spool = tempfile::tempdir().unwrap();
-                    let lazy = inspect::select(&img, lazy_spool.path(), &target, None, false);
+                    let lazy = inspect::select(&img, lazy_spool.path(), &target, None, false, None);
                     let got = outcome(lazy.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).map(
                         |(ins, c)| {
                             let b = &ins.binaries[c.index];
@@ -150,7 +150,7 @@ fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String>
         .map(|c| full.binaries[c.index].path.clone())
         .map_err(|e| format!("{e:#}"));
     let spool = tempfile::tempdir().unwrap();
-    let got = inspect::select(&img, spool.path(), &target, None, false)
+    let got = inspect::select(&img, spool.path(), &target, None, false, None)
         .map(|(ins, c)| (ins.binaries[c.index].path.clone(), ins.layers_read))
         .map_err(|e| format!("{e:#}"));
     assert_eq!(
