@@ -175,8 +175,6 @@ struct Node {
     _dir: tempfile::TempDir,
     cfg: Value,
     boot: Boot,
-    /// What `inject -v` said.
-    log: String,
 }
 
 /// Writes the config for `bootimage` with `inject`, lets real Ignition apply it (and
@@ -271,7 +269,6 @@ fn first_boot(
         _dir: dir,
         cfg,
         boot,
-        log: r.stderr,
     }
 }
 
