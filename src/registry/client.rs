@@ -59,7 +59,7 @@ pub struct RetryPolicy {
     pub low_speed_time: Duration,
     /// For tests only: every backoff wait is this long instead (a `Retry-After` a
     /// registry asks for is still honoured as asked). Set from the hidden environment
-    /// variable [`TEST_BACKOFF_VAR`], so that tests of faults retry for real without
+    /// variable `MCD_INJECT_TEST_BACKOFF_MS` (milliseconds), so that tests of faults retry for real without
     /// waiting through the real backoff; `None` otherwise.
     pub test_backoff: Option<Duration>,
 }
@@ -209,7 +209,7 @@ pub enum RegistryError {
     /// TLS failed: a certificate does not get better by retrying.
     #[error("TLS failed: {0}")]
     Tls(String),
-    /// Timeouts, [`SILENT_ATTEMPTS`] of them: the registry does not answer at all.
+    /// Timeouts, as many as this client allows: the registry does not answer at all.
     #[error("no answer within {:.0} s, {SILENT_ATTEMPTS} times; gave up", .0.as_secs_f64())]
     Silent(Duration),
     /// A response body cut short or stalled.

@@ -51,8 +51,8 @@ pub fn require_tools(tools: &[&str]) {
         .collect();
     assert!(
         missing.is_empty(),
-        "these tests need {} installed (missing: {}); on Debian: \
-         apt-get install python3 gcc zstd skopeo umoci",
+        "these tests need {} installed (missing: {}); scripts/test.sh installs what the \
+         tests use on Debian",
         tools.join(", "),
         missing.join(", ")
     );
