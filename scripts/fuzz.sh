@@ -9,7 +9,7 @@
 #
 # Each target starts from its kept inputs (fuzz/inputs/TARGET: seeds and past crashes)
 # and the corpus it grew before (fuzz/corpus/TARGET, not committed). A crashing input is
-# copied to fuzz/inputs/TARGET/crash-SHA1, where tests/fuzz_inputs.rs replays it on
+# copied to fuzz/inputs/TARGET/crash-SHA1, where tests/it/fuzz_inputs.rs replays it on
 # stable Rust from then on; the script then exits 1. A summary line per target ends the
 # output.
 set -euo pipefail

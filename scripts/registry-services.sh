@@ -13,7 +13,7 @@
 # It pushes fixtures (mco-small, mco-4.16, mco-multiarch with --all) to every registry
 # with skopeo, and writes STATEDIR/env with the MCD_TEST_REGISTRY_* variables
 # (MCD_TEST_REGISTRY_TLS_DIR holds the server and token-signing keys, for tests that
-# start registries of their own, such as tests/release.rs).
+# start registries of their own, such as the release tests).
 # The fault proxy (tests/support/fault_proxy.py) is started by the tests themselves.
 # Fixtures come from $MCD_INJECT_FIXTURES (generated there when missing).
 set -euo pipefail

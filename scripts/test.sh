@@ -57,7 +57,7 @@ cargo test --all-targets 2>&1 | tee "$log"
 
 # The fuzz targets, briefly (a fixed number of runs each), where a nightly toolchain and
 # cargo-fuzz are installed; their kept inputs are replayed on stable by
-# tests/fuzz_inputs.rs either way. Longer runs: scripts/fuzz.sh (docs/fuzzing.md).
+# tests/it/fuzz_inputs.rs either way. Longer runs: scripts/fuzz.sh (docs/fuzzing.md).
 if cargo +nightly fuzz --version >/dev/null 2>&1; then
   bash scripts/fuzz.sh -r "${MCD_INJECT_FUZZ_RUNS:-2000}"
 else

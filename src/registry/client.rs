@@ -57,7 +57,16 @@ pub struct RetryPolicy {
     pub low_speed_limit: u64,
     /// How long a download may stay under `low_speed_limit`.
     pub low_speed_time: Duration,
+    /// For tests only: every backoff wait is this long instead (a `Retry-After` a
+    /// registry asks for is still honoured as asked). Set from the hidden environment
+    /// variable `MCD_INJECT_TEST_BACKOFF_MS` (milliseconds), so that tests of faults retry for real without
+    /// waiting through the real backoff; `None` otherwise.
+    pub test_backoff: Option<Duration>,
 }
+
+/// The hidden environment variable, in milliseconds, of
+/// [`RetryPolicy::test_backoff`]: for the tests of this tool, not a user setting.
+const TEST_BACKOFF_VAR: &str = "MCD_INJECT_TEST_BACKOFF_MS";
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -70,15 +79,206 @@ impl Default for RetryPolicy {
             read_timeout: Duration::from_secs(30),
             low_speed_limit: 1024,
             low_speed_time: Duration::from_secs(30),
+            test_backoff: std::env::var(TEST_BACKOFF_VAR)
+                .ok()
+                .and_then(|ms| ms.trim().parse().ok())
+                .map(Duration::from_millis),
         }
     }
 }
 
 impl RetryPolicy {
     fn delay(&self, retry: u32) -> Duration {
+        if let Some(fixed) = self.test_backoff {
+            return fixed;
+        }
         self.backoff
             .saturating_mul(1u32 << retry.min(16))
             .min(self.max_backoff)
+    }
+}
+
+/// The tries left of one request (or the resumptions of one download) and the wait
+/// before the next.
+struct Backoff<'p> {
+    policy: &'p RetryPolicy,
+    /// Retries allowed after the first try.
+    allowed: u32,
+    done: u32,
+}
+
+impl<'p> Backoff<'p> {
+    fn new(policy: &'p RetryPolicy, allowed: u32) -> Self {
+        Backoff {
+            policy,
+            allowed,
+            done: 0,
+        }
+    }
+
+    /// The wait before the next try (`asked` by the registry, else the policy's), or
+    /// `None` when the retries are used up.
+    fn next(&mut self, asked: Option<Duration>) -> Option<Duration> {
+        if self.done >= self.allowed {
+            return None;
+        }
+        let delay = asked.unwrap_or_else(|| self.policy.delay(self.done));
+        self.done += 1;
+        Some(delay)
+    }
+}
+
+/// An error code of a registry's error body (`{"errors":[{"code":...}]}`), as the OCI
+/// distribution spec lists them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    BlobUnknown,
+    BlobUploadInvalid,
+    BlobUploadUnknown,
+    DigestInvalid,
+    ManifestBlobUnknown,
+    ManifestInvalid,
+    ManifestUnknown,
+    NameInvalid,
+    NameUnknown,
+    SizeInvalid,
+    Unauthorized,
+    Denied,
+    Unsupported,
+    TooManyRequests,
+    /// A code the spec does not list.
+    Other(String),
+}
+
+impl ErrorCode {
+    pub fn parse(code: &str) -> ErrorCode {
+        match code {
+            "BLOB_UNKNOWN" => ErrorCode::BlobUnknown,
+            "BLOB_UPLOAD_INVALID" => ErrorCode::BlobUploadInvalid,
+            "BLOB_UPLOAD_UNKNOWN" => ErrorCode::BlobUploadUnknown,
+            "DIGEST_INVALID" => ErrorCode::DigestInvalid,
+            "MANIFEST_BLOB_UNKNOWN" => ErrorCode::ManifestBlobUnknown,
+            "MANIFEST_INVALID" => ErrorCode::ManifestInvalid,
+            "MANIFEST_UNKNOWN" => ErrorCode::ManifestUnknown,
+            "NAME_INVALID" => ErrorCode::NameInvalid,
+            "NAME_UNKNOWN" => ErrorCode::NameUnknown,
+            "SIZE_INVALID" => ErrorCode::SizeInvalid,
+            "UNAUTHORIZED" => ErrorCode::Unauthorized,
+            "DENIED" => ErrorCode::Denied,
+            "UNSUPPORTED" => ErrorCode::Unsupported,
+            "TOOMANYREQUESTS" => ErrorCode::TooManyRequests,
+            other => ErrorCode::Other(other.to_string()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            ErrorCode::BlobUnknown => "BLOB_UNKNOWN",
+            ErrorCode::BlobUploadInvalid => "BLOB_UPLOAD_INVALID",
+            ErrorCode::BlobUploadUnknown => "BLOB_UPLOAD_UNKNOWN",
+            ErrorCode::DigestInvalid => "DIGEST_INVALID",
+            ErrorCode::ManifestBlobUnknown => "MANIFEST_BLOB_UNKNOWN",
+            ErrorCode::ManifestInvalid => "MANIFEST_INVALID",
+            ErrorCode::ManifestUnknown => "MANIFEST_UNKNOWN",
+            ErrorCode::NameInvalid => "NAME_INVALID",
+            ErrorCode::NameUnknown => "NAME_UNKNOWN",
+            ErrorCode::SizeInvalid => "SIZE_INVALID",
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::Denied => "DENIED",
+            ErrorCode::Unsupported => "UNSUPPORTED",
+            ErrorCode::TooManyRequests => "TOOMANYREQUESTS",
+            ErrorCode::Other(code) => code,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why one try of a request to a registry (or its token issuer) failed; whether it is
+/// tried again is [`RegistryError::is_retryable`]. The messages the user sees are
+/// made from these by the request that failed, which knows the registry and object.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// No response: the connection failed or was reset, or no answer in time.
+    #[error("{message}")]
+    Transport { message: String, timeout: bool },
+    /// TLS failed: a certificate does not get better by retrying.
+    #[error("TLS failed: {0}")]
+    Tls(String),
+    /// Timeouts, as many as this client allows: the registry does not answer at all.
+    #[error("no answer within {:.0} s, {SILENT_ATTEMPTS} times; gave up", .0.as_secs_f64())]
+    Silent(Duration),
+    /// A response body cut short or stalled.
+    #[error("{0}")]
+    Body(String),
+    /// 429, waiting what the registry asked in `Retry-After`, if it said.
+    #[error("{why}")]
+    TooManyRequests { wait: Option<Duration>, why: String },
+    /// 429 with a `Retry-After` longer than this tool waits.
+    #[error("{0}")]
+    RetryAfterTooLong(String),
+    /// A 5xx.
+    #[error("server error ({0})")]
+    Server(StatusCode),
+    /// The token issuer answered 429 or 5xx.
+    #[error("token issuer answered {0}")]
+    Issuer(StatusCode),
+    /// Another status that is not success, with the error code of the body when read.
+    #[error("unexpected status {status}")]
+    Status {
+        status: StatusCode,
+        code: Option<ErrorCode>,
+    },
+    /// The last retryable error, when the tries are used up.
+    #[error("{last}; gave up after {attempts} attempts")]
+    GaveUp {
+        last: Box<RegistryError>,
+        attempts: u32,
+    },
+    /// A failure already explained, returned as it is.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl RegistryError {
+    /// Whether another try may succeed: a transport failure, a cut body, 429 and 5xx.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            RegistryError::Transport { .. }
+            | RegistryError::Body(_)
+            | RegistryError::TooManyRequests { .. }
+            | RegistryError::Server(_) => true,
+            RegistryError::Issuer(status) => {
+                status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
+            }
+            RegistryError::Tls(_)
+            | RegistryError::Silent(_)
+            | RegistryError::RetryAfterTooLong(_)
+            | RegistryError::Status { .. }
+            | RegistryError::GaveUp { .. }
+            | RegistryError::Other(_) => false,
+        }
+    }
+
+    /// The wait the registry asked for before the next try.
+    fn asked_wait(&self) -> Option<Duration> {
+        match self {
+            RegistryError::TooManyRequests { wait, .. } => *wait,
+            _ => None,
+        }
+    }
+
+    /// A request error without a response, its URL left out (it may hold a token).
+    fn transport(e: reqwest::Error) -> RegistryError {
+        let timeout = e.is_timeout();
+        RegistryError::Transport {
+            message: format!("{:#}", anyhow::Error::new(e.without_url())),
+            timeout,
+        }
     }
 }
 
@@ -246,10 +446,10 @@ fn read_limited(resp: impl Read, limit: u64, what: &str) -> Result<Vec<u8>> {
 }
 
 /// The first error code of a registry error body (`{"errors":[{"code":...}]}`).
-fn error_code(resp: Response) -> Option<String> {
+fn error_code(resp: Response) -> Option<ErrorCode> {
     let bytes = read_limited(resp, 64 * 1024, "error").ok()?;
     let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    v["errors"][0]["code"].as_str().map(str::to_string)
+    v["errors"][0]["code"].as_str().map(ErrorCode::parse)
 }
 
 impl Client {
@@ -304,10 +504,9 @@ impl Client {
     /// Sends a request with authentication and retries; returns a success response.
     /// `what` names the object for messages (`tag "v1"`, `blob sha256:...`).
     fn send(&self, what: &str, build: &dyn Fn() -> RequestBuilder) -> Result<Response> {
-        let mut retries = 0;
         let mut timeouts = 0;
         let mut authenticated = false;
-        loop {
+        let result = self.retrying(what, || loop {
             let mut req = build();
             if let Some(a) = self.authorization.borrow().as_deref() {
                 req = req.header(AUTHORIZATION, a);
@@ -318,23 +517,19 @@ impl Client {
             let resp = match req.send() {
                 Ok(r) => r,
                 Err(e) => {
-                    self.check_tls(&e)?;
-                    if e.is_timeout() {
+                    if let Some(tls) = rustls_error(&e) {
+                        return Err(RegistryError::Tls(tls.to_string()));
+                    }
+                    let e = RegistryError::transport(e);
+                    if let RegistryError::Transport { timeout: true, .. } = e {
                         // A registry that does not answer at all is given one more
                         // chance, not the full set of attempts.
                         timeouts += 1;
                         if timeouts >= SILENT_ATTEMPTS {
-                            bail!(
-                                "{}: fetching {what}: no answer within {:.0} s, {SILENT_ATTEMPTS} times; gave up",
-                                self.describe(),
-                                self.retry.read_timeout.as_secs_f64()
-                            );
+                            return Err(RegistryError::Silent(self.retry.read_timeout));
                         }
                     }
-                    let e = anyhow::Error::new(e.without_url());
-                    self.backoff(&mut retries, what, &format!("{e:#}"), None)
-                        .with_context(|| format!("{}: fetching {what}", self.describe()))?;
-                    continue;
+                    return Err(e);
                 }
             };
             let status = resp.status();
@@ -347,71 +542,71 @@ impl Client {
             if status.is_success() {
                 return Ok(resp);
             }
-            match status {
+            return Err(match status {
                 StatusCode::UNAUTHORIZED if !authenticated => {
                     authenticated = true;
                     self.authenticate(resp.headers())?;
+                    continue;
                 }
-                StatusCode::UNAUTHORIZED => bail!(
-                    "{}: fetching {what}: authentication failed (401){}",
-                    self.describe(),
-                    self.credential_hint()
-                ),
-                StatusCode::FORBIDDEN => bail!(
-                    "{}: fetching {what}: access denied (403){}",
-                    self.describe(),
-                    self.credential_hint()
-                ),
-                StatusCode::NOT_FOUND => {
-                    let code = error_code(resp);
-                    match code.as_deref() {
-                        Some("NAME_UNKNOWN") => bail!(
-                            "{}: the repository does not exist (404, looking for {what})",
-                            self.describe()
-                        ),
-                        Some("MANIFEST_UNKNOWN") if !self.repository_exists() => bail!(
-                            "{}: the repository does not exist (404, looking for {what})",
-                            self.describe()
-                        ),
-                        Some("MANIFEST_UNKNOWN") => {
-                            bail!("{}: {what} does not exist (404)", self.describe())
-                        }
-                        _ => bail!("{}: {what} not found (404)", self.describe()),
-                    }
-                }
+                StatusCode::NOT_FOUND => RegistryError::Status {
+                    status,
+                    code: error_code(resp),
+                },
                 StatusCode::TOO_MANY_REQUESTS => {
                     let asked = resp
                         .headers()
                         .get(reqwest::header::RETRY_AFTER)
                         .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string());
-                    let (after, why) = retry_after(asked.as_deref())
-                        .map_err(|why| anyhow!("{}: fetching {what}: {why}", self.describe()))?;
-                    self.backoff(&mut retries, what, &why, after)
-                        .with_context(|| format!("{}: fetching {what}", self.describe()))?;
+                    match retry_after(asked.as_deref()) {
+                        Ok((wait, why)) => RegistryError::TooManyRequests { wait, why },
+                        Err(why) => RegistryError::RetryAfterTooLong(why),
+                    }
                 }
-                s if s.is_server_error() => {
-                    self.backoff(&mut retries, what, &format!("server error ({s})"), None)
-                        .with_context(|| format!("{}: fetching {what}", self.describe()))?;
-                }
-                s => bail!(
-                    "{}: fetching {what}: unexpected status {s}",
-                    self.describe()
-                ),
-            }
-        }
+                s if s.is_server_error() => RegistryError::Server(s),
+                status => RegistryError::Status { status, code: None },
+            });
+        });
+        result.map_err(|e| self.explain(e, what))
     }
 
-    /// Fails at once on a TLS error: a certificate does not get better by retrying.
-    fn check_tls(&self, e: &reqwest::Error) -> Result<()> {
-        if let Some(tls) = rustls_error(e) {
-            bail!(
-                "{}: TLS failed: {tls}; if the registry's certificate is signed by a \
+    /// The message of a request for `what` that failed for good.
+    fn explain(&self, e: RegistryError, what: &str) -> anyhow::Error {
+        let describe = self.describe();
+        match e {
+            RegistryError::Tls(tls) => anyhow!(
+                "{describe}: TLS failed: {tls}; if the registry's certificate is signed by a \
                  private CA, pass its certificate with --cert-dir DIR \
-                 (or --tls-verify=false for plain http or an unverified certificate)",
-                self.describe()
-            );
+                 (or --tls-verify=false for plain http or an unverified certificate)"
+            ),
+            RegistryError::Silent(_) | RegistryError::RetryAfterTooLong(_) => {
+                anyhow!("{describe}: fetching {what}: {e}")
+            }
+            RegistryError::Status { status, code } => match status {
+                StatusCode::UNAUTHORIZED => anyhow!(
+                    "{describe}: fetching {what}: authentication failed (401){}",
+                    self.credential_hint()
+                ),
+                StatusCode::FORBIDDEN => anyhow!(
+                    "{describe}: fetching {what}: access denied (403){}",
+                    self.credential_hint()
+                ),
+                StatusCode::NOT_FOUND => match code {
+                    Some(ErrorCode::NameUnknown) => anyhow!(
+                        "{describe}: the repository does not exist (404, looking for {what})"
+                    ),
+                    Some(ErrorCode::ManifestUnknown) if !self.repository_exists() => anyhow!(
+                        "{describe}: the repository does not exist (404, looking for {what})"
+                    ),
+                    Some(ErrorCode::ManifestUnknown) => {
+                        anyhow!("{describe}: {what} does not exist (404)")
+                    }
+                    _ => anyhow!("{describe}: {what} not found (404)"),
+                },
+                s => anyhow!("{describe}: fetching {what}: unexpected status {s}"),
+            },
+            RegistryError::Other(e) => e,
+            e => anyhow::Error::new(e).context(format!("{describe}: fetching {what}")),
         }
-        Ok(())
     }
 
     /// Whether the repository exists, to tell a missing repository from a missing tag
@@ -424,34 +619,43 @@ impl Client {
         }
         match req.send() {
             Ok(r) if r.status() == StatusCode::NOT_FOUND => {
-                error_code(r).as_deref() != Some("NAME_UNKNOWN")
+                error_code(r) != Some(ErrorCode::NameUnknown)
             }
             _ => true,
         }
     }
 
-    /// Waits before the next attempt, or fails when the attempts are used up.
-    fn backoff(
+    /// Runs `attempt` until it succeeds or fails for good: the one place where requests
+    /// are retried. An error that [`RegistryError::is_retryable`] is tried again after
+    /// a backoff (or the wait the registry asked for), up to the policy's attempts, and
+    /// then given up ([`RegistryError::GaveUp`]); any other is returned at once.
+    fn retrying<T>(
         &self,
-        retries: &mut u32,
         what: &str,
-        why: &str,
-        wait: Option<Duration>,
-    ) -> Result<()> {
-        if *retries + 1 >= self.retry.attempts {
-            bail!("{why}; gave up after {} attempts", self.retry.attempts);
+        mut attempt: impl FnMut() -> std::result::Result<T, RegistryError>,
+    ) -> std::result::Result<T, RegistryError> {
+        let mut backoff = Backoff::new(&self.retry, self.retry.attempts.saturating_sub(1));
+        loop {
+            let e = match attempt() {
+                Ok(value) => return Ok(value),
+                Err(e) if e.is_retryable() => e,
+                Err(e) => return Err(e),
+            };
+            let Some(delay) = backoff.next(e.asked_wait()) else {
+                return Err(RegistryError::GaveUp {
+                    last: Box::new(e),
+                    attempts: self.retry.attempts,
+                });
+            };
+            if self.progress != ProgressMode::Quiet {
+                eprintln!(
+                    "{}: {what}: {e}; retrying in {:.1} s",
+                    self.registry,
+                    delay.as_secs_f64()
+                );
+            }
+            std::thread::sleep(delay);
         }
-        let delay = wait.unwrap_or_else(|| self.retry.delay(*retries));
-        *retries += 1;
-        if self.progress != ProgressMode::Quiet {
-            eprintln!(
-                "{}: {what}: {why}; retrying in {:.1} s",
-                self.registry,
-                delay.as_secs_f64()
-            );
-        }
-        std::thread::sleep(delay);
-        Ok(())
     }
 
     fn credential_hint(&self) -> String {
@@ -539,7 +743,6 @@ impl Client {
         }
         let what = "a token";
         log::info!("{}: asking {realm} for a token", self.describe());
-        let mut retries = 0;
         // An identity token is an OAuth2 refresh token: POSTed to the realm, as
         // containers/image does (distribution's oauth.md).
         let refresh = self
@@ -547,7 +750,7 @@ impl Client {
             .as_ref()
             .and_then(|c| c.identity_token.as_deref())
             .map(|rt| oauth_form(&url, rt));
-        let resp = loop {
+        let result = self.retrying(what, || {
             let mut req = match &refresh {
                 Some((realm, form)) => self
                     .http
@@ -561,17 +764,19 @@ impl Client {
             }
             match req.send() {
                 Ok(r) if r.status().is_server_error() || r.status() == 429 => {
-                    let why = format!("token issuer answered {}", r.status());
-                    self.backoff(&mut retries, what, &why, None)?;
+                    Err(RegistryError::Issuer(r.status()))
                 }
-                Ok(r) => break r,
-                Err(e) => {
-                    let e = anyhow::Error::new(e.without_url());
-                    self.backoff(&mut retries, what, &format!("{e:#}"), None)
-                        .with_context(|| format!("{}: fetching a token", self.describe()))?;
-                }
+                Ok(r) => Ok(r),
+                Err(e) => Err(RegistryError::transport(e)),
             }
-        };
+        });
+        let resp = result.map_err(|e| match &e {
+            // The issuer's own answers say enough.
+            RegistryError::GaveUp { last, .. } if matches!(**last, RegistryError::Issuer(_)) => {
+                anyhow::Error::new(e)
+            }
+            _ => anyhow::Error::new(e).context(format!("{}: fetching a token", self.describe())),
+        })?;
         let status = resp.status();
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             bail!(
@@ -618,8 +823,7 @@ impl Client {
         what: &str,
         build: &dyn Fn() -> RequestBuilder,
     ) -> Result<(Vec<u8>, Option<String>)> {
-        let mut retries = 0;
-        loop {
+        self.retrying(what, || {
             let resp = self.send(what, build)?;
             let claimed = resp
                 .headers()
@@ -629,14 +833,17 @@ impl Client {
             let body =
                 LowSpeedReader::new(resp, self.retry.low_speed_limit, self.retry.low_speed_time);
             match read_limited(body, MAX_METADATA_BYTES, what) {
-                Ok(bytes) => return Ok((bytes, claimed)),
+                Ok(bytes) => Ok((bytes, claimed)),
                 Err(e) if e.downcast_ref::<io::Error>().is_some() => {
-                    self.backoff(&mut retries, what, &format!("{e:#}"), None)
-                        .with_context(|| format!("{}: fetching {what}", self.describe()))?;
+                    Err(RegistryError::Body(format!("{e:#}")))
                 }
-                Err(e) => return Err(e.context(self.describe())),
+                Err(e) => Err(RegistryError::Other(e.context(self.describe()))),
             }
-        }
+        })
+        .map_err(|e| match e {
+            RegistryError::Other(e) => e,
+            e => anyhow::Error::new(e).context(format!("{}: fetching {what}", self.describe())),
+        })
     }
 
     fn blob_url(&self, digest: &Digest) -> String {
@@ -706,7 +913,7 @@ impl Client {
             size,
             received: 0,
             response: Some(response),
-            resumes: 0,
+            resumes: Backoff::new(&self.retry, self.retry.resumes),
             progress: Progress::new(self.progress, label, size),
             window: SpeedWindow::default(),
         };
@@ -746,7 +953,8 @@ pub struct ResumingBody<'a> {
     size: u64,
     received: u64,
     response: Option<Response>,
-    resumes: u32,
+    /// The resumptions of this download, on the same backoff as requests.
+    resumes: Backoff<'a>,
     progress: Progress,
     window: SpeedWindow,
 }
@@ -754,16 +962,14 @@ pub struct ResumingBody<'a> {
 impl ResumingBody<'_> {
     fn interrupted(&mut self, why: &str) -> io::Result<()> {
         self.response = None;
-        if self.resumes >= self.client.retry.resumes {
+        let Some(delay) = self.resumes.next(None) else {
             return Err(io::Error::other(format!(
                 "{}: blob {} was cut {} times, last: {why}",
                 self.client.describe(),
                 self.digest,
-                self.resumes + 1
+                self.resumes.done + 1
             )));
-        }
-        let delay = self.client.retry.delay(self.resumes);
-        self.resumes += 1;
+        };
         self.progress.note(&format!(
             "{}: blob {}: {why}; resuming at byte {} in {:.1} s",
             self.client.registry,
@@ -913,9 +1119,97 @@ mod tests {
 
     #[test]
     fn backoff_doubles_and_is_capped() {
-        let p = RetryPolicy::default();
+        let p = RetryPolicy {
+            test_backoff: None,
+            ..RetryPolicy::default()
+        };
         assert_eq!(p.delay(0), Duration::from_millis(500));
         assert_eq!(p.delay(2), Duration::from_secs(2));
         assert_eq!(p.delay(30), p.max_backoff);
+    }
+
+    #[test]
+    fn a_test_backoff_replaces_every_wait_but_retry_after() {
+        let p = RetryPolicy {
+            test_backoff: Some(Duration::from_millis(10)),
+            ..RetryPolicy::default()
+        };
+        assert_eq!(p.delay(0), Duration::from_millis(10));
+        assert_eq!(p.delay(30), Duration::from_millis(10));
+        let mut b = Backoff::new(&p, 2);
+        assert_eq!(b.next(None), Some(Duration::from_millis(10)));
+        assert_eq!(
+            b.next(Some(Duration::from_secs(1))),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(b.next(None), None);
+    }
+
+    #[test]
+    fn error_codes_are_typed() {
+        for code in [
+            "BLOB_UNKNOWN",
+            "BLOB_UPLOAD_INVALID",
+            "BLOB_UPLOAD_UNKNOWN",
+            "DIGEST_INVALID",
+            "MANIFEST_BLOB_UNKNOWN",
+            "MANIFEST_INVALID",
+            "MANIFEST_UNKNOWN",
+            "NAME_INVALID",
+            "NAME_UNKNOWN",
+            "SIZE_INVALID",
+            "UNAUTHORIZED",
+            "DENIED",
+            "UNSUPPORTED",
+            "TOOMANYREQUESTS",
+            "SOMETHING_NEW",
+        ] {
+            assert_eq!(ErrorCode::parse(code).to_string(), code);
+        }
+        assert_eq!(ErrorCode::parse("NAME_UNKNOWN"), ErrorCode::NameUnknown);
+        assert_eq!(
+            ErrorCode::parse("SOMETHING_NEW"),
+            ErrorCode::Other("SOMETHING_NEW".into())
+        );
+    }
+
+    #[test]
+    fn transient_failures_are_retried_and_answers_are_not() {
+        let transport = RegistryError::Transport {
+            message: "connection refused".into(),
+            timeout: false,
+        };
+        assert!(transport.is_retryable());
+        assert!(RegistryError::Body("cut".into()).is_retryable());
+        assert!(RegistryError::Server(StatusCode::BAD_GATEWAY).is_retryable());
+        assert!(RegistryError::Issuer(StatusCode::SERVICE_UNAVAILABLE).is_retryable());
+        assert!(RegistryError::TooManyRequests {
+            wait: None,
+            why: "too many requests (429)".into()
+        }
+        .is_retryable());
+        for status in [
+            StatusCode::UNAUTHORIZED,
+            StatusCode::FORBIDDEN,
+            StatusCode::NOT_FOUND,
+        ] {
+            let e = RegistryError::Status {
+                status,
+                code: Some(ErrorCode::Denied),
+            };
+            assert!(!e.is_retryable(), "{status}");
+        }
+        assert!(!RegistryError::Tls("bad certificate".into()).is_retryable());
+        assert!(!RegistryError::Silent(Duration::from_secs(1)).is_retryable());
+        assert!(!RegistryError::RetryAfterTooLong("3600 s".into()).is_retryable());
+        let gave_up = RegistryError::GaveUp {
+            last: Box::new(RegistryError::Server(StatusCode::INTERNAL_SERVER_ERROR)),
+            attempts: 5,
+        };
+        assert!(!gave_up.is_retryable());
+        assert_eq!(
+            gave_up.to_string(),
+            "server error (500 Internal Server Error); gave up after 5 attempts"
+        );
     }
 }

@@ -1,4 +1,4 @@
-/* A stand-in machine-config-daemon for the boot tests (tests/boot.rs), built static so
+/* A stand-in machine-config-daemon for the boot tests (tests/it/boot.rs), built static so
  * that it fits every bootimage. Run as `firstboot-complete-machineconfig`, it behaves
  * like an MCD of MCO 4.13 or later at the step that matters on a host: without
  * _MCD_DID_REEXEC set, or --root-mount=/, it cannot re-exec into /rootfs and retries

@@ -1,18 +1,16 @@
 //! A large payload: spec 2.2 inline configs over 10 MB get the cost warning (measured
 //! rates of Ignition v0.35), remote mode and spec 3 configs do not.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::{fixture, inject, mcd_inject};
+use crate::harness::{fixture, inject, mcd_inject};
 
 const PAYLOAD_TAIL: usize = 12 * 1024 * 1024;
 
 /// An OCI layout with one gzip layer holding `files` (path, bytes, mode).
 fn layout(dir: &Path, files: &[(&str, &[u8], u32)]) {
-    common::write_layout(dir, &[common::gzip_layer(files)]);
+    crate::harness::write_layout(dir, &[crate::harness::gzip_layer(files)]);
 }
 
 /// Bytes gzip cannot shrink (xorshift64).

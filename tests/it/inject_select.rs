@@ -4,11 +4,9 @@
 //! candidate listed with its reasons, no output file). The same table is in
 //! docs/inject.md.
 
-mod common;
-
 use std::fs;
 
-use common::{dir_entries, fixture, inject, mcd_inject};
+use crate::harness::{dir_entries, fixture, inject, mcd_inject};
 use serde_json::Value;
 
 const BOOTIMAGES: [&str; 14] = [
@@ -427,7 +425,7 @@ fn releases_past_the_table() {
     let dir = tempfile::tempdir().unwrap();
     let reference = fixture("mco-small").reference("oci");
     let out = dir.path().join("out.ign");
-    let refused = |run: &common::Run| {
+    let refused = |run: &crate::harness::Run| {
         run.code == Some(1)
             && run.stderr.contains("unknown bootimage 5.3")
             && run

@@ -13,15 +13,13 @@
 //! Missing tools fail these tests: `apt-get install ignition systemd xz-utils`, and
 //! `../shared/ignition-v0.35`, `../shared/ignition-v2.26`.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::node::{apply_spec2, run, shared_dir, shared_program};
-use common::{crate_root, fixture, mcd_inject, sha256_hex};
+use crate::harness::node::{apply_spec2, run, shared_dir, shared_program};
+use crate::harness::{crate_root, fixture, mcd_inject, sha256_hex};
 use mcd_inject::ignition::{decode_data_url, schema, SpecVersion};
 use serde_json::Value;
 

@@ -4,23 +4,21 @@
 //! away, a quiet end, never a panic. Every run gets its own TMPDIR, which must be empty
 //! afterwards.
 
-mod common;
-
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use crate::harness::{copy_tree, crate_root, Bin};
 
 /// The small image committed in the repository.
 fn small() -> String {
     format!(
         "oci:{}:latest",
-        common::crate_root().join("fixtures/mco-small").display()
+        crate_root().join("fixtures/mco-small").display()
     )
 }
 
@@ -50,33 +48,13 @@ impl Sandbox {
     /// Runs the binary with `stdout`, waits (killing it if it hangs), and checks that it
     /// did not panic and left nothing in TMPDIR.
     fn run(&self, args: &[&str], stdout: Stdio) -> Done {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
-            .args(args)
+        let run = Bin::new(args)
             .env("TMPDIR", self.path("tmp"))
             .env("XDG_CACHE_HOME", self.path("cache"))
-            .stdin(Stdio::null())
             .stdout(stdout)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mcd-inject");
-        let mut err = child.stderr.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        let started = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if started.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("mcd-inject {args:?} hung");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let stderr = reader.join().unwrap();
+            .run();
+        assert!(!run.timed_out, "mcd-inject {args:?} hung");
+        let (status, stderr) = (run.status, run.stderr);
         assert!(
             !stderr.contains("panicked") && status.code() != Some(101),
             "mcd-inject {args:?} panicked: {stderr}"
@@ -289,7 +267,7 @@ fn a_link_to_a_file_is_followed_and_stays_a_link() {
 fn an_output_inside_the_input_image_is_refused() {
     let sb = Sandbox::new();
     let layout = sb.path("layout");
-    common::copy_tree(&common::crate_root().join("fixtures/mco-small"), &layout);
+    copy_tree(&crate_root().join("fixtures/mco-small"), &layout);
     let image = format!("oci:{}:latest", layout.display());
     let index = layout.join("index.json");
     let before = fs::read(&index).unwrap();

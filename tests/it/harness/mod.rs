@@ -1,23 +1,23 @@
-//! Helpers shared by the integration tests: the generated fixtures (see
-//! `fixtures/README.md`), the external tools they are checked against, and running the
-//! built `mcd-inject` binary.
+//! The harness of the integration tests: the generated fixtures (see
+//! `fixtures/README.md`), the external tools they are checked against, running the built
+//! `mcd-inject` binary ([`Bin`]), waiting on a condition ([`poll`]), the node side
+//! ([`node`]) and the registries ([`registry`]).
 //!
 //! Fixtures come from `MCD_INJECT_FIXTURES` or `target/fixtures` under the crate root.
 //! A missing or stale directory is regenerated once with `python3 fixtures/generate.py`,
-//! into a private temporary directory that is then renamed into place, so test binaries
-//! running in parallel never see a half-written tree.
-
-#![allow(dead_code)] // Each test binary uses its own subset of these helpers.
+//! into a private temporary directory that is then renamed into place, so test runs in
+//! parallel never see a half-written tree.
 
 pub mod node;
+pub mod registry;
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -27,9 +27,6 @@ use sha2::{Digest as _, Sha256};
 
 /// Tools the generator and the comparison tests need; missing ones fail the tests.
 pub const REQUIRED_TOOLS: &[&str] = &["python3", "gcc", "zstd", "skopeo", "umoci", "git"];
-
-/// How long one run of the binary may take before the test calls it hung.
-const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Name of the file in a fixtures directory that records which generator wrote it.
 const STAMP_FILE: &str = ".generator-stamp";
@@ -54,8 +51,8 @@ pub fn require_tools(tools: &[&str]) {
         .collect();
     assert!(
         missing.is_empty(),
-        "these tests need {} installed (missing: {}); on Debian: \
-         apt-get install python3 gcc zstd skopeo umoci",
+        "these tests need {} installed (missing: {}); scripts/test.sh installs what the \
+         tests use on Debian",
         tools.join(", "),
         missing.join(", ")
     );
@@ -149,14 +146,14 @@ fn generate_into(dir: &Path) -> PathBuf {
     );
     fs::write(staging.join(STAMP_FILE), &stamp).unwrap();
     if dir.exists() && !is_current(dir, &stamp) {
-        // Stale: move it aside first; another test binary may be doing the same.
+        // Stale: move it aside first; another test run may be doing the same.
         let old = parent.join(format!("{unique}.old"));
         if fs::rename(dir, &old).is_ok() {
             let _ = fs::remove_dir_all(&old);
         }
     }
     if fs::rename(&staging, dir).is_err() {
-        // Another test binary put its (identical) copy in place first.
+        // Another test run put its (identical) copy in place first.
         let _ = fs::remove_dir_all(&staging);
         assert!(
             is_current(dir, &stamp),
@@ -178,6 +175,8 @@ pub struct FixtureList {
 #[derive(Debug, Deserialize)]
 pub struct Fixture {
     pub name: String,
+    /// What the image is for (read by people, and shown in `{:?}` of a fixture).
+    #[allow(dead_code)]
     pub description: String,
     pub compression: Vec<String>,
     pub platforms: Vec<String>,
@@ -191,7 +190,9 @@ pub struct Fixture {
     pub absent: Vec<NotedPath>,
     pub refused: Vec<NotedPath>,
     pub wrong_platforms: Vec<String>,
+    /// Why umoci cannot unpack it, for people.
     #[serde(default)]
+    #[allow(dead_code)]
     pub umoci_note: Option<String>,
 }
 
@@ -206,7 +207,9 @@ pub struct PresentPath {
     /// Restricts the transports this path is checked on (a platform missing from one).
     #[serde(default)]
     pub transports: Option<Vec<String>>,
+    /// Why the path is there, for people.
     #[serde(default)]
+    #[allow(dead_code)]
     pub note: Option<String>,
 }
 
@@ -281,15 +284,195 @@ impl PresentPath {
 
 // ------------------------------------------------------------------------ running
 
+/// The built binary. Tests run it through [`Bin`]; this is for a shell command line.
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcd-inject");
+
+/// How long a [`Bin`] run may take by default before the test calls it hung.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Polls `check` until it gives a value, for at most `limit`: the one way the tests wait.
+pub fn poll<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return Some(value);
+        }
+        if started.elapsed() > limit {
+            return None;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until `condition` holds, failing the test after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    assert!(
+        poll(limit, || condition().then_some(())).is_some(),
+        "timed out after {limit:?} waiting for {what}"
+    );
+}
+
+/// Waits for `child` to exit, for at most `limit`; kills it and returns `None` after.
+pub fn wait_child(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let status = poll(limit, || child.try_wait().expect("wait for a child"));
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    status
+}
+
+/// One run of the built `mcd-inject`, being set up: the only way the tests run it.
+/// Stdin is empty unless given, stdout and stderr are captured, and a run that takes
+/// longer than its timeout (60 s unless set) is killed.
+pub struct Bin {
+    cmd: Command,
+    args: Vec<String>,
+    stdin: Option<Vec<u8>>,
+    stdout: Option<Stdio>,
+    timeout: Duration,
+}
+
+impl Bin {
+    pub fn new<I, S>(args: I) -> Bin
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args);
+        Bin {
+            cmd,
+            args: args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            stdin: None,
+            stdout: None,
+            timeout: RUN_TIMEOUT,
+        }
+    }
+
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Bin {
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn envs<I, K, V>(mut self, vars: I) -> Bin
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        self.cmd.envs(vars);
+        self
+    }
+
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Bin {
+        self.cmd.env_remove(key);
+        self
+    }
+
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Bin {
+        self.cmd.current_dir(dir);
+        self
+    }
+
+    /// What the run reads on stdin.
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Bin {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Where stdout goes instead of being captured.
+    pub fn stdout(mut self, stdout: Stdio) -> Bin {
+        self.stdout = Some(stdout);
+        self
+    }
+
+    pub fn timeout(mut self, limit: Duration) -> Bin {
+        self.timeout = limit;
+        self
+    }
+
+    /// Runs it to the end (or its timeout), capturing what it wrote.
+    pub fn run(mut self) -> Run {
+        let captured = self.stdout.is_none();
+        self.cmd
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(self.stdout.take().unwrap_or_else(Stdio::piped))
+            .stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("spawn mcd-inject");
+        let writer = self.stdin.take().map(|data| {
+            let mut input = child.stdin.take().unwrap();
+            thread::spawn(move || {
+                // The binary may exit without reading it all.
+                let _ = std::io::Write::write_all(&mut input, &data);
+            })
+        });
+        let reader = |pipe: Option<Box<dyn Read + Send>>| {
+            thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let stdout_reader = reader(
+            captured.then(|| Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>),
+        );
+        let stderr_reader = reader(Some(Box::new(child.stderr.take().unwrap())));
+        let status = poll(self.timeout, || {
+            child.try_wait().expect("wait for mcd-inject")
+        });
+        let timed_out = status.is_none();
+        let status = status.unwrap_or_else(|| {
+            let _ = child.kill();
+            child.wait().expect("wait for the killed mcd-inject")
+        });
+        if let Some(writer) = writer {
+            writer.join().unwrap();
+        }
+        Run {
+            args: self.args,
+            code: if timed_out { None } else { status.code() },
+            status,
+            stdout: stdout_reader.join().unwrap(),
+            stderr: String::from_utf8_lossy(&stderr_reader.join().unwrap()).into_owned(),
+            timed_out,
+            timeout: self.timeout,
+        }
+    }
+
+    /// Starts it in the background: stdin empty, stdout discarded, stderr piped.
+    pub fn spawn(mut self) -> Child {
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(self.stdout.take().unwrap_or_else(Stdio::null))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mcd-inject")
+    }
+}
+
 /// What one run of the binary did.
 #[derive(Debug)]
 pub struct Run {
     pub args: Vec<String>,
     /// Exit code; `None` when killed by a signal or by the timeout.
     pub code: Option<i32>,
+    pub status: ExitStatus,
+    /// Empty when stdout was not captured.
     pub stdout: Vec<u8>,
     pub stderr: String,
     pub timed_out: bool,
+    timeout: Duration,
 }
 
 impl Run {
@@ -299,7 +482,7 @@ impl Run {
             "`mcd-inject {}` -> {}",
             self.args.join(" "),
             match (self.code, self.timed_out) {
-                (_, true) => format!("killed after {RUN_TIMEOUT:?}"),
+                (_, true) => format!("killed after {:?}", self.timeout),
                 (Some(code), _) => format!("exit {code}"),
                 (None, _) => "killed by a signal".to_owned(),
             }
@@ -309,6 +492,16 @@ impl Run {
             let _ = write!(out, "; stderr: {}", truncate(stderr, 600));
         }
         out
+    }
+
+    /// As `std::process::Output`, failing the test if the run hung.
+    pub fn into_output(self) -> Output {
+        assert!(!self.timed_out, "{}", self.describe());
+        Output {
+            status: self.status,
+            stdout: self.stdout,
+            stderr: self.stderr.into_bytes(),
+        }
     }
 }
 
@@ -329,66 +522,27 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mcd-inject");
-    let mut stdout_pipe = child.stdout.take().unwrap();
-    let mut stderr_pipe = child.stderr.take().unwrap();
-    let stdout_reader = thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = stdout_pipe.read_to_end(&mut buf);
-        buf
-    });
-    let stderr_reader = thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = stderr_pipe.read_to_end(&mut buf);
-        buf
-    });
-    let started = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for mcd-inject") {
-            break status;
-        }
-        if started.elapsed() > RUN_TIMEOUT {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().expect("wait for killed mcd-inject");
-        }
-        thread::sleep(Duration::from_millis(5));
-    };
-    Run {
-        args: args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        code: if timed_out { None } else { status.code() },
-        stdout: stdout_reader.join().unwrap(),
-        stderr: String::from_utf8_lossy(&stderr_reader.join().unwrap()).into_owned(),
-        timed_out,
-    }
+    Bin::new(args).run()
 }
 
-/// Runs an external tool, panicking with its output if it fails.
-pub fn run_tool(program: &str, args: &[&OsStr]) -> std::process::Output {
-    let output = Command::new(program)
-        .args(args)
+/// Runs `cmd`, panicking with its output if it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let output = cmd
         .output()
-        .unwrap_or_else(|e| panic!("run {program}: {e}"));
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
     assert!(
         output.status.success(),
-        "{program} {:?} failed ({}):\n{}{}",
-        args,
+        "{cmd:?} failed ({}):\n{}{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
     output
+}
+
+/// Runs an external tool, panicking with its output if it fails.
+pub fn run_tool(program: &str, args: &[&OsStr]) -> Output {
+    run_ok(Command::new(program).args(args))
 }
 
 // ------------------------------------------------------------------------ comparing

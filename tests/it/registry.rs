@@ -5,152 +5,24 @@
 //! The registries are started by `scripts/registry-services.sh start STATEDIR`; the
 //! tests read the `MCD_TEST_REGISTRY_*` variables it writes to `STATEDIR/env` and panic
 //! when they are missing. Each run of the binary gets its own HOME, XDG directories and
-//! cache, so that nothing of the machine running the tests is read or written.
+//! cache ([`Sandbox`]), so that nothing of the machine running the tests is read or
+//! written.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use tempfile::TempDir;
+
+use crate::harness::registry::{registries, Proxy, Sandbox};
+use crate::harness::{sha256_hex, wait_child, wait_until, Bin};
 
 const MCD: &str = "/usr/bin/machine-config-daemon";
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!(
-            "{name} is not set: start the test registries first with \
-             `scripts/registry-services.sh start STATEDIR && source STATEDIR/env` \
-             (scripts/test.sh does this)"
-        )
-    })
-}
-
-struct Registries {
-    anon: String,
-    basic: String,
-    basic_user: String,
-    basic_password: String,
-    token: String,
-    token_user: String,
-    token_password: String,
-    ca_dir: String,
-    fixtures: PathBuf,
-}
-
-fn registries() -> Registries {
-    Registries {
-        anon: env("MCD_TEST_REGISTRY_ANON"),
-        basic: env("MCD_TEST_REGISTRY_BASIC"),
-        basic_user: env("MCD_TEST_REGISTRY_BASIC_USER"),
-        basic_password: env("MCD_TEST_REGISTRY_BASIC_PASSWORD"),
-        token: env("MCD_TEST_REGISTRY_TOKEN"),
-        token_user: env("MCD_TEST_REGISTRY_TOKEN_USER"),
-        token_password: env("MCD_TEST_REGISTRY_TOKEN_PASSWORD"),
-        ca_dir: env("MCD_TEST_REGISTRY_CA_DIR"),
-        fixtures: PathBuf::from(env("MCD_TEST_REGISTRY_FIXTURES")),
-    }
-}
 
 fn layout(name: &str) -> String {
     let dir = registries().fixtures.join("layouts").join(name);
     format!("oci:{}", dir.display())
-}
-
-/// A sandbox for runs of the binary: its own HOME, XDG dirs, cache and outputs.
-struct Sandbox {
-    dir: TempDir,
-    env: BTreeMap<String, String>,
-}
-
-impl Sandbox {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let mut env = BTreeMap::new();
-        for sub in ["home", "run", "cache"] {
-            fs::create_dir_all(dir.path().join(sub)).unwrap();
-        }
-        let p = |s: &str| dir.path().join(s).display().to_string();
-        env.insert("HOME".into(), p("home"));
-        env.insert("XDG_RUNTIME_DIR".into(), p("run"));
-        env.insert("XDG_CACHE_HOME".into(), p("cache"));
-        Sandbox { dir, env }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    /// The cache the runs use by default.
-    fn cache(&self) -> PathBuf {
-        self.path("cache/mcd-inject")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcd-inject"));
-        cmd.args(args)
-            .env_remove("REGISTRY_AUTH_FILE")
-            .env_remove("HTTP_PROXY")
-            .env_remove("HTTPS_PROXY")
-            .env_remove("http_proxy")
-            .env_remove("https_proxy")
-            .envs(&self.env)
-            .stdin(Stdio::null());
-        cmd.output().expect("run mcd-inject")
-    }
-
-    fn ok(&self, args: &[&str]) -> Output {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "mcd-inject {} failed:\n{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    /// The manifest digest `inspect` reports for an anonymous-registry image.
-    fn manifest_digest(&self, image: &str) -> String {
-        let out = self.ok(&["inspect", "--json", "--image", image, "--tls-verify=false"]);
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["image"]["manifest_digest"].as_str().unwrap().to_string()
-    }
-
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(
-            !out.status.success(),
-            "mcd-inject {} succeeded but should have failed:\n{stderr}",
-            args.join(" ")
-        );
-        assert!(stderr.contains("error: "), "no error line in:\n{stderr}");
-        stderr
-    }
-
-    /// Extracts `path` of `image` and returns the bytes.
-    fn extract(&self, image: &str, path: &str, extra: &[&str]) -> Vec<u8> {
-        let out = self.path("extracted");
-        let _ = fs::remove_file(&out);
-        let mut args = vec!["extract", "--image", image, "--path", path, "-o"];
-        let out_s = out.display().to_string();
-        args.push(&out_s);
-        args.extend_from_slice(extra);
-        self.ok(&args);
-        fs::read(&out).unwrap()
-    }
-
-    fn write_auth(&self, rel: &str, key: &str, user: &str, password: &str) -> PathBuf {
-        let path = self.path(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        let body = serde_json::json!({ "auths": { key: { "auth": auth } } });
-        fs::write(&path, serde_json::to_vec(&body).unwrap()).unwrap();
-        path
-    }
 }
 
 /// What extract gives from the fixture layout on disk.
@@ -189,64 +61,6 @@ fn cached_blobs(cache: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-// ------------------------------------------------------------------ fault proxy
-
-struct Proxy {
-    child: Child,
-    addr: String,
-    _dir: TempDir,
-}
-
-impl Proxy {
-    fn start(upstream: &str, mode: &str) -> Proxy {
-        let dir = tempfile::tempdir().unwrap();
-        let port_file = dir.path().join("port");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fault_proxy.py");
-        let child = Command::new("python3")
-            .arg(script)
-            .args(["--upstream", upstream, "--mode", mode, "--port-file"])
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start tests/support/fault_proxy.py (python3 is required)");
-        let started = Instant::now();
-        let port = loop {
-            if let Ok(p) = fs::read_to_string(&port_file) {
-                break p;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "fault proxy did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Proxy {
-            child,
-            addr: format!("127.0.0.1:{}", port.trim()),
-            _dir: dir,
-        }
-    }
-
-    fn stats(&self) -> serde_json::Value {
-        let out = Command::new("curl")
-            .args(["-s", &format!("http://{}/__stats", self.addr)])
-            .output()
-            .expect("curl");
-        serde_json::from_slice(&out.stdout).expect("proxy stats")
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 fn manifest_layers(layout_name: &str) -> Vec<String> {
@@ -808,7 +622,7 @@ fn fault_run(mode: &str) -> (Sandbox, Proxy, Output, Duration) {
 fn fault_run_with(mode: &str, extra: &[&str]) -> (Sandbox, Proxy, Output, Duration) {
     let r = registries();
     let proxy = Proxy::start(&r.anon, mode);
-    let sb = Sandbox::new();
+    let sb = Sandbox::new().fast_retries();
     let out = sb.path("out");
     let started = Instant::now();
     let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
@@ -914,7 +728,8 @@ fn a_blob_cut_every_time_fails_clearly() {
 fn offline_uses_the_cache_with_the_registry_gone() {
     let r = registries();
     let mut proxy = Proxy::start(&r.anon, "pass");
-    let sb = Sandbox::new();
+    // With the registry gone, the runs that may still go online retry and give up.
+    let sb = Sandbox::new().fast_retries();
     let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
     let want = from_disk("mco-4.16", MCD, &[]);
 
@@ -999,23 +814,21 @@ fn two_runs_can_share_a_cache() {
     let sb = Sandbox::new();
     let cache = sb.cache();
     let spawn = |image: String, out: PathBuf| {
-        Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
-            .args([
-                "extract",
-                "--tls-verify=false",
-                "-q",
-                "--path",
-                MCD,
-                "--image",
-            ])
-            .arg(image)
-            .arg("-o")
-            .arg(out)
-            .arg("--cache-dir")
-            .arg(&cache)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+        let (out, cache) = (out.display().to_string(), cache.display().to_string());
+        Bin::new([
+            "extract",
+            "--tls-verify=false",
+            "-q",
+            "--path",
+            MCD,
+            "--image",
+            &image,
+            "-o",
+            &out,
+            "--cache-dir",
+            &cache,
+        ])
+        .spawn()
     };
     let mut children = Vec::new();
     for i in 0..4 {
@@ -1055,51 +868,16 @@ fn two_runs_can_share_a_cache() {
 
 // ------------------------------------------------------------------ stalls and interruptions
 
-/// Starts a run in the background, with the sandbox's environment and its own TMPDIR.
-fn spawn_in(sb: &Sandbox, args: &[&str]) -> Child {
-    fs::create_dir_all(sb.path("tmp")).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
-        .args(args)
-        .env_remove("REGISTRY_AUTH_FILE")
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .envs(&sb.env)
-        .env("TMPDIR", sb.path("tmp"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mcd-inject")
-}
-
 /// Waits for a background run, killing it and failing the test if it hangs.
 fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String, Duration) {
     let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mcd-inject hung for more than {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_child(&mut child, limit)
+        .unwrap_or_else(|| panic!("mcd-inject hung for more than {limit:?}"));
     let mut stderr = String::new();
     use std::io::Read as _;
     let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     (status.code(), stderr, started.elapsed())
-}
-
-/// Waits until `pred` holds, at most `limit`.
-fn wait_for(what: &str, limit: Duration, pred: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !pred() {
-        assert!(started.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn inject_args(image: &str, out: &Path, extra: &[&str]) -> Vec<String> {
@@ -1141,11 +919,11 @@ fn a_stalled_download_is_cut_and_resumed() {
 fn failed_inject(mode: &str, extra: &[&str]) -> String {
     let r = registries();
     let proxy = Proxy::start(&r.anon, mode);
-    let sb = Sandbox::new();
+    let sb = Sandbox::new().fast_retries();
     let image = format!("{}/mco/mco-4.16:v1", proxy.addr);
     let out = sb.path("out.ign");
     let args = inject_args(&image, &out, extra);
-    let (code, stderr, _) = finish(spawn_in(&sb, &strs(&args)), Duration::from_secs(120));
+    let (code, stderr, _) = finish(sb.spawn(&strs(&args)), Duration::from_secs(120));
     assert_eq!(code, Some(1), "{mode} {extra:?}: {stderr}");
     assert!(!out.exists(), "{mode} {extra:?}");
     assert_eq!(
@@ -1194,9 +972,9 @@ fn stalled_inject(sb: &Sandbox, proxy: &Proxy) -> (Child, PathBuf) {
     fs::create_dir_all(&outdir).unwrap();
     let out = outdir.join("out.ign");
     let args = inject_args(&image, &out, &["--low-speed-limit", "0", "-q"]);
-    let child = spawn_in(sb, &strs(&args));
+    let child = sb.spawn(&strs(&args));
     let cache = sb.cache();
-    wait_for(
+    wait_until(
         "temp entries in the cache and beside the output",
         Duration::from_secs(60),
         || !leftovers(&cache).is_empty() && !leftovers(&outdir).is_empty(),
@@ -1240,7 +1018,7 @@ fn leftovers_of_a_killed_run_are_removed_by_the_next_one() {
     // A later run in the same places removes them (their process is gone).
     let image = format!("{}/mco/mco-4.16:v1", r.anon);
     let args = inject_args(&image, &out, &["-q"]);
-    let (code, stderr, _) = finish(spawn_in(&sb, &strs(&args)), Duration::from_secs(120));
+    let (code, stderr, _) = finish(sb.spawn(&strs(&args)), Duration::from_secs(120));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(out.exists());
     assert_eq!(leftovers(sb.dir.path()), Vec::<PathBuf>::new());
@@ -1258,11 +1036,6 @@ fn config_digest(layout_name: &str) -> String {
     )
     .unwrap();
     m["config"]["digest"].as_str().unwrap().to_string()
-}
-
-fn sha256_hex(data: &[u8]) -> String {
-    use sha2::Digest as _;
-    hex::encode(sha2::Sha256::digest(data))
 }
 
 /// Changes one byte in the middle of a cached blob (same size, another digest).

@@ -12,220 +12,33 @@
 //! `scripts/registry-services.sh start` writes (`MCD_TEST_REGISTRY_TLS_DIR`); panics when
 //! one is missing.
 
-mod common;
-
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
 use tempfile::TempDir;
 
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!(
-            "{name} is not set: start the test registries first with \
-             `scripts/registry-services.sh start STATEDIR && source STATEDIR/env` \
-             (scripts/test.sh does this)"
-        )
-    })
-}
-
-fn require(tool: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{tool} is required by this test and is not installed"
-    );
-}
-
-fn sha256_hex(b: &[u8]) -> String {
-    hex::encode(Sha256::digest(b))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_listening(port: u16, name: &str, log: &Path) {
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if start.elapsed() > Duration::from_secs(20) {
-            panic!(
-                "{name} did not listen on 127.0.0.1:{port}; log:\n{}",
-                fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A process started by a test, stopped (by its PID) when dropped.
-struct Service {
-    child: Option<Child>,
-}
-
-impl Service {
-    fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-struct Creds {
-    user: String,
-    password: String,
-}
-
-impl Creds {
-    fn new(user: &str) -> Creds {
-        let n: u64 = rand_u64();
-        Creds {
-            user: user.to_string(),
-            password: format!("pw{n:016x}"),
-        }
-    }
-    fn pair(&self) -> String {
-        format!("{}:{}", self.user, self.password)
-    }
-}
-
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    RandomState::new().hash_one(Instant::now())
-}
-
-/// A registry of our own: `docker-registry` with a generated config.
-fn start_registry(dir: &Path, name: &str, port: u16, auth_yaml: &str) -> Service {
-    let tls = PathBuf::from(env("MCD_TEST_REGISTRY_TLS_DIR"));
-    let root = dir.join(name);
-    fs::create_dir_all(root.join("storage")).unwrap();
-    let config = format!(
-        "version: 0.1\nlog: {{level: warn, accesslog: {{disabled: true}}}}\nstorage:\n  \
-         filesystem: {{rootdirectory: {}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: {name}\n  \
-         tls: {{certificate: {}, key: {}}}\n  debug: {{addr: ''}}\n{auth_yaml}\n",
-        root.join("storage").display(),
-        tls.join("server.crt").display(),
-        tls.join("server.key").display(),
-    );
-    fs::write(root.join("config.yml"), config).unwrap();
-    let log = root.join("log");
-    let child = Command::new("docker-registry")
-        .arg("serve")
-        .arg(root.join("config.yml"))
-        .stdout(fs::File::create(&log).unwrap())
-        .stderr(Stdio::from(fs::File::create(root.join("err")).unwrap()))
-        .spawn()
-        .expect("starting docker-registry");
-    let svc = Service { child: Some(child) };
-    wait_listening(port, name, &root.join("err"));
-    svc
-}
-
-fn start_htpasswd_registry(dir: &Path, name: &str, creds: &Creds) -> (Service, String) {
-    let ht = dir.join(format!("{name}.htpasswd"));
-    let out = run_ok(Command::new("htpasswd").args(["-Bbn", &creds.user, &creds.password]));
-    fs::write(&ht, out.stdout).unwrap();
-    let port = free_port();
-    let auth = format!(
-        "auth:\n  htpasswd: {{realm: {name}, path: {}}}",
-        ht.display()
-    );
-    (
-        start_registry(dir, name, port, &auth),
-        format!("127.0.0.1:{port}"),
-    )
-}
-
-/// The identity token (OAuth2 refresh token) the source's issuer accepts.
-const REFRESH_TOKEN: &str = "refresh-token-for-release-tests";
-
-/// The source: token auth, with its own issuer.
-fn start_token_registry(dir: &Path, creds: &Creds) -> (Vec<Service>, String) {
-    let tls = PathBuf::from(env("MCD_TEST_REGISTRY_TLS_DIR"));
-    let port_file = dir.join("issuer.port");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/token_issuer.py");
-    let issuer = Command::new("python3")
-        .arg(script)
-        .arg("--key")
-        .arg(tls.join("token.key"))
-        .arg("--cert")
-        .arg(tls.join("token.crt"))
-        .args([
-            "--issuer",
-            "release-test-issuer",
-            "--service",
-            "release-test",
-        ])
-        .args(["--user", &creds.user, "--password", &creds.password])
-        .args(["--refresh-token", REFRESH_TOKEN])
-        .arg("--port-file")
-        .arg(&port_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the token issuer");
-    let issuer = Service {
-        child: Some(issuer),
-    };
-    let start = Instant::now();
-    while !port_file.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "token issuer did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let issuer_port = fs::read_to_string(&port_file).unwrap();
-    let port = free_port();
-    let auth = format!(
-        "auth:\n  token:\n    realm: http://127.0.0.1:{issuer_port}/token\n    service: release-test\n    \
-         issuer: release-test-issuer\n    rootcertbundle: {}",
-        tls.join("token.crt").display()
-    );
-    let reg = start_registry(dir, "source", port, &auth);
-    (vec![reg, issuer], format!("127.0.0.1:{port}"))
-}
+use crate::harness::registry::{
+    env, free_port, start_htpasswd_registry, start_token_registry, wait_listening, Creds, Sandbox,
+    Service, REFRESH_TOKEN,
+};
+use crate::harness::{poll, require_tools, run_ok, sha256_hex, wait_until, BIN};
 
 // ------------------------------------------------------------------ the release image
 
 /// A gzip layer of these files (mode 0644) as builders write them: (blob, diff ID).
 fn layer(files: &[(&str, &[u8])]) -> (Vec<u8>, String) {
     let files: Vec<(&str, &[u8], u32)> = files.iter().map(|(n, d)| (*n, *d, 0o644)).collect();
-    let raw = common::tar_with_parents(&files);
-    (common::gzip(&raw), format!("sha256:{}", sha256_hex(&raw)))
+    let raw = crate::harness::tar_with_parents(&files);
+    (
+        crate::harness::gzip(&raw),
+        format!("sha256:{}", sha256_hex(&raw)),
+    )
 }
 
 fn put_blob(layout: &Path, bytes: &[u8]) -> Value {
@@ -384,7 +197,7 @@ fn skopeo_copy(args: &[&str]) -> String {
 impl World {
     fn new() -> World {
         for tool in ["docker-registry", "skopeo", "htpasswd", "python3"] {
-            require(tool);
+            require_tools(&[tool]);
         }
         let dir = tempfile::tempdir().unwrap();
         let ca_dir = env("MCD_TEST_REGISTRY_CA_DIR");
@@ -551,35 +364,21 @@ impl World {
     /// With `config`: that directory is `XDG_CONFIG_HOME` and no registries.conf is
     /// forced, so the user's `containers/` files there are the defaults.
     fn run_with_config(&self, args: &[&str], config: Option<&Path>) -> Output {
-        let home = tempfile::tempdir_in(self.dir.path()).unwrap();
-        let empty_conf = home.path().join("registries.conf");
+        let sb = Sandbox::new_in(self.dir.path());
+        let empty_conf = sb.path("registries.conf");
         fs::write(&empty_conf, "").unwrap();
-        let mut vars = BTreeMap::new();
-        for sub in ["home", "run", "cache", "config"] {
-            let p = home.path().join(sub);
-            fs::create_dir_all(&p).unwrap();
-            vars.insert(sub, p);
-        }
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcd-inject"));
-        cmd.args(args)
-            .args(["--cert-dir", &self.ca_dir])
-            .env_remove("REGISTRY_AUTH_FILE")
-            .env_remove("DOCKER_CONFIG")
-            .env_remove("HTTPS_PROXY")
-            .env_remove("https_proxy")
-            .env("HOME", &vars["home"])
-            .env("XDG_RUNTIME_DIR", &vars["run"])
-            .env("XDG_CACHE_HOME", &vars["cache"])
-            .stdin(Stdio::null());
-        match config {
-            Some(c) => cmd
+        let mut args = args.to_vec();
+        args.extend(["--cert-dir", &self.ca_dir]);
+        let bin = sb.bin(&args);
+        let bin = match config {
+            Some(c) => bin
                 .env("XDG_CONFIG_HOME", c)
                 .env_remove("CONTAINERS_REGISTRIES_CONF"),
-            None => cmd
-                .env("XDG_CONFIG_HOME", &vars["config"])
+            None => bin
+                .env("XDG_CONFIG_HOME", sb.path("config"))
                 .env("CONTAINERS_REGISTRIES_CONF", &empty_conf),
         };
-        cmd.output().expect("run mcd-inject")
+        bin.run().into_output()
     }
 
     fn ok(&self, args: &[&str]) -> Output {
@@ -1038,17 +837,14 @@ fn release_from_the_source_and_a_mirror_down() {
 
     // --creds USER alone: the password is asked for on the terminal (a pty made by
     // `script`), and refused clearly without one.
-    require("script");
+    require_tools(&["script"]);
     let tty_home = w.path("tty-home");
     fs::create_dir_all(&tty_home).unwrap();
     let conf = tty_home.join("registries.conf");
     fs::write(&conf, "").unwrap();
     let cmdline = format!(
         "{} inspect -q --json --release {} --cert-dir {} --creds {}",
-        env!("CARGO_BIN_EXE_mcd-inject"),
-        w.release,
-        w.ca_dir,
-        w.source_creds.user
+        BIN, w.release, w.ca_dir, w.source_creds.user
     );
     let mut child = Command::new("script")
         .args(["-qec", &cmdline, "/dev/null"])
@@ -1071,8 +867,15 @@ fn release_from_the_source_and_a_mirror_down() {
         assert!(n > 0, "no prompt: {}", String::from_utf8_lossy(&seen));
         seen.extend_from_slice(&buf[..n]);
     }
-    // rpassword turns echo off right after printing the prompt; a person types later.
-    std::thread::sleep(Duration::from_secs(1));
+    // rpassword turns echo off right after printing the prompt; a person types later:
+    // type once the terminal no longer echoes.
+    let tty = poll(Duration::from_secs(20), || terminal_of_child(child.id()))
+        .expect("the terminal that script made");
+    wait_until(
+        "the terminal to stop echoing",
+        Duration::from_secs(20),
+        || echo_is_off(&tty),
+    );
     writeln!(child.stdin.take().unwrap(), "{}", w.source_creds.password).unwrap();
     std::io::Read::read_to_end(&mut stdout, &mut seen).unwrap();
     let status = child.wait().unwrap();
@@ -1104,6 +907,32 @@ fn release_from_the_source_and_a_mirror_down() {
         err.contains("/release-manifests/image-references") && err.contains("no such file"),
         "{err}"
     );
+}
+
+/// The terminal a child of process `pid` reads (its stdin), once that child runs.
+fn terminal_of_child(pid: u32) -> Option<PathBuf> {
+    fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+        // PID (COMM) STATE PPID ...: COMM may hold spaces and parentheses.
+        let (_, rest) = stat.rsplit_once(')')?;
+        let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        let stdin = fs::read_link(entry.path().join("fd/0")).ok()?;
+        (ppid == pid && stdin.starts_with("/dev/pts")).then_some(stdin)
+    })
+}
+
+/// Whether terminal `tty` has echo turned off (`stty -a` shows `-echo`).
+fn echo_is_off(tty: &Path) -> bool {
+    Command::new("stty")
+        .arg("-F")
+        .arg(tty)
+        .arg("-a")
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split(|c: char| c.is_whitespace() || c == ';')
+                .any(|word| word == "-echo")
+        })
 }
 
 // ------------------------------------------------------------------ signatures
@@ -1162,7 +991,7 @@ fn skopeo_verifies(home: &Path, manifest: &Path, reference: &str, fpr: &str, sig
 
 #[test]
 fn release_signatures_under_a_signed_by_policy() {
-    require("gpg");
+    require_tools(&["gpg"]);
     let w = World::new();
     let dir = w.path("sig");
     fs::create_dir_all(&dir).unwrap();

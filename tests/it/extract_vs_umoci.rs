@@ -8,17 +8,15 @@
 //! truncated inputs must fail with exit code 1, an `error:` message, and no output file.
 //! Each test gathers every failure before panicking, so one run shows them all.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use common::{
-    byte_difference, copy_tree, dir_entries, fixture, fixture_list, image_reference, mcd_inject,
-    resolve_in_root, run_tool, sha256_hex, Fixture, PresentPath, Run,
+use crate::harness::{
+    byte_difference, copy_tree, crate_root, dir_entries, fixture, fixture_list, image_reference,
+    mcd_inject, resolve_in_root, run_tool, sha256_hex, Bin, Fixture, PresentPath, Run,
 };
 use tempfile::TempDir;
 
@@ -764,7 +762,7 @@ fn existing_output_is_replaced_on_success_and_kept_on_failure() {
 /// generated `mco-small` layout, byte for byte.
 #[test]
 fn committed_fixture_is_current() {
-    let committed = common::crate_root().join("fixtures").join("mco-small");
+    let committed = crate_root().join("fixtures").join("mco-small");
     let generated = fixture("mco-small").layout();
     let files = |root: &Path| {
         let mut found = BTreeMap::new();
@@ -799,15 +797,7 @@ fn committed_fixture_extracts_by_relative_path() {
         .into();
     args.extend(["--path".into(), expected.path.clone(), "-o".into()]);
     args.push(out.display().to_string());
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
-        .args(&args)
-        .current_dir(common::crate_root())
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let run = Bin::new(&args).current_dir(crate_root()).run();
+    assert_eq!(run.code, Some(0), "{}", run.describe());
     assert_eq!(sha256_hex(&fs::read(&out).unwrap()), expected.sha256);
 }

@@ -3,44 +3,16 @@
 //! named by line and column; and golden configs, regenerated only with
 //! `MCD_INJECT_BLESS=1`.
 
-mod common;
-
 use std::fs;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::{crate_root, dir_entries, fixture, mcd_inject, unified_diff};
+use crate::harness::{crate_root, dir_entries, fixture, mcd_inject, unified_diff, Bin, Run};
 use serde_json::{json, Value};
 
-struct Out {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
 /// Runs the binary in `cwd` with `stdin`.
-fn run(args: &[&str], stdin: &[u8], cwd: &Path) -> Out {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcd-inject"))
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mcd-inject");
-    let mut input = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    Out {
-        code: out.status.code(),
-        stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+fn run(args: &[&str], stdin: &[u8], cwd: &Path) -> Run {
+    Bin::new(args).current_dir(cwd).stdin(stdin).run()
 }
 
 fn base_32() -> Value {
@@ -48,7 +20,7 @@ fn base_32() -> Value {
         .unwrap()
 }
 
-fn inject_with_base(boot: &str, base: &[u8], extra: &[&str]) -> Out {
+fn inject_with_base(boot: &str, base: &[u8], extra: &[&str]) -> Run {
     let reference = fixture("mco-4.16").reference("oci");
     let mut args = vec![
         "inject",

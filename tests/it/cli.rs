@@ -3,28 +3,26 @@
 //! `extract`. Images: the small layout committed in `fixtures/`.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
+
+use crate::harness::{crate_root, Bin};
 
 const MCD: &str = "/usr/bin/machine-config-daemon";
 
 fn small_image() -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mco-small");
+    let dir = crate_root().join("fixtures/mco-small");
     format!("oci:{}:latest", dir.display())
 }
 
 /// Runs the binary with `env` set and every variable that changes its behaviour cleared.
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcd-inject"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("MCD_INJECT_") || k == "RUST_LOG" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.args(args)
+    std::env::vars()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with("MCD_INJECT_") || k == "RUST_LOG")
+        .fold(Bin::new(args), Bin::env_remove)
         .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcd-inject")
+        .run()
+        .into_output()
 }
 
 fn ok(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -251,7 +249,7 @@ fn environment_variables_set_flags_and_flags_win() {
     );
     assert!(err.contains("pull cannot run with --offline"), "{err}");
 
-    // Every variable is shown in the help (tests/registry.rs logs in through
+    // Every variable is shown in the help (the registry tests log in through
     // MCD_INJECT_AUTHFILE).
     let help = ok(&["pull", "--help"], &[]);
     let help = String::from_utf8_lossy(&help.stdout);

@@ -5,12 +5,12 @@
 //! (The fixtures with PAX / long-name bombs and a 1 GiB + 1 byte MCD are checked by
 //! `extract_vs_umoci.rs`, from `fixtures.json`.)
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{copy_tree, dir_entries, fixture, image_reference, mcd_inject, sha256_hex, Run};
+use crate::harness::{
+    copy_tree, dir_entries, fixture, image_reference, mcd_inject, sha256_hex, Run,
+};
 use tempfile::TempDir;
 
 const MCD: &str = "/usr/bin/machine-config-daemon";

@@ -14,16 +14,14 @@
 //! Needs root, systemd-nspawn, debootstrap (the base root is made once, from the
 //! machine's Debian mirror), ignition, openssl, python3 and gcc.
 
-mod common;
-
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
+use crate::harness::node::{self, apply_spec2, apply_spec3, Boot, HttpsServer};
+use crate::harness::{crate_root, mcd_inject};
 use base64::Engine as _;
-use common::node::{self, apply_spec2, apply_spec3, Boot, HttpsServer};
-use common::{crate_root, mcd_inject};
 use serde_json::{json, Value};
 
 const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";

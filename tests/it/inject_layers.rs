@@ -4,11 +4,9 @@
 //! lower layer is still found, and a top layer that holds the answer is the only one
 //! read.
 
-mod common;
-
 use std::path::Path;
 
-use common::{fixture, fixture_list};
+use crate::harness::{fixture, fixture_list};
 use mcd_inject::choose as inspect;
 use mcd_inject::choose::target::{Target, BOOTIMAGES};
 use mcd_inject::image::{ImageRef, Platform};
@@ -111,11 +109,11 @@ fn layer(entries: &[(&str, Option<&[u8]>)]) -> Vec<u8> {
         .collect();
     let files: Vec<(&str, &[u8], u32)> =
         names.iter().map(|(n, d, m)| (n.as_str(), *d, *m)).collect();
-    common::gzip_layer(&files)
+    crate::harness::gzip_layer(&files)
 }
 
 fn layout(dir: &Path, layers: &[Vec<u8>]) -> ImageRef {
-    common::write_layout(dir, layers).parse().unwrap()
+    crate::harness::write_layout(dir, layers).parse().unwrap()
 }
 
 /// The RHEL 9 and RHEL 8 builds of the mco-4.16 fixture (real dynamic ELF files).
@@ -179,7 +177,7 @@ fn the_top_layer_settles_an_mco_shaped_image() {
     // The command line says so: inject reads the top layer, inspect every layer.
     let reference = format!("oci:{}:latest", dir.path().join("image").display());
     let out = dir.path().join("out.ign");
-    let run = common::inject(&reference, "4.2", &out, &[]);
+    let run = crate::harness::inject(&reference, "4.2", &out, &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert!(
         run.stderr
@@ -188,7 +186,7 @@ fn the_top_layer_settles_an_mco_shaped_image() {
         "{}",
         run.describe()
     );
-    let run = common::mcd_inject(["inspect", "--image", &reference]);
+    let run = crate::harness::mcd_inject(["inspect", "--image", &reference]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
     let text = String::from_utf8_lossy(&run.stdout);
     assert!(

@@ -1,0 +1,22 @@
+//! The integration tests of mcd-inject, in one test binary: each module is one area, on
+//! the built binary or the library, with the shared harness in [`harness`]. Data they read
+//! is in `tests/data` and `tests/golden`, helper programs in `tests/support`.
+//!
+//! `cargo test --test it MODULE::` runs one area, e.g. `cargo test --test it registry::`.
+
+mod harness;
+
+mod boot;
+mod cli;
+mod extract_vs_umoci;
+mod fuzz_inputs;
+mod hostile_images;
+mod inject_ignition;
+mod inject_large;
+mod inject_layers;
+mod inject_merge;
+mod inject_select;
+mod layering;
+mod outputs;
+mod registry;
+mod release;
