@@ -219,7 +219,11 @@ fn check_chosen_build(
                 ));
             }
         }
-        Err(e) => checks.problems.push(format!("{e:#}")),
+        // No build fits: a finding about the config. Reading the image failed: an error.
+        Err(e) if e.downcast_ref::<rules::SelectError>().is_some() => {
+            checks.problems.push(format!("{e:#}"))
+        }
+        Err(e) => return Err(e),
     }
     Ok(())
 }
