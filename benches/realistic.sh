@@ -286,7 +286,7 @@ echo "Bytes fetched by each mcd-inject run (blobs in its cold cache) of the imag
 echo
 while IFS='|' read -r what bytes layers; do
   awk -v w="$what" -v b="$bytes" -v t="$image_bytes" -v l="${layers:-none}" 'BEGIN {
-    printf "- %s: %d bytes (%.1f MiB, %.1f%% of the image); layers cached: %s\n",
+    printf "- %s: %d bytes (%.1f MiB, %.1f%% of the image); layers cached (by index, 0 at the bottom): %s\n",
       w, b, b / 1048576, 100 * b / t, l }'
 done <"$fetched"
 echo
@@ -296,5 +296,5 @@ echo "| cold inject <= 2.0x cold extract (median wall) | ${inject_ratio}x | $(ve
 echo "| extract >= 5x faster than skopeo + umoci (median wall) | ${chain_ratio}x | $(verdict "$chain_ratio" ge 5) |"
 only_top=0
 [ "$inject_layers" = "$top_index" ] && [ "$requested" = "$top_index" ] && only_top=1
-echo "| only the top layer fetched for --bootimage 4.2 | layers cached: ${inject_layers:-none}; layers requested (-vv log): ${requested:-none}; top layer: $top_index; $inject_fetched bytes fetched, top layer ${layer_sizes[top_index]} | $(verdict "$only_top" ge 1) |"
+echo "| only the top layer fetched for --bootimage 4.2 | layers cached (by index, 0 at the bottom): ${inject_layers:-none}; layers requested (-vv log): ${requested:-none}; top layer: $top_index; $inject_fetched bytes fetched, top layer ${layer_sizes[top_index]} | $(verdict "$only_top" ge 1) |"
 echo "| payload <= gzip -6 -n of the binary | $payload_bytes vs $gzip6_bytes bytes (${payload_ratio}x; binary $mcd_bytes) | $(verdict "$payload_bytes" le "$gzip6_bytes") |"
