@@ -3,8 +3,8 @@
 //! `cargo run --example list_mcd -- oci:fixtures/mco-small:latest`
 
 use anyhow::{Context, Result};
+use mcd_inject::choose;
 use mcd_inject::image::ImageRef;
-use mcd_inject::inspect;
 use mcd_inject::transport::{self, OpenOptions};
 
 fn main() -> Result<()> {
@@ -12,9 +12,9 @@ fn main() -> Result<()> {
         .nth(1)
         .context("usage: list_mcd IMAGE-REF")?
         .parse()?;
-    let img = transport::open(&reference, &OpenOptions::default())?;
+    let img = transport::open(&reference, &OpenOptions::default(), &Default::default())?;
     let spool = tempfile::tempdir()?;
-    let report = inspect::inspect(&img, spool.path())?;
+    let report = choose::inspect(&img, spool.path())?;
     for b in &report.binaries {
         println!("{} {} {}", b.sha256, b.size, b.path);
     }

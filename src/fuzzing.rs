@@ -180,7 +180,7 @@ fn ours() -> &'static Vec<(SpecVersion, Value)> {
 fn spool() -> Option<&'static std::path::Path> {
     static SPOOL: OnceLock<Option<tempfile::TempDir>> = OnceLock::new();
     SPOOL
-        .get_or_init(|| crate::tempfiles::dir_in(&std::env::temp_dir()).ok())
+        .get_or_init(|| crate::io::tempfiles::dir_in(&std::env::temp_dir()).ok())
         .as_ref()
         .map(|d| d.path())
 }

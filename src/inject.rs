@@ -1,29 +1,28 @@
 //! The main job: choose the MCD build that fits the target bootimage and write an
 //! Ignition config that delivers it; and `verify`, which checks such a config.
 
-use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::elf;
+use crate::choose::mco;
+use crate::choose::rules::{self, Choice};
+use crate::choose::target::{Target, TargetArgs};
+use crate::choose::{self, Inspection};
 use crate::ignition::document::Document;
 use crate::ignition::schema::Schema;
 use crate::ignition::units::{self, Delivery};
-use crate::ignition::{self, merge, verify, Source, SpecVersion};
+use crate::ignition::{self, merge, Source, SpecVersion};
 use crate::image::layer::normalize_name;
 use crate::image::{ImageInfo, ImageRef};
-use crate::inspect::{self, Inspection};
+use crate::io::output::Output;
 use crate::io::HashWriter;
-use crate::mco;
-use crate::output::Output;
+use crate::io::Input;
 use crate::payload::{threads, Early, Payload};
 use crate::release::Release;
-use crate::select::{self, Candidate, Choice};
-use crate::target::{OcpVersion, Target};
 use crate::transport::{self, OpenOptions};
-use crate::warnings::{self, Warning};
+use crate::warnings::{Warning, Warnings};
 
 /// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
 /// (about 8 s of CPU and 210 MB of RAM at the rates below): every inline config of a
@@ -36,62 +35,6 @@ pub const V2_INLINE_WARN_BYTES: u64 = 10_000_000;
 /// between runs; `files`: 4.3-5.4).
 const V0_CPU_S_PER_MB: f64 = 0.8;
 const V0_RSS_PER_BYTE: f64 = 21.0;
-
-/// A named input; `-` is stdin.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Input {
-    /// Standard input (`-`).
-    Stdin,
-    /// A file.
-    File(PathBuf),
-}
-
-impl std::str::FromStr for Input {
-    type Err = std::convert::Infallible;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(if s == "-" {
-            Input::Stdin
-        } else {
-            Input::File(PathBuf::from(s))
-        })
-    }
-}
-
-impl std::fmt::Display for Input {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Input::Stdin => f.write_str("<stdin>"),
-            Input::File(p) => write!(f, "{}", p.display()),
-        }
-    }
-}
-
-impl Input {
-    /// Reads it all.
-    pub fn read(&self) -> Result<Vec<u8>> {
-        match self {
-            Input::Stdin => {
-                let mut b = Vec::new();
-                std::io::stdin()
-                    .read_to_end(&mut b)
-                    .context("reading stdin")?;
-                Ok(b)
-            }
-            Input::File(p) => std::fs::read(p).with_context(|| format!("reading {}", p.display())),
-        }
-    }
-}
-
-/// What the target is, as the user gave it.
-#[derive(Clone, Debug)]
-pub struct TargetArgs {
-    /// The bootimage (`--bootimage`).
-    pub bootimage: OcpVersion,
-    /// The spec to write (`--spec`); else the table's, or the base's when newer.
-    pub spec: Option<SpecVersion>,
-    /// The node's RHEL major (`--target-rhel`, `--target-os-release`); else the table's.
-    pub rhel: Option<u32>,
-}
 
 /// Remote mode: the config references a served copy of the payload.
 #[derive(Clone, Debug)]
@@ -152,28 +95,6 @@ pub struct InjectReport {
     pub release: Option<Release>,
 }
 
-/// The image's candidates, inspected.
-fn candidates(ins: &Inspection) -> Vec<Candidate> {
-    ins.binaries.iter().map(|b| b.candidate()).collect()
-}
-
-/// Chooses a binary for a target from an inspected image.
-pub fn choose(
-    ins: &Inspection,
-    target: &Target,
-    binary_path: Option<&str>,
-    force: bool,
-) -> Result<Choice> {
-    let c = candidates(ins);
-    Ok(select::choose(
-        &c,
-        ins.os_release.as_ref(),
-        target,
-        binary_path,
-        force,
-    )?)
-}
-
 /// The output spec: `--spec`, else the base's own spec when the bootimage reads it and
 /// it is newer than the default, else the table's default.
 fn output_spec(t: &TargetArgs, base: Option<&Document>, arch: &str) -> Result<Target> {
@@ -225,22 +146,22 @@ fn provenance(
 /// image, fix the target, choose the build) → render (the payload and our config) →
 /// merge (with the base) → validate → write. Nothing is written unless every stage
 /// succeeded.
-pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
+pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
     // The base stays as read; its entries are parsed one at a time (docs/inject.md).
     let base_bytes = cfg.base.as_ref().map(Input::read).transpose()?;
     let base = match (&cfg.base, &base_bytes) {
         (Some(input), Some(bytes)) => Some(Document::parse(&input.to_string(), bytes)?),
         _ => None,
     };
-    let mut plan = plan(cfg, base.as_ref())?;
+    let mut plan = plan(cfg, base.as_ref(), warnings)?;
     let Rendered {
         config,
         payload,
         staged,
     } = render(cfg, &mut plan)?;
-    let (config, notes) = merge_base(cfg, &plan, base, config)?;
+    let (config, notes) = merge_base(cfg, &plan, base, config, warnings)?;
     validate(&config, plan.target.spec)?;
-    let written = write(cfg, &plan, staged, &payload, &config)?;
+    let written = write(cfg, &plan, staged, &payload, &config, warnings)?;
     let bin = plan.chosen();
     Ok(InjectReport {
         chosen: bin.path.clone(),
@@ -248,7 +169,7 @@ pub fn inject(cfg: &InjectConfig) -> Result<InjectReport> {
         config_bytes: written.size,
         layers_read: plan.ins.read_summary(),
         notes,
-        warnings: warnings::collected(),
+        warnings: warnings.list(),
         image: plan.ins.image.clone(),
         config_sha256: written.sha256,
         payload_sha512: payload.sha512,
@@ -269,27 +190,27 @@ struct Plan {
 }
 
 impl Plan {
-    fn chosen(&self) -> &inspect::Binary {
+    fn chosen(&self) -> &choose::Binary {
         &self.ins.binaries[self.choice.index]
     }
 }
 
 /// The plan: the target (the base may raise its spec), the image and the build chosen
 /// for the target.
-fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
+fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Result<Plan> {
     let arch = cfg.open.platform.architecture.clone();
     let target = output_spec(&cfg.target, base, &arch)?;
     let binary_path = normalized_binary_path(cfg.binary_path.as_deref())?;
-    let img = transport::open(&cfg.image, &cfg.open)?;
+    let img = transport::open(&cfg.image, &cfg.open, warnings)?;
     // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
     // compressed copy are as big as the MCD.
     let spool_in = cfg.ign.spool_dir()?;
-    let spool = crate::tempfiles::dir_in(&spool_in)
+    let spool = crate::io::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
     let early = Early::start(&likely_build(binary_path.as_deref(), &target));
     // The choice of the full view, from as few layers as settle it; the build it is
     // likely to settle on is compressed while its layer streams.
-    let (ins, choice) = inspect::select(
+    let (ins, choice) = choose::select(
         &img,
         spool.path(),
         &target,
@@ -299,9 +220,9 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>) -> Result<Plan> {
     )?;
     let bin = &ins.binaries[choice.index];
     if choice.forced {
-        warnings::warn(Warning::ForcedIncompatible {
+        warnings.warn(Warning::ForcedIncompatible {
             binary: bin.path.clone(),
-            target: select::describe(&target),
+            target: rules::describe(&target),
             reasons: choice.verdict.because(),
         });
     }
@@ -404,13 +325,14 @@ fn merge_base<'a>(
     plan: &Plan,
     base: Option<Document<'a>>,
     ours: Value,
+    warnings: &Warnings,
 ) -> Result<(Document<'a>, Vec<String>)> {
     let Some(base) = base else {
         return Ok((Document::from_value(ours), Vec::new()));
     };
     let (merged, notes) = merge::merge(base, &ours, plan.target.spec, cfg.force)?;
     for change in notes.forced {
-        warnings::warn(Warning::ForcedBaseChange { change });
+        warnings.warn(Warning::ForcedBaseChange { change });
     }
     let notes = notes.info;
     Ok((merged, notes))
@@ -440,6 +362,7 @@ fn write(
     mut staged: Vec<(Output, tempfile::NamedTempFile)>,
     gz: &Payload,
     config: &Document,
+    warnings: &Warnings,
 ) -> Result<Written> {
     let mut t = cfg.ign.temp_file()?;
     // The config's sha256 is taken as it is written.
@@ -460,11 +383,11 @@ fn write(
     let sha256 = w.hex();
     log::info!("config written: {size} bytes");
     if plan.target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
-        warnings::warn(v2_size_warning(size));
+        warnings.warn(v2_size_warning(size));
     }
 
     // Everything is ready: commit the payload (remote mode), then the config.
-    warnings::check_strict()?;
+    warnings.check_strict()?;
     staged.push((cfg.ign.clone(), t));
     for (out, t) in staged {
         out.commit(t, 0o644)?;
@@ -482,210 +405,6 @@ pub fn v2_size_warning(len: u64) -> Warning {
         cpu_seconds: len as f64 / 1e6 * V0_CPU_S_PER_MB,
         ram_bytes: (len as f64 * V0_RSS_PER_BYTE) as u64,
     }
-}
-
-/// Everything `verify` needs, parsed.
-#[derive(Clone, Debug)]
-pub struct VerifyConfig {
-    /// The config to check.
-    pub ign: Input,
-    /// The target (`--bootimage`, ...); else the config's provenance names it.
-    pub target: Option<TargetArgs>,
-    /// An image to check the payload against (`--image`): the build `inject` chooses.
-    pub image: Option<(ImageRef, OpenOptions)>,
-    /// The payload file of a remote-mode config (`--payload`).
-    pub payload: Option<PathBuf>,
-    /// The node's architecture (`--platform`).
-    pub arch: String,
-}
-
-/// The outcome of `verify`.
-#[derive(Debug)]
-pub struct VerifyReport {
-    /// The checks that passed, one line each.
-    pub passed: Vec<String>,
-    /// The checks that failed, one line each.
-    pub problems: Vec<String>,
-    /// The config's spec.
-    pub spec: String,
-    /// sha256 of the binary the payload holds, when it could be read.
-    pub binary_sha256: Option<String>,
-    /// The config's provenance record.
-    pub provenance: Option<Value>,
-}
-
-/// Runs `verify`: the config's own checks (spec, payload hashes, units), then the
-/// target (`--bootimage`, else the config's provenance), the firstboot path it needs,
-/// whether the binary fits it, and with `--image` whether it is the build `inject`
-/// chooses.
-pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport> {
-    let bytes = cfg.ign.read()?;
-    let spool =
-        crate::tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
-    let v = verify::verify(
-        &cfg.ign.to_string(),
-        &bytes,
-        cfg.payload.as_deref(),
-        spool.path(),
-    )?;
-    let mut checks = Checks {
-        passed: v.passed.clone(),
-        problems: v.problems.clone(),
-    };
-    let target = verify_target(cfg, &v, &mut checks);
-    if let Some(t) = &target {
-        check_firstboot_path(t, &v, &mut checks);
-        if let Some(bin) = &v.binary {
-            check_binary_fits(bin.path(), t, &mut checks);
-        }
-    }
-    if let (Some((r, o)), Some(t)) = (&cfg.image, &target) {
-        check_chosen_build(r, o, t, &v, spool.path(), &mut checks)?;
-    }
-    Ok(VerifyReport {
-        passed: checks.passed,
-        problems: checks.problems,
-        spec: v.spec.as_str().to_string(),
-        binary_sha256: v.binary_sha256.clone(),
-        provenance: v.provenance.clone(),
-    })
-}
-
-/// The lines of a `verify` run.
-struct Checks {
-    passed: Vec<String>,
-    problems: Vec<String>,
-}
-
-impl Checks {
-    fn check(&mut self, ok: bool, line: String) {
-        if ok {
-            self.passed.push(line);
-        } else {
-            self.problems.push(line);
-        }
-    }
-}
-
-/// The target to check against: `--bootimage`, else the one the config's provenance
-/// names, at the config's spec.
-fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) -> Option<Target> {
-    let from_provenance = v
-        .provenance
-        .as_ref()
-        .and_then(|p| p["target"]["bootimage"].as_str())
-        .and_then(|s| s.parse::<OcpVersion>().ok());
-    let target_args = match (&cfg.target, from_provenance) {
-        (Some(t), _) => TargetArgs {
-            spec: Some(v.spec),
-            ..t.clone()
-        },
-        (None, Some(b)) => TargetArgs {
-            bootimage: b,
-            spec: Some(v.spec),
-            rhel: v.provenance.as_ref().and_then(|p| {
-                p["target"]["rhel"]
-                    .as_u64()
-                    .and_then(|r| u32::try_from(r).ok())
-            }),
-        },
-        (None, None) => {
-            checks
-                .problems
-                .push("no target: pass --bootimage (the config has no provenance)".into());
-            return None;
-        }
-    };
-    match Target::new(
-        target_args.bootimage,
-        target_args.spec,
-        target_args.rhel,
-        &cfg.arch,
-    ) {
-        Ok(target) => {
-            checks.passed.push(format!(
-                "bootimage {} reads spec {}",
-                target.bootimage, target.spec
-            ));
-            Some(target)
-        }
-        Err(e) => {
-            checks.problems.push(e.to_string());
-            None
-        }
-    }
-}
-
-/// 4.1-4.5 bootimages need `pivot.service` masked; later ones must keep it.
-fn check_firstboot_path(t: &Target, v: &verify::Verified, checks: &mut Checks) {
-    if t.has_legacy_firstboot() != verify::masks_legacy(v) {
-        checks.problems.push(format!(
-            "bootimage {} {} pivot.service masked",
-            t.bootimage,
-            if t.has_legacy_firstboot() {
-                "needs"
-            } else {
-                "should not have"
-            }
-        ));
-    }
-}
-
-/// The payload's binary against the target's compatibility rules.
-fn check_binary_fits(bin: &std::path::Path, t: &Target, checks: &mut Checks) {
-    match elf::read_facts(bin) {
-        Ok(f) => {
-            let verdict = select::verdict(&f, t);
-            let line = format!(
-                "the binary ({}) {} {}: {}",
-                f.summary(),
-                if verdict.compatible {
-                    "fits"
-                } else {
-                    "does NOT fit"
-                },
-                select::describe(t),
-                verdict.because()
-            );
-            checks.check(verdict.compatible, line);
-        }
-        Err(e) => checks
-            .problems
-            .push(format!("the payload is not an ELF binary: {e:#}")),
-    }
-}
-
-/// The payload against the build `inject` chooses from the image for the target.
-fn check_chosen_build(
-    r: &ImageRef,
-    o: &OpenOptions,
-    t: &Target,
-    v: &verify::Verified,
-    spool: &std::path::Path,
-    checks: &mut Checks,
-) -> Result<()> {
-    let img = transport::open(r, o)?;
-    let ins = inspect::inspect(&img, spool)?;
-    match choose(&ins, t, None, false) {
-        Ok(c) => {
-            let chosen = &ins.binaries[c.index];
-            let want = chosen.sha256.hex().to_string();
-            if v.binary_sha256.as_deref() == Some(want.as_str()) {
-                checks.passed.push(format!(
-                    "the payload is {} of {r}, the binary inject chooses",
-                    chosen.path
-                ));
-            } else {
-                checks.problems.push(format!(
-                    "inject would choose {} (sha256 {want}), the payload is {}",
-                    chosen.path,
-                    v.binary_sha256.as_deref().unwrap_or("unreadable")
-                ));
-            }
-        }
-        Err(e) => checks.problems.push(format!("{e:#}")),
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,33 +4,36 @@
 //!
 //! # The library API
 //!
-//! The jobs of the command line, as functions of plain config structs:
-//! - [`inject::inject`] and [`inject::verify`] (configs [`inject::InjectConfig`],
-//!   [`inject::VerifyConfig`]), with their JSON reports in [`report`];
+//! The modules follow the pipeline. The jobs, as functions of plain config structs:
+//! - [`inject::inject`] ([`inject::InjectConfig`]): the main job;
+//! - [`verify::verify`] ([`verify::VerifyConfig`]): a config checked as the node uses it;
 //! - [`extract::extract`]: one file out of an image, written atomically;
-//! - [`inspect::inspect`] and [`inspect::select`]: what an image holds that matters here,
-//!   and the build chosen for a target;
+//! - [`choose::inspect`]: what an image holds that matters here;
 //! - [`registry::pull`]: fill the local cache for later offline runs;
 //! - [`release::resolve`]: the MCO image an OpenShift release image names.
 //!
-//! Their inputs and outputs: [`transport`] (opening an image of any transport:
-//! [`transport::open`]), [`image`] (references, the on-disk transports, layers and the
-//! merged file view; no network), [`registry`]'s
-//! options (credentials, mirrors, signature policy), [`target`] (the bootimage table),
-//! [`select`], [`elf`] and [`osrelease`] (verdicts and the facts they rest on),
-//! [`mco`] (where MCO images keep their MCD builds), [`ignition`] (data URLs, specs,
-//! their schemas), [`output`] (outputs that are complete or untouched) and
-//! [`warnings`] (typed warnings, `--strict`).
+//! What they rest on, each depending only on the ones after it:
+//! - [`choose`]: the one place that decides the build: [`choose::select`] reads as few
+//!   layers as settle the choice; its rules ([`choose::rules`]), the bootimage table
+//!   ([`choose::target`]), ELF and os-release facts, MCO's naming ([`choose::mco`]);
+//! - `payload` (private): the chosen build, gzip-compressed in fixed members;
+//! - [`ignition`]: the neutral model of what goes on the node, its renderers per spec,
+//!   merging with a base config, verification, schemas;
+//! - [`transport`] (opening an image of any transport), [`registry`] (the `docker://`
+//!   transport, its cache, credentials, mirrors, signature policy) and [`image`]
+//!   (references, the on-disk transports, layers and the merged file view; no network);
+//! - [`output`] (outputs that are complete or untouched), [`Input`], and [`warnings`]
+//!   (typed warnings, returned in each job's report).
 //!
 //! ```no_run
 //! use mcd_inject::image::ImageRef;
 //! use mcd_inject::transport::{self, OpenOptions};
-//! use mcd_inject::inspect;
+//! use mcd_inject::choose;
 //!
 //! let reference: ImageRef = "oci:fixtures/mco-small:latest".parse()?;
-//! let img = transport::open(&reference, &OpenOptions::default())?;
+//! let img = transport::open(&reference, &OpenOptions::default(), &Default::default())?;
 //! let spool = tempfile::tempdir()?;
-//! for b in inspect::inspect(&img, spool.path())?.binaries {
+//! for b in choose::inspect(&img, spool.path())?.binaries {
 //!     println!("{} {}", b.sha256, b.path);
 //! }
 //! # Ok::<(), anyhow::Error>(())
@@ -42,37 +45,30 @@
 
 #![warn(missing_docs)]
 
-mod app;
-mod cache;
-mod cli;
-mod clidoc;
-pub mod elf;
+mod cmdline;
+
 pub mod extract;
-#[doc(hidden)]
-pub mod fuzzing;
+pub mod inject;
+pub mod release;
+pub mod verify;
+
+pub mod choose;
 pub mod ignition;
 pub mod image;
-pub mod inject;
-pub mod inspect;
-mod io;
-mod json;
-mod logging;
-pub mod mco;
-pub mod osrelease;
-pub mod output;
 mod payload;
 pub mod registry;
-pub mod release;
-pub mod report;
-pub mod select;
-pub mod target;
-mod tempfiles;
 pub mod transport;
+
+mod io;
+pub use io::{output, Input};
 pub mod warnings;
+
+#[doc(hidden)]
+pub mod fuzzing;
 
 /// The `mcd-inject` binary: parses this process's command line, runs it, and gives the
 /// exit code. Not part of the library API.
 #[doc(hidden)]
 pub fn run_cli() -> std::process::ExitCode {
-    app::main()
+    cmdline::main()
 }

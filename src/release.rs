@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::image::fs::MergedFs;
 use crate::image::{Digest, DockerRef, ImageRef};
 use crate::transport::{self, OpenOptions};
+use crate::warnings::Warnings;
 
 /// Where a release image lists the images of its payload.
 pub const IMAGE_REFERENCES: &str = "/release-manifests/image-references";
@@ -153,7 +154,7 @@ fn read_small(fs: &mut MergedFs, path: &str, release: &str) -> Result<Vec<u8>> {
 }
 
 /// Reads a release image and returns what it says, with the MCO reference.
-pub fn resolve(release: &ImageRef, opts: &OpenOptions) -> Result<Release> {
+pub fn resolve(release: &ImageRef, opts: &OpenOptions, warnings: &Warnings) -> Result<Release> {
     let digest = match release {
         ImageRef::Docker(d) => Some(d.digest.clone().ok_or_else(|| {
             anyhow!(
@@ -164,7 +165,7 @@ pub fn resolve(release: &ImageRef, opts: &OpenOptions) -> Result<Release> {
         })?),
         _ => None,
     };
-    let img = transport::open(release, opts)?;
+    let img = transport::open(release, opts, warnings)?;
     let spool = tempfile::tempdir().context("creating a spool directory")?;
     let wanted = [IMAGE_REFERENCES, RELEASE_METADATA].map(|p| p.trim_start_matches('/'));
     let mut fs = MergedFs::new(&img, spool.path(), move |n| wanted.contains(&n));
@@ -246,7 +247,10 @@ mod tests {
     #[test]
     fn a_release_tag_is_refused_before_any_network() {
         let r: ImageRef = "docker://127.0.0.1:1/ocp/release:4.16".parse().unwrap();
-        let e = format!("{:#}", resolve(&r, &OpenOptions::default()).unwrap_err());
+        let e = format!(
+            "{:#}",
+            resolve(&r, &OpenOptions::default(), &Warnings::default()).unwrap_err()
+        );
         assert!(e.contains("by digest"), "{e}");
     }
 }

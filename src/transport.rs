@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use crate::image::{self, Image, ImageRef, Platform, DEFAULT_MAX_FILE_SIZE};
 use crate::registry::{self, RegistryOptions};
+use crate::warnings::Warnings;
 
 /// Options that choose among the images a reference may name, and how to reach them.
 #[derive(Clone, Debug)]
@@ -32,10 +33,12 @@ impl Default for OpenOptions {
 }
 
 /// Opens an image of any transport: reads and verifies its manifest and configuration.
-pub fn open(reference: &ImageRef, opts: &OpenOptions) -> Result<Image> {
+/// What the registry and its cache warn about, now or as layers are read, goes to
+/// `warnings`.
+pub fn open(reference: &ImageRef, opts: &OpenOptions, warnings: &Warnings) -> Result<Image> {
     let mut image = match reference {
         ImageRef::Docker(docker) => {
-            registry::open(reference, docker, &opts.platform, &opts.registry)?
+            registry::open(reference, docker, &opts.platform, &opts.registry, warnings)?
         }
         _ => image::open_local(reference, &opts.platform)?,
     };

@@ -1,19 +1,17 @@
 //! Warnings: what a run did that works but deserves attention, kept apart from errors.
 //!
 //! Every warning the tool gives is a [`Warning`], and its message is defined here, in
-//! [`Warning`]'s `Display`. Code that notices something calls [`warn`]; the warning
-//! goes to a process-wide report (like `log`'s logger: the registry and the cache sit
-//! too deep under the jobs to hand a collector down to them). The binary turns on
-//! [`echo`], which prints each warning once, as it happens, as `warning: MESSAGE` on
-//! stderr, and puts [`collected`] into its `--json` reports. With [`set_strict`]
-//! (`--strict`), [`check_strict`] fails once any warning was given: the jobs call it
-//! before they commit an output, so a strict run that warns leaves its outputs
-//! untouched.
+//! [`Warning`]'s `Display`. Each job is handed the [`Warnings`] of its run, passes it
+//! down to what it calls (the registry and the cache among them), and returns what
+//! was given in its report. The binary makes it with an echo, which prints each
+//! warning once, as it happens, as `warning: MESSAGE` on stderr, and puts the report's
+//! warnings into its `--json` reports. Made strict (`--strict`),
+//! [`Warnings::check_strict`] fails once any warning was given: the jobs call it before
+//! they commit an output, so a strict run that warns leaves its outputs untouched.
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -151,48 +149,74 @@ pub fn to_json(warnings: &[Warning]) -> Value {
     Value::Array(warnings.iter().map(Warning::to_json).collect())
 }
 
-static REPORT: Mutex<Vec<Warning>> = Mutex::new(Vec::new());
-static ECHO: AtomicBool = AtomicBool::new(false);
-static STRICT: AtomicBool = AtomicBool::new(false);
-
-fn report() -> std::sync::MutexGuard<'static, Vec<Warning>> {
-    // A panic while holding the lock leaves a list that is still whole.
-    REPORT.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The one form of a warning on stderr.
 pub fn line(w: &Warning) -> String {
     format!("warning: {w}")
 }
 
-/// Gives a warning: adds it to the report, and prints it when [`echo`] is on.
-pub fn warn(w: Warning) {
-    if ECHO.load(Ordering::Relaxed) {
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "{}", line(&w));
+/// The warnings of one run, in the order given. Clones share the list: the job and
+/// what it calls add to the same run's warnings.
+#[derive(Clone, Default)]
+pub struct Warnings(Arc<Run>);
+
+#[derive(Default)]
+struct Run {
+    list: Mutex<Vec<Warning>>,
+    strict: bool,
+    echo: Option<fn(&Warning)>,
+}
+
+impl fmt::Debug for Warnings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Warnings")
+            .field("list", &self.list())
+            .field("strict", &self.0.strict)
+            .finish()
     }
-    report().push(w);
 }
 
-/// Prints each warning on stderr as it is given (the binary's choice; off by default).
-pub fn echo(on: bool) {
-    ECHO.store(on, Ordering::Relaxed);
-}
+impl Warnings {
+    /// The warnings of a new run: `strict` makes [`Warnings::check_strict`] fail once
+    /// any is given; `echo` is called with each as it is given.
+    pub fn new(strict: bool, echo: Option<fn(&Warning)>) -> Self {
+        Warnings(Arc::new(Run {
+            list: Mutex::default(),
+            strict,
+            echo,
+        }))
+    }
 
-/// Makes [`check_strict`] fail once any warning was given (`--strict`).
-pub fn set_strict(on: bool) {
-    STRICT.store(on, Ordering::Relaxed);
-}
+    /// Gives a warning.
+    pub fn warn(&self, w: Warning) {
+        if let Some(echo) = self.0.echo {
+            echo(&w);
+        }
+        // A panic while holding the lock leaves a list that is still whole.
+        self.0
+            .list
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w);
+    }
 
-/// The warnings given so far, in order.
-pub fn collected() -> Vec<Warning> {
-    report().clone()
-}
+    /// The warnings given so far, in order.
+    pub fn list(&self) -> Vec<Warning> {
+        self.0
+            .list
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 
-/// Forgets the warnings given so far (a library running several jobs in one process
-/// calls it between them).
-pub fn clear() {
-    report().clear();
+    /// Fails when the run is strict and a warning was given. Jobs call it before they
+    /// commit an output.
+    pub fn check_strict(&self) -> Result<(), StrictFailure> {
+        let count = self.list().len();
+        if self.0.strict && count > 0 {
+            return Err(StrictFailure { count });
+        }
+        Ok(())
+    }
 }
 
 /// Why a `--strict` run failed.
@@ -204,16 +228,6 @@ pub fn clear() {
 pub struct StrictFailure {
     /// How many warnings were given.
     pub count: usize,
-}
-
-/// Fails when `--strict` is on and a warning was given. Jobs call it before they
-/// commit an output.
-pub fn check_strict() -> Result<(), StrictFailure> {
-    let count = report().len();
-    if STRICT.load(Ordering::Relaxed) && count > 0 {
-        return Err(StrictFailure { count });
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -231,6 +245,23 @@ mod tests {
         assert_eq!(v["index"], "cache/index.json");
         assert_eq!(v["message"], w.to_string());
         assert!(line(&w).starts_with("warning: the cache index cache/index.json"));
+    }
+
+    #[test]
+    fn runs_keep_their_own_warnings_and_strictness() {
+        let w = || Warning::CacheIndexRebuilt {
+            index: PathBuf::from("index.json"),
+            why: "EOF".into(),
+        };
+        let (a, b) = (Warnings::new(true, None), Warnings::new(false, None));
+        assert!(a.check_strict().is_ok());
+        a.clone().warn(w());
+        b.warn(w());
+        b.warn(w());
+        assert_eq!(a.list(), vec![w()]);
+        assert_eq!(b.list().len(), 2);
+        assert_eq!(a.check_strict().unwrap_err().count, 1);
+        assert!(b.check_strict().is_ok(), "only a strict run fails");
     }
 
     #[test]

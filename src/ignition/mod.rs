@@ -394,22 +394,19 @@ pub struct ParseError {
     pub line: usize,
     /// The column on that line (1-based).
     pub column: usize,
-    /// What the parser says.
+    /// The kind of error, in words that quote nothing of the config (a config may
+    /// hold secrets: `--base` is the cluster's own).
     pub msg: String,
 }
 
 impl ParseError {
-    /// The error serde_json gives for `name`, its place split out of the message.
+    /// The error serde_json gives for `name`: its place and kind.
     pub fn new(name: &str, e: serde_json::Error) -> ParseError {
-        let full = e.to_string();
         ParseError {
             name: name.to_string(),
             line: e.line(),
             column: e.column(),
-            msg: match full.rfind(" at line ") {
-                Some(i) => full[..i].to_string(),
-                None => full,
-            },
+            msg: crate::io::parse::json_kind(&e),
         }
     }
 }

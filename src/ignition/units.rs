@@ -1,4 +1,4 @@
-//! What this tool puts on the node (DESIGN.md §7), as a neutral [`Config`]: the
+//! What this tool puts on the node (docs/design.md, "What the config puts on the node"), as a neutral [`Config`]: the
 //! payload, the install script and its unit, the firstboot unit, the symlink, the
 //! legacy switches and the provenance record.
 

@@ -1,4 +1,4 @@
-//! The merged filesystem of an image, answered top-down and lazily (DESIGN.md §4).
+//! The merged filesystem of an image, answered top-down and lazily (docs/design.md, "Reading one file from a layered image").
 //!
 //! A path is walked from the root one component at a time, as the kernel would, with
 //! symlinks resolved inside the image. Each component is looked up from the top layer

@@ -20,6 +20,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
 use serde::Deserialize;
 
+use crate::io::parse;
+
 /// A user name and password (or token). Never printed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
@@ -266,18 +268,17 @@ fn find_in(
     registry: &str,
     repository: &str,
 ) -> Result<Option<Credentials>> {
-    // Never echo the file's content: serde's messages quote only positions and types.
+    // Never echo the file's content: `parse` names the place and the kind only.
+    let origin = path.display().to_string();
     let file: AuthFile = if path.file_name().is_some_and(|n| n == ".dockercfg") {
         // The legacy format: the `auths` map itself.
         AuthFile {
-            auths: serde_json::from_slice(bytes)
-                .map_err(|e| anyhow!("auth file {} is malformed: {e}", path.display()))?,
+            auths: parse::json(bytes, &origin, "auth file")?,
             cred_helpers: Default::default(),
             creds_store: None,
         }
     } else {
-        serde_json::from_slice(bytes)
-            .map_err(|e| anyhow!("auth file {} is malformed: {e}", path.display()))?
+        parse::json(bytes, &origin, "auth file")?
     };
     if let Some(helper) = file
         .cred_helpers

@@ -20,9 +20,9 @@ use super::auth::Credentials;
 use super::progress::{Progress, ProgressMode};
 use super::verify::{Spool, VerifyingReader};
 use super::RegistryOptions;
-use crate::cache::Cache;
 use crate::image::{Digest, MAX_METADATA_BYTES};
 use crate::io::{read_at_most, LowSpeedReader, SpeedWindow};
+use crate::registry::cache::Cache;
 
 /// Manifest media types we ask for. Schema1 is accepted on the wire only so that it can
 /// be refused with a clear message.

@@ -24,6 +24,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
 use crate::image::DockerRef;
+use crate::io::parse;
 
 /// Which pulls a mirror serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,8 +197,7 @@ impl Mirrors {
     }
 
     fn add_registries_toml(&mut self, text: &str, origin: &str) -> Result<()> {
-        let file: ConfFile = toml::from_str(text)
-            .map_err(|e| anyhow!("{origin} is not a valid registries.conf (version 2): {e}"))?;
+        let file: ConfFile = parse::toml(text, origin, "registries.conf (version 2)")?;
         for (i, r) in file.registry.into_iter().enumerate() {
             let at = format!("{origin}: [[registry]] #{}", i + 1);
             let prefix = match (r.prefix.is_empty(), r.location.is_empty()) {
@@ -252,8 +252,7 @@ impl Mirrors {
         let mut found = 0;
         for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
             let at = format!("{origin}: document {}", i + 1);
-            let v = serde_yaml_ng::Value::deserialize(doc)
-                .map_err(|e| anyhow!("{at} is not valid YAML: {e}"))?;
+            let v = parse::yaml_value(doc, text, &at, "YAML document")?;
             if v.is_null() {
                 continue;
             }
@@ -709,7 +708,7 @@ spec:
                 "kind: ImageDigestMirrorSet\nspec:\n  imageDigestMirrors:\n  - source: a.example/b\n    mirrorSourcePolicy: Sometimes\n    mirrors: [m.example/b]\n",
                 "Sometimes",
             ),
-            ("kind: ImageDigestMirrorSet\nspec: [\n", "not valid YAML"),
+            ("kind: ImageDigestMirrorSet\nspec: [\n", "YAML syntax error at line"),
             ("", "no mirrors in it"),
         ] {
             let e = format!("{:#}", m.add_openshift_yaml(text, "f.yaml").unwrap_err());

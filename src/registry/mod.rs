@@ -9,6 +9,7 @@
 //! `offline` the network is never used.
 
 pub(crate) mod auth;
+pub(crate) mod cache;
 mod client;
 pub(crate) mod mirrors;
 pub(crate) mod policy;
@@ -21,7 +22,6 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use oci_spec::image::ImageManifest;
 
-use crate::cache::{Cache, CachedRef};
 use crate::image::oci::{
     check_blob, choose_platform, descriptor_digest, layers_of, parse_document, ConfigFacts,
     Document,
@@ -29,7 +29,8 @@ use crate::image::oci::{
 use crate::image::{
     BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, Platform,
 };
-use crate::warnings::{self, Warning};
+use crate::registry::cache::{Cache, CachedRef};
+use crate::warnings::{Warning, Warnings};
 pub use auth::{AuthFiles, Credentials};
 #[doc(hidden)]
 pub use client::parse_challenge;
@@ -81,12 +82,12 @@ impl Default for RegistryOptions {
 }
 
 impl RegistryOptions {
-    fn cache(&self) -> Result<Cache> {
+    fn cache(&self, warnings: &Warnings) -> Result<Cache> {
         let dir = match &self.cache_dir {
             Some(d) => d.clone(),
             None => Cache::default_dir()?,
         };
-        Cache::open_with(&dir, self.offline)
+        Cache::open_with(&dir, self.offline, warnings)
     }
 }
 
@@ -198,11 +199,12 @@ pub(crate) fn open(
     docker: &DockerRef,
     platform: &Platform,
     ropts: &RegistryOptions,
+    warnings: &Warnings,
 ) -> Result<Image> {
     if ropts.offline {
         let fetcher = Fetcher {
             reference: docker.clone(),
-            cache: ropts.cache()?,
+            cache: ropts.cache(warnings)?,
             client: None,
         };
         return open_with(reference, docker, platform, ropts, fetcher, None, None);
@@ -213,13 +215,13 @@ pub(crate) fn open(
         let attempt = endpoint_client(ep, ropts).and_then(|client| {
             let fetcher = Fetcher {
                 reference: docker.clone(),
-                cache: ropts.cache()?,
+                cache: ropts.cache(warnings)?,
                 client: Some(client),
             };
             let served_by = (endpoints.len() > 1 || ep.mirror).then(|| ep.to_string());
             // Digest pulls: a layer this endpoint lacks may come from the ones after it.
             let fallbacks = (docker.digest.is_some() && i + 1 < endpoints.len())
-                .then(|| Fallbacks::new(ep, &endpoints[i + 1..], ropts));
+                .then(|| Fallbacks::new(ep, &endpoints[i + 1..], ropts, warnings));
             open_with(
                 reference, docker, platform, ropts, fetcher, served_by, fallbacks,
             )
@@ -227,7 +229,7 @@ pub(crate) fn open(
         match attempt {
             Ok(img) => {
                 if !failures.is_empty() {
-                    warnings::warn(Warning::MirrorFallback {
+                    warnings.warn(Warning::MirrorFallback {
                         object: docker.to_string(),
                         served_by: ep.to_string(),
                         failed: failures,
@@ -361,15 +363,22 @@ struct Fallbacks {
     endpoints: Vec<Endpoint>,
     clients: Vec<std::cell::OnceCell<Client>>,
     opts: RegistryOptions,
+    warnings: Warnings,
 }
 
 impl Fallbacks {
-    fn new(ep: &Endpoint, rest: &[Endpoint], opts: &RegistryOptions) -> Fallbacks {
+    fn new(
+        ep: &Endpoint,
+        rest: &[Endpoint],
+        opts: &RegistryOptions,
+        warnings: &Warnings,
+    ) -> Fallbacks {
         Fallbacks {
             served_by: ep.to_string(),
             endpoints: rest.to_vec(),
             clients: rest.iter().map(|_| std::cell::OnceCell::new()).collect(),
             opts: opts.clone(),
+            warnings: warnings.clone(),
         }
     }
 }
@@ -412,7 +421,7 @@ impl BlobSource for RegistrySource {
             let c = cell.get().expect("set above");
             match c.blob_stream(&layer.digest, layer.size, &f.cache) {
                 Ok(stream) => {
-                    warnings::warn(Warning::MirrorFallback {
+                    fb.warnings.warn(Warning::MirrorFallback {
                         object: format!("{}: layer {}", f.reference, layer.digest),
                         served_by: ep.to_string(),
                         failed: tried,
@@ -448,13 +457,18 @@ pub struct PullReport {
     pub fetched: usize,
     /// The cache directory.
     pub cache: PathBuf,
+    /// The warnings of the run.
+    #[serde(skip)]
+    pub warnings: Vec<Warning>,
 }
 
-/// Fills the cache with everything `--offline` runs need for this reference.
+/// Fills the cache with everything `--offline` runs need for this reference; a cache
+/// repair or a mirror fallback on the way is a warning of `warnings`.
 pub fn pull(
     reference: &ImageRef,
     platform: &Platform,
     ropts: &RegistryOptions,
+    warnings: &Warnings,
 ) -> Result<PullReport> {
     let ImageRef::Docker(docker) = reference else {
         bail!("{reference}: pull only applies to registry references (docker://...)");
@@ -462,8 +476,8 @@ pub fn pull(
     if ropts.offline {
         bail!("pull cannot run with --offline");
     }
-    let image = open(reference, docker, platform, ropts)?;
-    let cache = ropts.cache()?;
+    let image = open(reference, docker, platform, ropts, warnings)?;
+    let cache = ropts.cache(warnings)?;
     let mut fetched = 0;
     for layer in &image.info.layers {
         // A cached layer that fails its digest is removed (with a warning) and fetched
@@ -485,5 +499,6 @@ pub fn pull(
         image: image.info.clone(),
         fetched,
         cache: cache.root().to_path_buf(),
+        warnings: warnings.list(),
     })
 }

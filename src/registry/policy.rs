@@ -23,6 +23,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::image::{Digest, DockerRef};
+use crate::io::parse;
 use crate::io::read_at_most;
 
 /// The default policy file, as the containers tools read it.
@@ -160,8 +161,7 @@ impl Policy {
     }
 
     fn parse(bytes: &[u8], origin: &str, registries_d: Option<PathBuf>) -> Result<Policy> {
-        let doc: PolicyDoc = serde_json::from_slice(bytes)
-            .map_err(|e| anyhow!("signature policy {origin} is malformed: {e}"))?;
+        let doc: PolicyDoc = parse::json(bytes, origin, "signature policy")?;
         let check = |reqs: &[Requirement], scope: &str| -> Result<()> {
             if reqs.is_empty() {
                 bail!("signature policy {origin}: {scope} has no requirements");
@@ -301,8 +301,7 @@ impl Policy {
         for f in files {
             let text =
                 std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-            let c: RegistriesD = serde_yaml_ng::from_str(&text)
-                .map_err(|e| anyhow!("{} is not a valid registries.d file: {e}", f.display()))?;
+            let c: RegistriesD = parse::yaml(&text, &f.display().to_string(), "registries.d file")?;
             if c.default_docker.is_some() {
                 merged.default_docker = c.default_docker;
             }
@@ -667,7 +666,10 @@ mod tests {
     fn malformed_policies_are_refused() {
         for (text, want) in [
             (r#"{"default":[]}"#, "no requirements"),
-            (r#"{"default":[{"type":"maybe"}]}"#, "malformed"),
+            (
+                r#"{"default":[{"type":"maybe"}]}"#,
+                "not a valid signature policy",
+            ),
             (
                 r#"{"default":[{"type":"signedBy","keyType":"X509","keyPath":"/k"}]}"#,
                 "keyType",

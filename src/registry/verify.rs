@@ -10,8 +10,8 @@ use std::thread::JoinHandle;
 use sha2::{Digest as _, Sha256};
 use tempfile::NamedTempFile;
 
-use crate::cache::Cache;
 use crate::image::Digest;
+use crate::registry::cache::Cache;
 
 /// Chunks in flight between the reader and the hashing thread.
 const QUEUE: usize = 32;

@@ -1,4 +1,4 @@
-//! The configs `inject` writes, checked by the real thing (DESIGN.md §8): Debian's
+//! The configs `inject` writes, checked by the real thing (docs/development.md, "Real components"): Debian's
 //! `ignition` 2.14 validates every spec 3.0-3.3 output and applies it to a scratch
 //! root; systemd's `systemctl --root` and `systemd-analyze verify` judge the units; the
 //! install script runs against the root. Spec 2.2 outputs, which no Debian tool reads,
@@ -408,7 +408,7 @@ fn every_row_default_and_newest_spec_validate_with_the_real_ignition() {
     let dir = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for row in mcd_inject::target::BOOTIMAGES {
+    for row in mcd_inject::choose::target::BOOTIMAGES {
         let boot = row.version.to_string();
         for (spec, want) in [(None, row.default_spec), (Some(row.max_spec), row.max_spec)] {
             let spec_arg = spec.map(|s| s.to_string());

@@ -7,10 +7,10 @@
 use std::path::Path;
 
 use crate::harness::{fixture, fixture_list};
+use mcd_inject::choose as inspect;
+use mcd_inject::choose::target::{Target, BOOTIMAGES};
 use mcd_inject::image::{ImageRef, Platform};
-use mcd_inject::target::{Target, BOOTIMAGES};
 use mcd_inject::transport::{self, OpenOptions};
-use mcd_inject::{inject, inspect};
 
 /// What a choice came to: the chosen path and its sha256, or the error.
 fn outcome(r: anyhow::Result<(String, String)>) -> Result<(String, String), String> {
@@ -31,7 +31,7 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                     platform: platform.parse::<Platform>().unwrap(),
                     ..OpenOptions::default()
                 };
-                let img = match transport::open(&reference, &opts) {
+                let img = match transport::open(&reference, &opts, &Default::default()) {
                     Ok(i) => i,
                     // Hostile fixtures may fail to open; nothing to choose from.
                     Err(_) => continue,
@@ -47,7 +47,7 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                         full.as_ref()
                             .map_err(|e| anyhow::anyhow!("{e:#}"))
                             .and_then(|ins| {
-                                let c = inject::choose(ins, &target, None, false)?;
+                                let c = inspect::from_inspection(ins, &target, None, false)?;
                                 let b = &ins.binaries[c.index];
                                 Ok((b.path.clone(), b.sha256.to_string()))
                             }),
@@ -122,6 +122,7 @@ fn builds() -> (Vec<u8>, Vec<u8>) {
     let img = transport::open(
         &fx.reference("oci").parse().unwrap(),
         &OpenOptions::default(),
+        &Default::default(),
     )
     .unwrap();
     let spool = tempfile::tempdir().unwrap();
@@ -142,11 +143,11 @@ const RHEL8: &str = "usr/bin/machine-config-daemon.rhel8";
 
 /// (chosen path, layers read) for a bootimage, checked against the full view.
 fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String> {
-    let img = transport::open(r, &OpenOptions::default()).unwrap();
+    let img = transport::open(r, &OpenOptions::default(), &Default::default()).unwrap();
     let target = Target::new(bootimage.parse().unwrap(), None, None, "amd64").unwrap();
     let spool = tempfile::tempdir().unwrap();
     let full = inspect::inspect(&img, spool.path()).unwrap();
-    let want = inject::choose(&full, &target, None, false)
+    let want = inspect::from_inspection(&full, &target, None, false)
         .map(|c| full.binaries[c.index].path.clone())
         .map_err(|e| format!("{e:#}"));
     let spool = tempfile::tempdir().unwrap();

@@ -306,7 +306,7 @@ fn inspect_shows_elf_facts_and_verdicts() {
     assert!(verdict(rhel9, "4.16"));
     assert!(verdict(rhel9, "5.0"));
     // A verdict for every row of the table, in its order.
-    let rows: Vec<String> = mcd_inject::target::BOOTIMAGES
+    let rows: Vec<String> = mcd_inject::choose::target::BOOTIMAGES
         .iter()
         .map(|b| b.version.to_string())
         .collect();

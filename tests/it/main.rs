@@ -16,6 +16,7 @@ mod inject_large;
 mod inject_layers;
 mod inject_merge;
 mod inject_select;
+mod layering;
 mod outputs;
 mod registry;
 mod release;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A real systemd boot of a root that real Ignition wrote (DESIGN.md §10), for the boot
-# tests in tests/it/boot.rs.
+# A real systemd boot of a root that real Ignition wrote (docs/development.md, "Boot
+# tests"), for the boot tests in tests/it/boot.rs.
 #
 #   boot-root.sh base DIR          debootstrap a minimal Debian root with systemd (once
 #                                  per run of the suite; the mirror is the machine's)

@@ -4,8 +4,9 @@
 use serde_json::{json, Value};
 
 use crate::image::ImageInfo;
-use crate::inject::{InjectReport, VerifyReport};
+use crate::inject::InjectReport;
 use crate::release::Release;
+use crate::verify::VerifyReport;
 use crate::warnings;
 
 fn image_json(i: &ImageInfo) -> Value {
@@ -59,6 +60,6 @@ pub fn verify_json(r: &VerifyReport, config: &str) -> Value {
         "provenance": r.provenance,
         "passed": r.passed,
         "problems": r.problems,
-        "warnings": warnings::to_json(&warnings::collected()),
+        "warnings": warnings::to_json(&r.warnings),
     })
 }

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::extract::ExtractReport;
 use crate::image::ImageInfo;
-use crate::output::Output;
+use crate::io::output::Output;
 use crate::registry::PullReport;
 
 /// `extract --json`: the image read, the file asked for and what was written.

@@ -11,9 +11,9 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::elf::DottedVersion;
+use crate::choose::elf::DottedVersion;
+use crate::choose::osrelease::OsRelease;
 use crate::ignition::SpecVersion;
-use crate::osrelease::OsRelease;
 use IgnitionGeneration::{V0, V2};
 use SpecVersion::{V2_2, V3_1, V3_2, V3_3, V3_4};
 
@@ -110,7 +110,7 @@ pub struct RhelBase {
     pub libssl: &'static str,
 }
 
-/// RHEL reference values (DESIGN.md §5). glibc keeps its upstream version for the whole
+/// RHEL reference values (docs/design.md, "ELF reference values"). glibc keeps its upstream version for the whole
 /// life of a RHEL major, so a row's minor release never changes these.
 pub const RHEL: [RhelBase; 4] = [
     RhelBase {
@@ -556,6 +556,17 @@ fn check_spec(
         }),
         _ => Ok(()),
     }
+}
+
+/// What the target is, as the user gave it.
+#[derive(Clone, Debug)]
+pub struct TargetArgs {
+    /// The bootimage (`--bootimage`).
+    pub bootimage: OcpVersion,
+    /// The spec to write (`--spec`); else the table's, or the base's when newer.
+    pub spec: Option<SpecVersion>,
+    /// The node's RHEL major (`--target-rhel`, `--target-os-release`); else the table's.
+    pub rhel: Option<u32>,
 }
 
 #[cfg(test)]

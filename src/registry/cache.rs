@@ -27,7 +27,7 @@ use tempfile::NamedTempFile;
 
 use crate::image::{Digest, MAX_METADATA_BYTES};
 use crate::io::read_at_most;
-use crate::warnings::{self, Warning};
+use crate::warnings::{Warning, Warnings};
 
 /// The annotation that names an image in an OCI layout index.
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -50,6 +50,8 @@ pub struct Cache {
     root: PathBuf,
     /// Offline runs report damage instead of repairing it.
     offline: bool,
+    /// Where repairs are reported.
+    warnings: Warnings,
 }
 
 /// How an offline run is told to repair the cache.
@@ -73,15 +75,16 @@ impl Cache {
     /// not exist yet.
     #[cfg(test)]
     pub fn open(root: &Path) -> Result<Self> {
-        Self::open_with(root, false)
+        Self::open_with(root, false, &Warnings::default())
     }
 
     /// Opens a cache directory for an offline run (`offline`: damage is reported, not
-    /// repaired) or an online one.
-    pub fn open_with(root: &Path, offline: bool) -> Result<Self> {
+    /// repaired) or an online one; repairs are reported in `warnings`.
+    pub fn open_with(root: &Path, offline: bool, warnings: &Warnings) -> Result<Self> {
         let cache = Cache {
             root: root.to_path_buf(),
             offline,
+            warnings: warnings.clone(),
         };
         let blobs = root.join("blobs").join("sha256");
         fs::create_dir_all(&blobs)
@@ -94,7 +97,7 @@ impl Cache {
             cache.write_index(INDEX, &empty_index())?;
         }
         // Temp files of runs that were killed (their process is gone).
-        crate::tempfiles::sweep_stale(root);
+        crate::io::tempfiles::sweep_stale(root);
         if !offline {
             // Heal damaged index files now, under the lock (warnings say so).
             cache.read_index(INDEX)?;
@@ -204,7 +207,7 @@ impl Cache {
                 self.root.display()
             );
         }
-        warnings::warn(Warning::CacheBlobDamaged {
+        self.warnings.warn(Warning::CacheBlobDamaged {
             digest: digest.to_string(),
             cache: self.root.clone(),
             why: why.to_string(),
@@ -229,7 +232,7 @@ impl Cache {
 
     /// A temp file for a blob being fetched, in the cache so that the commit is a rename.
     pub fn temp_blob(&self) -> Result<NamedTempFile> {
-        crate::tempfiles::file_in(&self.root)
+        crate::io::tempfiles::file_in(&self.root)
             .with_context(|| format!("creating a temp file in {}", self.root.display()))
     }
 
@@ -317,7 +320,7 @@ impl Cache {
                 path.display()
             ),
             Err(why) => {
-                warnings::warn(Warning::CacheIndexRebuilt {
+                self.warnings.warn(Warning::CacheIndexRebuilt {
                     index: path.clone(),
                     why: why.to_string(),
                 });
@@ -390,7 +393,7 @@ mod tests {
             .filter(|e| {
                 e.file_name()
                     .to_string_lossy()
-                    .starts_with(crate::tempfiles::PREFIX)
+                    .starts_with(crate::io::tempfiles::PREFIX)
             })
             .collect();
         assert!(leftovers.is_empty());
@@ -407,11 +410,11 @@ mod tests {
             br#"{"schemaVersion": 2, "manifests": [{"mediaType": "a/b", "size": 1, "digest": "sha256:zz"}]}"#,
         ] {
             fs::write(dir.path().join(INDEX), garbage).unwrap();
-            let offline = Cache::open_with(dir.path(), true).unwrap();
+            let offline = Cache::open_with(dir.path(), true, &Warnings::default()).unwrap();
             let e = offline.lookup("h/a:1").unwrap_err();
             assert!(format!("{e:#}").contains("without --offline"), "{e:#}");
             assert_eq!(fs::read(dir.path().join(INDEX)).unwrap(), garbage);
-            let online = Cache::open_with(dir.path(), false).unwrap();
+            let online = Cache::open_with(dir.path(), false, &Warnings::default()).unwrap();
             assert_eq!(online.lookup("h/a:1").unwrap(), None);
             assert!(online.read_index(INDEX).unwrap().manifests().is_empty());
             let healed: serde_json::Value =
@@ -435,7 +438,7 @@ mod tests {
         for offline in [false, true] {
             cache.put_bytes(&d, b"hello").unwrap();
             fs::write(cache.blob_path(&d), b"hellO").unwrap();
-            let c = Cache::open_with(dir.path(), offline).unwrap();
+            let c = Cache::open_with(dir.path(), offline, &Warnings::default()).unwrap();
             let got = c.open_verified(&d, 5);
             assert_eq!(got.is_err(), offline);
             assert!(!cache.has_blob(&d));

@@ -11,13 +11,19 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-use crate::cli::{Cli, Command, ImageArgs};
+pub(crate) mod cli;
+mod clidoc;
+mod json;
+mod logging;
+mod report;
+
 use crate::image::ImageRef;
-use crate::output::{print, Output, StdoutClosed};
-use crate::{
-    cache, clidoc, extract, inject, inspect, json, logging, registry, report, tempfiles, transport,
-    warnings,
-};
+use crate::io::output::{print, Output, StdoutClosed};
+use crate::io::tempfiles;
+use crate::registry::{self, cache};
+use crate::warnings::{self, Warning, Warnings};
+use crate::{choose, extract, inject, transport, verify};
+use cli::{Cli, Command, ImageArgs};
 
 /// Writes a JSON report to stdout, or atomically to a file.
 fn write_json(out: &Output, v: &serde_json::Value) -> Result<()> {
@@ -70,15 +76,16 @@ fn refuse_overlap(out: &Output, a: &ImageArgs, flag: &str) -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    let warnings = Warnings::new(cli.strict, Some(echo));
     match cli.command {
         Command::Extract(a) => {
             refuse_overlap(&a.output, &a.image, "-o")?;
-            let (r, opts, _) = a.image.resolve()?;
-            let img = transport::open(&r, &opts)?;
-            let report = extract::extract(&img, &a.path, &a.output)?;
+            let (r, opts, _) = a.image.resolve(&warnings)?;
+            let img = transport::open(&r, &opts, &warnings)?;
+            let report = extract::extract(&img, &a.path, &a.output, &warnings)?;
             if a.json {
                 let mut v = json::extract(&img.info, &a.path, &a.output, &report);
-                v["warnings"] = warnings::to_json(&warnings::collected());
+                v["warnings"] = warnings::to_json(&report.warnings);
                 print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
             } else if a.output != Output::Stdout && !a.image.registry.quiet {
                 note(&format!(
@@ -88,15 +95,15 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Inspect(a) => {
-            let (r, opts, release) = a.image.resolve()?;
-            let img = transport::open(&r, &opts)?;
+            let (r, opts, release) = a.image.resolve(&warnings)?;
+            let img = transport::open(&r, &opts, &warnings)?;
             let spool =
                 tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
-            let report = inspect::inspect(&img, spool.path())?;
-            warnings::check_strict()?;
+            let report = choose::inspect(&img, spool.path())?;
+            warnings.check_strict()?;
             if a.json {
                 let mut v = serde_json::to_value(&report)?;
-                v["warnings"] = warnings::to_json(&warnings::collected());
+                v["warnings"] = warnings::to_json(&warnings.list());
                 if let Some(rel) = release {
                     v["release"] = serde_json::to_value(rel)?;
                 }
@@ -106,7 +113,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Pull(a) => {
-            let (r, opts, release) = a.image.resolve()?;
+            let (r, opts, release) = a.image.resolve(&warnings)?;
             if let Some(rel) = &release {
                 // Reading the release cached what `--release ... --offline` needs of it
                 // (its manifests and the layers that hold /release-manifests), not the
@@ -118,11 +125,11 @@ fn run(cli: Cli) -> Result<()> {
                     );
                 }
             }
-            let report = registry::pull(&r, &opts.platform, &opts.registry)?;
-            warnings::check_strict()?;
+            let report = registry::pull(&r, &opts.platform, &opts.registry, &warnings)?;
+            warnings.check_strict()?;
             if a.json {
                 let mut v = json::pull(&report);
-                v["warnings"] = warnings::to_json(&warnings::collected());
+                v["warnings"] = warnings::to_json(&report.warnings);
                 print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
             } else if !a.image.registry.quiet {
                 note(&format!(
@@ -144,7 +151,7 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(out) = &a.payload_out {
                 refuse_overlap(out, &a.image, "--payload-out")?;
             }
-            let r = inject::inject(&a.config()?)?;
+            let r = inject::inject(&a.config(&warnings)?, &warnings)?;
             for n in &r.notes {
                 note(n);
             }
@@ -164,8 +171,8 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Verify(a) => {
-            let r = inject::verify(&a.config()?)?;
-            warnings::check_strict()?;
+            let r = verify::verify(&a.config(&warnings)?, &warnings)?;
+            warnings.check_strict()?;
             if let Some(out) = a.json.target() {
                 write_json(&out, &report::verify_json(&r, &a.ign.to_string()))?;
             } else {
@@ -195,6 +202,11 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
+/// Prints a warning as it is given.
+fn echo(w: &Warning) {
+    note(&warnings::line(w));
+}
+
 /// A message on stderr; a failure to write it is not worth a panic.
 fn note(text: &str) {
     let _ = writeln!(std::io::stderr(), "{text}");
@@ -207,8 +219,6 @@ pub fn main() -> ExitCode {
         e.exit();
     }
     logging::init(cli.log.settings());
-    warnings::echo(true);
-    warnings::set_strict(cli.strict);
     if let Err(e) = tempfiles::install_signal_handlers() {
         note(&format!("error: installing signal handlers: {e}"));
         return ExitCode::from(1);

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Cli;
+use crate::cmdline::cli::Cli;
 
 /// The name the completion scripts complete and the man pages are titled with.
 const BIN: &str = "mcd-inject";

@@ -1,19 +1,25 @@
 //! What an image holds that matters here: its layers, os-release and MCD builds.
 
+pub mod elf;
+pub mod mco;
+pub mod osrelease;
+pub mod rules;
+pub mod target;
+
 use std::io::Read;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::elf::{self, ElfFacts};
 use crate::image::fs::{FileContent, MergedFs, NotFound};
 use crate::image::layer::normalize_name;
 use crate::image::layer::Tap;
 use crate::image::{Digest, Image, ImageInfo};
-use crate::mco::{BIN_DIR, MCD_NAME};
-use crate::osrelease::OsRelease;
-use crate::select::{self, Candidate, Choice, Verdict};
-use crate::target::{self, OcpVersion, Target};
+use elf::ElfFacts;
+use mco::{BIN_DIR, MCD_NAME};
+use osrelease::OsRelease;
+use rules::{Candidate, Choice, Verdict};
+use target::{OcpVersion, Target};
 
 /// os-release(5): the first of these that exists is the one.
 const OS_RELEASE_PATHS: [&str; 2] = ["/etc/os-release", "/usr/lib/os-release"];
@@ -260,11 +266,11 @@ fn read_all(
     Ok((os_release, binaries))
 }
 
-/// The build [`select::choose`] would pick from the full view, read from as few layers
+/// The build [`rules::choose`] would pick from the full view, read from as few layers
 /// as settle it (the layers are read top-down, and a lower one only when a question
 /// needs it).
 ///
-/// The full view's order (DESIGN.md §5, MCO's rule) tries the builds named for the
+/// The full view's order (MCO's rule; docs/design.md, "What MCO images contain") tries the builds named for the
 /// target's RHEL `t` first: the plain `machine-config-daemon` when the image's own
 /// RHEL is `t`, then `machine-config-daemon.rhel{t}`; then the plain build when the
 /// image's RHEL is another one; every other name comes later. So:
@@ -310,9 +316,9 @@ pub fn select(
     let (os_release, twin) = if fits(&plain) {
         match r.os_release()? {
             // The plain build is first in its group whatever `.rhel{t}` holds.
-            Some(os) if select::image_rhel(&os) == Some(target.rhel) => (Some(os), None),
+            Some(os) if rules::image_rhel(&os) == Some(target.rhel) => (Some(os), None),
             // The twin comes first if it fits, else the plain build does.
-            Some(os) if select::image_rhel(&os).is_some() => (Some(os), r.binary(&twin_path)?),
+            Some(os) if rules::image_rhel(&os).is_some() => (Some(os), r.binary(&twin_path)?),
             // No RHEL: the plain build falls behind every `.rhelN`: look at them all.
             os => return full(r, os, target, force),
         }
@@ -348,7 +354,29 @@ fn choose_from(
     force: bool,
 ) -> Result<Choice> {
     let c: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
-    Ok(select::choose(&c, os, target, forced_path, force)?)
+    Ok(rules::choose(&c, os, target, forced_path, force)?)
+}
+
+/// The image's candidates, inspected.
+fn candidates(ins: &Inspection) -> Vec<Candidate> {
+    ins.binaries.iter().map(|b| b.candidate()).collect()
+}
+
+/// Chooses a build for a target from an inspected image (its full view).
+pub fn from_inspection(
+    ins: &Inspection,
+    target: &Target,
+    binary_path: Option<&str>,
+    force: bool,
+) -> Result<Choice> {
+    let c = candidates(ins);
+    Ok(rules::choose(
+        &c,
+        ins.os_release.as_ref(),
+        target,
+        binary_path,
+        force,
+    )?)
 }
 
 impl Inspection {
@@ -459,7 +487,7 @@ impl Inspection {
         if let Some(os) = &self.os_release {
             s += &format!(
                 "os-release orders candidates as RHEL {}\n",
-                select::image_rhel(os)
+                rules::image_rhel(os)
                     .map(|r| r.to_string())
                     .unwrap_or_else(|| "unknown".into())
             );

@@ -1,16 +1,16 @@
 //! Which MCD build fits a target: verdicts with reasons, candidate order, the choice.
 //!
-//! The image's os-release only orders the candidates (MCO's own rule, DESIGN.md §5);
+//! The image's os-release only orders the candidates (MCO's own rule; docs/design.md, "What MCO images contain");
 //! the ELF facts alone decide whether a binary fits.
 
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::elf::{ElfFacts, Linkage};
-use crate::mco::MCD_NAME;
-use crate::osrelease::OsRelease;
-use crate::target::Target;
+use crate::choose::elf::{ElfFacts, Linkage};
+use crate::choose::mco::MCD_NAME;
+use crate::choose::osrelease::OsRelease;
+use crate::choose::target::Target;
 
 /// Whether a binary fits a target, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -342,7 +342,7 @@ impl fmt::Display for Candidate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::OcpVersion;
+    use crate::choose::target::OcpVersion;
 
     fn dynamic(glibc: &str, crypto: &str, node: &str) -> ElfFacts {
         ElfFacts {

@@ -4,9 +4,16 @@
 //! limit. Nothing here knows about images or registries; it depends on no other module
 //! of the crate.
 
+pub mod output;
+pub mod parse;
+pub(crate) mod tempfiles;
+
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+use anyhow::Context as _;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -79,6 +86,51 @@ impl<W: Write, H: sha2::Digest> Write for HashWriter<W, H> {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
+    }
+}
+
+/// A named input; `-` is stdin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// Standard input (`-`).
+    Stdin,
+    /// A file.
+    File(PathBuf),
+}
+
+impl std::str::FromStr for Input {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(if s == "-" {
+            Input::Stdin
+        } else {
+            Input::File(PathBuf::from(s))
+        })
+    }
+}
+
+impl std::fmt::Display for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Input::Stdin => f.write_str("<stdin>"),
+            Input::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl Input {
+    /// Reads it all.
+    pub fn read(&self) -> anyhow::Result<Vec<u8>> {
+        match self {
+            Input::Stdin => {
+                let mut b = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut b)
+                    .context("reading stdin")?;
+                Ok(b)
+            }
+            Input::File(p) => std::fs::read(p).with_context(|| format!("reading {}", p.display())),
+        }
     }
 }
 

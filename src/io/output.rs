@@ -11,7 +11,7 @@ use std::str::FromStr;
 use anyhow::{bail, Context, Result};
 use tempfile::NamedTempFile;
 
-use crate::tempfiles;
+use crate::io::tempfiles;
 
 /// An output named on the command line; `-` is stdout.
 #[derive(Clone, Debug, PartialEq, Eq)]

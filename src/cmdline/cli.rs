@@ -6,11 +6,14 @@ use anyhow::{bail, Context};
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+use crate::choose::osrelease::OsRelease;
+use crate::choose::target::TargetArgs;
+use crate::choose::target::{from_os_release, OcpVersion};
 use crate::ignition::SpecVersion;
 use crate::image::{ImageRef, Platform};
-use crate::inject::{InjectConfig, Input, Remote, TargetArgs, VerifyConfig};
-use crate::osrelease::OsRelease;
-use crate::output::Output;
+use crate::inject::{InjectConfig, Remote};
+use crate::io::output::Output;
+use crate::io::Input;
 use crate::registry::mirrors::DEFAULT_REGISTRIES_CONF;
 use crate::registry::policy::{DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
 use crate::registry::Policy;
@@ -18,8 +21,9 @@ use crate::registry::{
     AuthFiles, Credentials, Mirrors, ProgressMode, RegistryOptions, RetryPolicy,
 };
 use crate::release::Release;
-use crate::target::{from_os_release, OcpVersion};
 use crate::transport::OpenOptions;
+use crate::verify::VerifyConfig;
+use crate::warnings::Warnings;
 
 /// Deliver the machine-config-daemon that fits an old OpenShift bootimage through Ignition.
 #[derive(Debug, Parser)]
@@ -68,13 +72,13 @@ pub struct LogArgs {
     pub verbose: u8,
     /// Log level: off, error, warn, info, debug, trace (wins over -v). Without either,
     /// RUST_LOG is read (env_logger syntax), else warnings only.
-    #[arg(long, global = true, value_name = "LEVEL", value_parser = crate::logging::parse_level)]
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = crate::cmdline::logging::parse_level)]
     pub log_level: Option<log::LevelFilter>,
 }
 
 impl LogArgs {
-    pub fn settings(&self) -> crate::logging::LogSettings {
-        crate::logging::LogSettings {
+    pub fn settings(&self) -> crate::cmdline::logging::LogSettings {
+        crate::cmdline::logging::LogSettings {
             level: self.log_level,
             verbose: self.verbose,
         }
@@ -320,12 +324,15 @@ impl ImageArgs {
 
     /// The image to read (`--image`, or the MCO image `--release` names), the options
     /// to open it with, and the release when one was given.
-    pub fn resolve(&self) -> anyhow::Result<(ImageRef, OpenOptions, Option<Release>)> {
+    pub fn resolve(
+        &self,
+        warnings: &Warnings,
+    ) -> anyhow::Result<(ImageRef, OpenOptions, Option<Release>)> {
         let opts = self.open_options()?;
         match (&self.image, &self.release) {
             (Some(i), None) => Ok((i.clone(), opts, None)),
             (None, Some(r)) => {
-                let rel = crate::release::resolve(r, &opts)?;
+                let rel = crate::release::resolve(r, &opts, warnings)?;
                 let mco = ImageRef::Docker(rel.mco_image.parse()?);
                 if !self.registry.quiet {
                     eprintln!(
@@ -475,7 +482,7 @@ impl JsonArgs {
 }
 
 impl InjectArgs {
-    pub fn config(&self) -> anyhow::Result<InjectConfig> {
+    pub fn config(&self, warnings: &Warnings) -> anyhow::Result<InjectConfig> {
         if self.ign == Output::Stdout && self.json.target() == Some(Output::Stdout) {
             bail!("--ign - and --json both want stdout: write the JSON with --json-out FILE");
         }
@@ -483,7 +490,7 @@ impl InjectArgs {
             o.spool_dir()?;
         }
         let target = self.target.to_args()?;
-        let (image, open, release) = self.image.resolve()?;
+        let (image, open, release) = self.image.resolve(warnings)?;
         Ok(InjectConfig {
             image,
             open,
@@ -548,7 +555,7 @@ pub struct VerifyArgs {
 }
 
 impl VerifyArgs {
-    pub fn config(&self) -> anyhow::Result<VerifyConfig> {
+    pub fn config(&self, warnings: &Warnings) -> anyhow::Result<VerifyConfig> {
         let registry = match (&self.image, &self.release) {
             (None, None) => RegistryOptions::default(),
             _ => self.registry.options()?,
@@ -560,7 +567,7 @@ impl VerifyArgs {
                     registry: registry.clone(),
                     max_file_size: self.max_file_size,
                 };
-                let rel = crate::release::resolve(r, &opts)?;
+                let rel = crate::release::resolve(r, &opts, warnings)?;
                 Some(ImageRef::Docker(rel.mco_image.parse()?))
             }
             None => self.image.clone(),
@@ -592,8 +599,8 @@ impl VerifyArgs {
 /// RHEL and spec given, checked with them); nothing older than the table.
 fn bootimage_version(s: &str) -> Result<OcpVersion, String> {
     let v: OcpVersion = s.parse().map_err(|e| format!("{e}"))?;
-    match crate::target::bootimage(v) {
-        Err(e @ crate::target::VersionError::TooOld(_)) => Err(e.to_string()),
+    match crate::choose::target::bootimage(v) {
+        Err(e @ crate::choose::target::VersionError::TooOld(_)) => Err(e.to_string()),
         _ => Ok(v),
     }
 }
@@ -731,7 +738,7 @@ mod tests {
         let Ok(Command::Inject(a)) = parse(&["--image", "oci:x", "--ign", "-", "--json"]) else {
             panic!("parse failed")
         };
-        let e = a.config().unwrap_err();
+        let e = a.config(&Warnings::default()).unwrap_err();
         assert!(format!("{e}").contains("--json-out"), "{e}");
         let Ok(Command::Inject(a)) =
             parse(&["--image", "oci:x", "--ign", "-", "--json-out", "r.json"])

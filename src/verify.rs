@@ -1,0 +1,225 @@
+//! `verify`: a config checked as the node will use it (spec, payload hashes, units), then
+//! against a target: the firstboot path it needs, whether the binary fits it, and with
+//! an image whether it is the build `inject` chooses.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::choose;
+use crate::choose::elf;
+use crate::choose::rules;
+use crate::choose::target::{OcpVersion, Target, TargetArgs};
+use crate::ignition::verify;
+use crate::image::ImageRef;
+use crate::io::Input;
+use crate::transport::{self, OpenOptions};
+use crate::warnings::{Warning, Warnings};
+
+/// Everything `verify` needs, parsed.
+#[derive(Clone, Debug)]
+pub struct VerifyConfig {
+    /// The config to check.
+    pub ign: Input,
+    /// The target (`--bootimage`, ...); else the config's provenance names it.
+    pub target: Option<TargetArgs>,
+    /// An image to check the payload against (`--image`): the build `inject` chooses.
+    pub image: Option<(ImageRef, OpenOptions)>,
+    /// The payload file of a remote-mode config (`--payload`).
+    pub payload: Option<PathBuf>,
+    /// The node's architecture (`--platform`).
+    pub arch: String,
+}
+
+/// The outcome of `verify`.
+#[derive(Debug)]
+pub struct VerifyReport {
+    /// The checks that passed, one line each.
+    pub passed: Vec<String>,
+    /// The checks that failed, one line each.
+    pub problems: Vec<String>,
+    /// The config's spec.
+    pub spec: String,
+    /// sha256 of the binary the payload holds, when it could be read.
+    pub binary_sha256: Option<String>,
+    /// The config's provenance record.
+    pub provenance: Option<Value>,
+    /// The warnings of the run (those of opening `--image`).
+    pub warnings: Vec<Warning>,
+}
+
+/// Runs `verify`: the config's own checks (spec, payload hashes, units), then the
+/// target (`--bootimage`, else the config's provenance), the firstboot path it needs,
+/// whether the binary fits it, and with `--image` whether it is the build `inject`
+/// chooses.
+pub fn verify(cfg: &VerifyConfig, warnings: &Warnings) -> Result<VerifyReport> {
+    let bytes = cfg.ign.read()?;
+    let spool = crate::io::tempfiles::dir_in(&std::env::temp_dir())
+        .context("creating a spool directory")?;
+    let v = verify::verify(
+        &cfg.ign.to_string(),
+        &bytes,
+        cfg.payload.as_deref(),
+        spool.path(),
+    )?;
+    let mut checks = Checks {
+        passed: v.passed.clone(),
+        problems: v.problems.clone(),
+    };
+    let target = verify_target(cfg, &v, &mut checks);
+    if let Some(t) = &target {
+        check_firstboot_path(t, &v, &mut checks);
+        if let Some(bin) = &v.binary {
+            check_binary_fits(bin.path(), t, &mut checks);
+        }
+    }
+    if let (Some((r, o)), Some(t)) = (&cfg.image, &target) {
+        check_chosen_build(r, o, t, &v, spool.path(), &mut checks, warnings)?;
+    }
+    Ok(VerifyReport {
+        passed: checks.passed,
+        problems: checks.problems,
+        spec: v.spec.as_str().to_string(),
+        binary_sha256: v.binary_sha256.clone(),
+        provenance: v.provenance.clone(),
+        warnings: warnings.list(),
+    })
+}
+
+/// The lines of a `verify` run.
+struct Checks {
+    passed: Vec<String>,
+    problems: Vec<String>,
+}
+
+impl Checks {
+    fn check(&mut self, ok: bool, line: String) {
+        if ok {
+            self.passed.push(line);
+        } else {
+            self.problems.push(line);
+        }
+    }
+}
+
+/// The target to check against: `--bootimage`, else the one the config's provenance
+/// names, at the config's spec.
+fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) -> Option<Target> {
+    let from_provenance = v
+        .provenance
+        .as_ref()
+        .and_then(|p| p["target"]["bootimage"].as_str())
+        .and_then(|s| s.parse::<OcpVersion>().ok());
+    let target_args = match (&cfg.target, from_provenance) {
+        (Some(t), _) => TargetArgs {
+            spec: Some(v.spec),
+            ..t.clone()
+        },
+        (None, Some(b)) => TargetArgs {
+            bootimage: b,
+            spec: Some(v.spec),
+            rhel: v.provenance.as_ref().and_then(|p| {
+                p["target"]["rhel"]
+                    .as_u64()
+                    .and_then(|r| u32::try_from(r).ok())
+            }),
+        },
+        (None, None) => {
+            checks
+                .problems
+                .push("no target: pass --bootimage (the config has no provenance)".into());
+            return None;
+        }
+    };
+    match Target::new(
+        target_args.bootimage,
+        target_args.spec,
+        target_args.rhel,
+        &cfg.arch,
+    ) {
+        Ok(target) => {
+            checks.passed.push(format!(
+                "bootimage {} reads spec {}",
+                target.bootimage, target.spec
+            ));
+            Some(target)
+        }
+        Err(e) => {
+            checks.problems.push(e.to_string());
+            None
+        }
+    }
+}
+
+/// 4.1-4.5 bootimages need `pivot.service` masked; later ones must keep it.
+fn check_firstboot_path(t: &Target, v: &verify::Verified, checks: &mut Checks) {
+    if t.has_legacy_firstboot() != verify::masks_legacy(v) {
+        checks.problems.push(format!(
+            "bootimage {} {} pivot.service masked",
+            t.bootimage,
+            if t.has_legacy_firstboot() {
+                "needs"
+            } else {
+                "should not have"
+            }
+        ));
+    }
+}
+
+/// The payload's binary against the target's compatibility rules.
+fn check_binary_fits(bin: &std::path::Path, t: &Target, checks: &mut Checks) {
+    match elf::read_facts(bin) {
+        Ok(f) => {
+            let verdict = rules::verdict(&f, t);
+            let line = format!(
+                "the binary ({}) {} {}: {}",
+                f.summary(),
+                if verdict.compatible {
+                    "fits"
+                } else {
+                    "does NOT fit"
+                },
+                rules::describe(t),
+                verdict.because()
+            );
+            checks.check(verdict.compatible, line);
+        }
+        Err(e) => checks
+            .problems
+            .push(format!("the payload is not an ELF binary: {e:#}")),
+    }
+}
+
+/// The payload against the build `inject` chooses from the image for the target.
+fn check_chosen_build(
+    r: &ImageRef,
+    o: &OpenOptions,
+    t: &Target,
+    v: &verify::Verified,
+    spool: &std::path::Path,
+    checks: &mut Checks,
+    warnings: &Warnings,
+) -> Result<()> {
+    let img = transport::open(r, o, warnings)?;
+    match choose::select(&img, spool, t, None, false, None) {
+        Ok((ins, c)) => {
+            let chosen = &ins.binaries[c.index];
+            let want = chosen.sha256.hex().to_string();
+            if v.binary_sha256.as_deref() == Some(want.as_str()) {
+                checks.passed.push(format!(
+                    "the payload is {} of {r}, the binary inject chooses",
+                    chosen.path
+                ));
+            } else {
+                checks.problems.push(format!(
+                    "inject would choose {} (sha256 {want}), the payload is {}",
+                    chosen.path,
+                    v.binary_sha256.as_deref().unwrap_or("unreadable")
+                ));
+            }
+        }
+        Err(e) => checks.problems.push(format!("{e:#}")),
+    }
+    Ok(())
+}
