@@ -491,6 +491,12 @@ impl Run {
         if !stderr.is_empty() {
             let _ = write!(out, "; stderr: {}", truncate(stderr, 600));
         }
+        // What `verify` found, for one: its lines go to stdout.
+        if let Ok(stdout) = std::str::from_utf8(&self.stdout) {
+            if !stdout.trim_end().is_empty() {
+                let _ = write!(out, "; stdout: {}", truncate(stdout.trim_end(), 600));
+            }
+        }
         out
     }
 
