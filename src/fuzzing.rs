@@ -1,5 +1,5 @@
 //! Entry points of the fuzz targets (`fuzz/`, run with cargo-fuzz on nightly Rust) and of
-//! the tests that replay their kept inputs on stable Rust (`tests/fuzz_inputs.rs`).
+//! the tests that replay their kept inputs on stable Rust (`tests/it/fuzz_inputs.rs`).
 //!
 //! Each takes arbitrary bytes. Bad input must come back as an error: a panic, a hang or
 //! unbounded memory is a bug. Where a property must hold (a round trip), it is asserted,
