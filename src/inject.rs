@@ -6,7 +6,6 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::choose::mco;
 use crate::choose::rules::{self, Choice};
 use crate::choose::target::{Target, TargetArgs};
 use crate::choose::{self, Inspection};
@@ -14,7 +13,6 @@ use crate::ignition::document::Document;
 use crate::ignition::schema::Schema;
 use crate::ignition::units::{self, Delivery};
 use crate::ignition::{self, merge, Source, SpecVersion};
-use crate::image::layer::normalize_name;
 use crate::image::{ImageInfo, ImageRef};
 use crate::io::output::Output;
 use crate::io::HashWriter;
@@ -200,21 +198,21 @@ impl Plan {
 fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Result<Plan> {
     let arch = cfg.open.platform.architecture.clone();
     let target = output_spec(&cfg.target, base, &arch)?;
-    let binary_path = normalized_binary_path(cfg.binary_path.as_deref())?;
+    let likely = choose::likely(cfg.binary_path.as_deref(), &target)?;
     let img = transport::open(&cfg.image, &cfg.open, warnings)?;
     // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
     // compressed copy are as big as the MCD.
     let spool_in = cfg.ign.spool_dir()?;
     let spool = crate::io::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
-    let early = Early::start(&likely_build(binary_path.as_deref(), &target));
+    let early = Early::start(&likely);
     // The choice of the full view, from as few layers as settle it; the build it is
     // likely to settle on is compressed while its layer streams.
     let (ins, choice) = choose::select(
         &img,
         spool.path(),
         &target,
-        binary_path.as_deref(),
+        cfg.binary_path.as_deref(),
         cfg.force,
         Some(&early),
     )?;
@@ -234,34 +232,6 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
         spool,
         early: Some(early),
     })
-}
-
-/// `--binary-path`, absolute and normalised.
-fn normalized_binary_path(path: Option<&str>) -> Result<Option<String>> {
-    match path {
-        Some(p) if p.starts_with('/') => Ok(Some(format!(
-            "/{}",
-            normalize_name(p.trim_start_matches('/'))
-                .with_context(|| format!("--binary-path {p:?}"))?
-        ))),
-        Some(p) => bail!("--binary-path {p:?} must be absolute"),
-        None => Ok(None),
-    }
-}
-
-/// The build most likely chosen, compressed while its layer streams: the one named,
-/// else the twin for the target's RHEL (MCO's choice for a host of the other major).
-/// Its name as the layer's tar has it (normalised).
-fn likely_build(binary_path: Option<&str>, target: &Target) -> String {
-    match binary_path {
-        Some(p) => p.trim_start_matches('/').to_string(),
-        None => format!(
-            "{}/{}.rhel{}",
-            mco::BIN_DIR.trim_start_matches('/'),
-            mco::MCD_NAME,
-            target.rhel
-        ),
-    }
 }
 
 /// Our config, before merging, and what it delivers.

@@ -121,10 +121,28 @@ pub fn inspect(image: &Image, spool: &std::path::Path) -> Result<Inspection> {
 /// The normalised name of `--binary-path`.
 fn extra_name(extra: Option<&str>) -> Result<Option<String>> {
     match extra {
-        Some(p) if p.starts_with('/') => Ok(Some(normalize_name(p.trim_start_matches('/'))?)),
+        Some(p) if p.starts_with('/') => Ok(Some(
+            normalize_name(p.trim_start_matches('/'))
+                .with_context(|| format!("--binary-path {p:?}"))?,
+        )),
         Some(p) => anyhow::bail!("--binary-path {p:?} must be absolute"),
         None => Ok(None),
     }
+}
+
+/// The build [`select`] most likely settles on, by its name in the image's tar
+/// (normalised): `binary_path` when given (checked here), else the twin for the
+/// target's RHEL, `machine-config-daemon.rhelN` (MCO's choice for a host of the other
+/// major, and the only build of an old target's major in current images).
+pub fn likely(binary_path: Option<&str>, target: &Target) -> Result<String> {
+    Ok(match extra_name(binary_path)? {
+        Some(name) => name,
+        None => format!(
+            "{}/{MCD_NAME}.rhel{}",
+            BIN_DIR.trim_start_matches('/'),
+            target.rhel
+        ),
+    })
 }
 
 /// The merged view an inspection reads, with what it has read so far.
