@@ -1,6 +1,6 @@
 //! Facts about machine-config-operator images: where their MCD builds live and what
-//! they are called. Both `inspect` (which looks for the builds) and `select` (which
-//! reads a build's RHEL from its name) take them from here.
+//! they are called. The inspection (which looks for the builds) and the rules (which
+//! read a build's RHEL from its name) take them from here.
 
 /// Where MCO images keep their binaries.
 pub const BIN_DIR: &str = "/usr/bin";

@@ -1,4 +1,8 @@
-//! What an image holds that matters here: its layers, os-release and MCD builds.
+//! The one place that decides the build. What an image holds that matters here (its
+//! layers, os-release and MCD builds, with their ELF facts and a verdict per bootimage:
+//! [`inspect`]), and the build chosen for a target, read from as few layers as settle
+//! it ([`select`]), by the rules of [`rules`] on the facts of [`elf`] and [`osrelease`],
+//! for the bootimages of [`target`].
 
 pub mod elf;
 pub mod mco;

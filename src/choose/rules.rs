@@ -1,7 +1,7 @@
 //! Which MCD build fits a target: verdicts with reasons, candidate order, the choice.
 //!
-//! The image's os-release only orders the candidates (MCO's own rule; docs/design.md, "What MCO images contain");
-//! the ELF facts alone decide whether a binary fits.
+//! The image's os-release only orders the candidates (MCO's own rule; docs/design.md,
+//! "What MCO images contain"); the ELF facts alone decide whether a binary fits.
 
 use std::fmt;
 
