@@ -12,7 +12,7 @@ bench_setup() {
     command -v "$tool" >/dev/null || { echo "$name: $tool is not installed" >&2; exit 1; }
   done
   cargo build --release --quiet
-  bin=$PWD/target/release/mcd-inject
+  bin=${CARGO_TARGET_DIR:-$PWD/target}/release/mcd-inject
   work=$(mktemp -d "${TMPDIR:-/tmp}/mcd-inject-bench.XXXXXX")
   trap 'rm -rf "$work"' EXIT
 }
