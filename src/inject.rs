@@ -205,7 +205,7 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
     let spool_in = cfg.ign.spool_dir()?;
     let spool = crate::io::tempfiles::dir_in(&spool_in)
         .with_context(|| format!("creating a spool directory in {}", spool_in.display()))?;
-    let early = Early::start(&likely);
+    let early = Early::start(&likely, spool.path());
     // The choice of the full view, from as few layers as settle it; the build it is
     // likely to settle on is compressed while its layer streams.
     let (ins, choice) = choose::select(

@@ -1,12 +1,15 @@
 //! The payload: the chosen build, gzip-compressed in fixed members, the same bytes
-//! whatever the number of cores. [`Early`] compresses the build `inject` will likely
-//! choose while its layer still streams; [`compress`] makes the payload of the chosen
-//! build on every core, keeping the members compressed early.
+//! whatever the number of cores. [`Early`] compresses the first pieces of the build
+//! `inject` will likely choose while its layer still streams, writing them to the
+//! payload file; [`compress`] makes the rest of the payload of the chosen build on
+//! every core. The members go to the file in order as they are made: nothing the size
+//! of the payload is held in memory.
 
 mod early;
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,8 +41,44 @@ pub(crate) struct Payload {
     pub(crate) sha512: String,
 }
 
-/// Gzip members already compressed, by piece index.
-type Members = BTreeMap<usize, Vec<u8>>;
+/// A payload being written: its file, and the members written so far (the first
+/// `pieces` pieces of the build at `capture`, `size` bytes), hashed as they are
+/// written.
+struct Partial {
+    tmp: tempfile::NamedTempFile,
+    out: HashWriter<BufWriter<File>, Sha512>,
+    pieces: usize,
+    capture: std::path::PathBuf,
+    size: u64,
+}
+
+impl Partial {
+    /// An empty payload file in `spool`, for the build at `capture`.
+    fn new(spool: &Path, capture: &Path, size: u64) -> Result<Partial> {
+        let tmp = tempfile::Builder::new()
+            .prefix(".payload-")
+            .tempfile_in(spool)
+            .with_context(|| format!("creating a temp file in {}", spool.display()))?;
+        let file = tmp
+            .as_file()
+            .try_clone()
+            .context("opening the payload file")?;
+        Ok(Partial {
+            tmp,
+            out: HashWriter::new(BufWriter::with_capacity(crate::io::WIDE_BUF, file)),
+            pieces: 0,
+            capture: capture.to_path_buf(),
+            size,
+        })
+    }
+
+    /// Appends the next member.
+    fn push(&mut self, member: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(member)?;
+        self.pieces += 1;
+        Ok(())
+    }
+}
 
 /// Compresses gzip members, reusing its compressor and output buffer from one piece to
 /// the next (a thread's own).
@@ -106,29 +145,23 @@ fn piece_range(size: u64, index: usize) -> (u64, usize) {
 }
 
 /// Compresses the file at `path`, `size` bytes, into a payload in `spool`: each piece of
-/// [`GZIP_CHUNK`] bytes a gzip member, those in `done` as they are, the others
-/// compressed on `threads` scoped threads, each taking the next piece left; the members
-/// are written in order as they are ready, and the payload's sha512 taken as it is
-/// written.
-pub(crate) fn compress(
+/// [`GZIP_CHUNK`] bytes a gzip member. The members `start` holds (the first pieces of
+/// this build, made early) are kept; the others are compressed on `threads` scoped
+/// threads, each taking the next piece left, and written in order as they are ready,
+/// the payload's sha512 taken as it is written.
+fn compress(
     path: &Path,
     size: u64,
     spool: &Path,
     threads: usize,
-    mut done: Members,
+    start: Option<Partial>,
 ) -> Result<Payload> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let todo: Vec<usize> = (0..pieces(size))
-        .filter(|i| !done.contains_key(i))
-        .collect();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".payload-")
-        .tempfile_in(spool)
-        .with_context(|| format!("creating a temp file in {}", spool.display()))?;
-    let mut out: HashWriter<_, Sha512> = HashWriter::new(std::io::BufWriter::with_capacity(
-        crate::io::WIDE_BUF,
-        tmp.as_file_mut(),
-    ));
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut partial = match start {
+        Some(p) => p,
+        None => Partial::new(spool, path, size)?,
+    };
+    let todo: Vec<usize> = (partial.pieces..pieces(size)).collect();
     let next = AtomicUsize::new(0);
     let ready: Mutex<BTreeMap<usize, std::io::Result<Vec<u8>>>> = Mutex::new(BTreeMap::new());
     let changed = Condvar::new();
@@ -153,21 +186,17 @@ pub(crate) fn compress(
             });
         }
         let mut write = || -> Result<()> {
-            for index in 0..pieces(size) {
-                let member = match done.remove(&index) {
-                    Some(m) => m,
-                    None => {
-                        let mut r = ready.lock().unwrap_or_else(PoisonError::into_inner);
-                        loop {
-                            match r.remove(&index) {
-                                Some(m) => break m,
-                                None => r = changed.wait(r).unwrap_or_else(PoisonError::into_inner),
-                            }
-                        }
-                        .with_context(|| format!("compressing {}", path.display()))?
+            for &index in &todo {
+                let mut r = ready.lock().unwrap_or_else(PoisonError::into_inner);
+                let member = loop {
+                    match r.remove(&index) {
+                        Some(m) => break m,
+                        None => r = changed.wait(r).unwrap_or_else(PoisonError::into_inner),
                     }
                 };
-                out.write_all(&member).context("writing the payload")?;
+                drop(r);
+                let member = member.with_context(|| format!("compressing {}", path.display()))?;
+                partial.push(&member).context("writing the payload")?;
             }
             Ok(())
         };
@@ -178,14 +207,19 @@ pub(crate) fn compress(
         }
         written
     })?;
-    out.flush().context("writing the payload")?;
-    let len = out.len;
-    let sha512 = out.hex();
+    partial.out.flush().context("writing the payload")?;
+    let len = partial.out.len;
     Ok(Payload {
-        file: tmp,
+        file: partial.tmp,
         len,
-        sha512,
+        sha512: partial.out.hex(),
     })
+}
+
+/// [`compress`] from the start, for a build nothing was compressed of early.
+#[cfg(test)]
+fn compress_whole(path: &Path, size: u64, spool: &Path, threads: usize) -> Result<Payload> {
+    compress(path, size, spool, threads, None)
 }
 
 #[cfg(test)]
@@ -225,7 +259,7 @@ mod tests {
         let data = sample(2 * GZIP_CHUNK + 12_345);
         let path = dir.path().join("build");
         std::fs::write(&path, &data).unwrap();
-        let one = compress(&path, data.len() as u64, dir.path(), 1, Members::new()).unwrap();
+        let one = compress_whole(&path, data.len() as u64, dir.path(), 1).unwrap();
         let bytes = std::fs::read(one.file.path()).unwrap();
         assert_eq!(gunzip(&bytes), data);
         assert_eq!(one.len, bytes.len() as u64);
@@ -234,26 +268,22 @@ mod tests {
         // Three members, each a gzip stream of its own piece.
         assert!(bytes.windows(3).filter(|w| w == &[0x1f, 0x8b, 8]).count() >= 3);
         for threads in [2, 3, 8] {
-            let p = compress(
-                &path,
-                data.len() as u64,
-                dir.path(),
-                threads,
-                Members::new(),
-            )
-            .unwrap();
+            let p = compress_whole(&path, data.len() as u64, dir.path(), threads).unwrap();
             assert_eq!(
                 std::fs::read(p.file.path()).unwrap(),
                 bytes,
                 "{threads} threads"
             );
         }
-        // Members given are used as they are, the others compressed.
+        // A payload begun with its first member is finished with the others.
         let mut maker = MemberMaker::new();
-        let first = maker.member(&data[..GZIP_CHUNK]).unwrap();
-        let given = Members::from([(0, first)]);
-        let p = compress(&path, data.len() as u64, dir.path(), 2, given).unwrap();
+        let mut begun = Partial::new(dir.path(), &path, data.len() as u64).unwrap();
+        begun
+            .push(&maker.member(&data[..GZIP_CHUNK]).unwrap())
+            .unwrap();
+        let p = compress(&path, data.len() as u64, dir.path(), 2, Some(begun)).unwrap();
         assert_eq!(std::fs::read(p.file.path()).unwrap(), bytes);
+        assert_eq!(p.sha512, one.sha512);
     }
 
     #[test]
@@ -261,7 +291,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("empty");
         std::fs::write(&path, b"").unwrap();
-        let p = compress(&path, 0, dir.path(), 2, Members::new()).unwrap();
+        let p = compress_whole(&path, 0, dir.path(), 2).unwrap();
         let bytes = std::fs::read(p.file.path()).unwrap();
         assert!(!bytes.is_empty());
         assert!(gunzip(&bytes).is_empty());
@@ -272,7 +302,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("short");
         std::fs::write(&path, sample(1000)).unwrap();
-        let err = compress(&path, GZIP_CHUNK as u64 + 5, dir.path(), 2, Members::new())
+        let err = compress_whole(&path, GZIP_CHUNK as u64 + 5, dir.path(), 2)
             .err()
             .expect("a short file fails");
         assert!(format!("{err:#}").contains("compressing"), "{err:#}");
