@@ -421,7 +421,7 @@ fn advice(candidates: &[Candidate], target: &Target) -> String {
     );
     if boot < first {
         let older = if target.rhel == 8 {
-            " (MCO images up to 4.22 carry a RHEL 8 build, machine-config-daemon.rhel8)"
+            "; MCO images up to 4.22 carry a RHEL 8 build (machine-config-daemon.rhel8)"
         } else {
             ""
         };
