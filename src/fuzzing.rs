@@ -129,6 +129,7 @@ pub fn layers(data: &[u8]) {
         .collect();
     let info = ImageInfo {
         reference: "fuzz".into(),
+        name: None,
         manifest_digest: None,
         config_digest: Digest::of(b""),
         platform: Platform::default(),

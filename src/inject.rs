@@ -108,15 +108,32 @@ fn output_spec(t: &TargetArgs, base: Option<&Document>, arch: &str) -> Result<Ta
     }
 }
 
+/// How the provenance names an image: a registry image by its reference as read
+/// (`reference`, normalised); an image on disk by its transport and its own name in the
+/// layout or archive, never by its path, which is the machine's and not the image's
+/// (the digests beside it identify the image). So the same image and options give the
+/// same config wherever it lies and however its path was spelt. `None` for a registry
+/// image, else the record of one on disk.
+fn on_disk(image: &ImageRef, name: Option<&str>) -> Option<Value> {
+    image
+        .local_transport()
+        .map(|transport| json!({ "transport": transport, "name": name }))
+}
+
 fn provenance(
     ins: &Inspection,
+    image: &ImageRef,
     path: &str,
     sha256: &str,
     target: &Target,
     release: Option<&Release>,
 ) -> Vec<u8> {
+    let (key, recorded) = match on_disk(image, ins.image.name.as_deref()) {
+        Some(d) => ("image_on_disk", d),
+        None => ("image", json!(ins.image.reference)),
+    };
     let mut p = json!({
-        "image": ins.image.reference,
+        key: recorded,
         "manifest_digest": ins.image.manifest_digest.as_ref().map(|d| d.to_string()),
         "config_digest": ins.image.config_digest.to_string(),
         "platform": ins.image.platform.to_string(),
@@ -130,8 +147,17 @@ fn provenance(
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
     });
     if let Some(r) = release {
+        let disk = r
+            .reference
+            .parse::<ImageRef>()
+            .ok()
+            .and_then(|i| on_disk(&i, r.name.as_deref()));
+        let (key, recorded) = match disk {
+            Some(d) => ("on_disk", d),
+            None => ("reference", json!(r.reference)),
+        };
         p["release"] = json!({
-            "reference": r.reference,
+            key: recorded,
             "digest": r.digest.as_ref().map(|d| d.to_string()),
             "version": r.version,
             "mco_digest": r.mco_digest.to_string(),
@@ -256,6 +282,7 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
         binary_sha256: sha256.clone(),
         provenance: provenance(
             &plan.ins,
+            &cfg.image,
             &bin.path,
             &sha256,
             &plan.target,
@@ -300,7 +327,13 @@ fn merge_base<'a>(
     let Some(base) = base else {
         return Ok((Document::from_value(ours), Vec::new()));
     };
-    let (merged, notes) = merge::merge(base, &ours, plan.target.spec, cfg.force)?;
+    let (merged, notes) =
+        merge::merge(base, &ours, plan.target.spec, cfg.force).with_context(|| {
+            match &cfg.base {
+                Some(input) => format!("--base {input}"),
+                None => "--base".to_string(),
+            }
+        })?;
     for change in notes.forced {
         warnings.warn(Warning::ForcedBaseChange { change });
     }

@@ -31,6 +31,9 @@ const MAX_MANIFEST_BYTES: u64 = 16 * 1024 * 1024;
 pub struct Release {
     /// The release reference as given.
     pub reference: String,
+    /// The release image's own name in its layout or archive, when read from disk.
+    #[serde(skip)]
+    pub name: Option<String>,
     /// The digest the release reference names (an index for multi-arch releases).
     pub digest: Option<Digest>,
     /// The digest of the release's image manifest for the chosen platform.
@@ -176,6 +179,7 @@ pub fn resolve(release: &ImageRef, opts: &OpenOptions, warnings: &Warnings) -> R
     let version = version_of(&meta, &format!("{name}: {RELEASE_METADATA}"))?;
     Ok(Release {
         reference: name,
+        name: img.info.name.clone(),
         digest: digest.or_else(|| img.info.manifest_digest.clone()),
         manifest_digest: img.info.manifest_digest.clone(),
         version,

@@ -322,7 +322,12 @@ pub fn select(
         let path = format!("/{x}");
         let Some(b) = r.binary(&path)? else {
             // Fails with the reason (deleted, a directory, dangling link...).
-            r.fs.read_file(&path)?;
+            r.fs.read_file(&path).with_context(|| {
+                format!(
+                    "--binary-path {path}: no such build (`mcd-inject inspect` lists the \
+                     image's builds; without --binary-path, inject chooses one)"
+                )
+            })?;
             anyhow::bail!("{path} is not a regular file in the image");
         };
         let choice = choose_from(std::slice::from_ref(&b), None, target, Some(&path), force)?;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::choose::elf::{ElfFacts, Linkage};
 use crate::choose::mco::MCD_NAME;
 use crate::choose::osrelease::OsRelease;
-use crate::choose::target::Target;
+use crate::choose::target::{Target, BOOTIMAGES};
 
 /// Whether a binary fits a target, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -244,18 +244,32 @@ pub struct Choice {
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
     /// No candidate fits the target.
-    #[error("no {MCD_NAME} build fits {target}:{}", list(.rejected))]
+    #[error("no {MCD_NAME} build fits {target}:{}\n{advice}", list(.rejected))]
     NothingFits {
         /// The target, described.
         target: String,
         /// Each candidate, with why it does not fit.
         rejected: Vec<(String, Verdict)>,
+        /// The conclusion, and what to do next.
+        advice: String,
     },
     /// `--binary-path` names no build the image holds.
-    #[error("{0} was not read from the image")]
-    NotACandidate(String),
+    #[error(
+        "--binary-path {path}: the image has no such build; {}",
+        if .builds.is_empty() {
+            format!("it has no /usr/bin/{MCD_NAME}* file")
+        } else {
+            format!("its builds: {} (`inspect` shows them)", .builds.join(", "))
+        }
+    )]
+    NotACandidate {
+        /// The path given.
+        path: String,
+        /// The builds the image has.
+        builds: Vec<String>,
+    },
     /// `--binary-path` names a build that does not fit, without `--force`.
-    #[error("{path} does not fit {target}: {} (use --force to deliver it anyway)", .verdict.because())]
+    #[error("{path} does not fit {target}: {} (leave out --binary-path to let inject choose, or add --force to deliver it anyway)", .verdict.because())]
     Incompatible {
         /// The build named.
         path: String,
@@ -295,7 +309,10 @@ pub fn choose(
 ) -> Result<Choice, SelectError> {
     if let Some(p) = forced_path {
         let Some(index) = candidates.iter().position(|c| c.path == p) else {
-            return Err(SelectError::NotACandidate(p.to_string()));
+            return Err(SelectError::NotACandidate {
+                path: p.to_string(),
+                builds: candidates.iter().map(|c| c.path.clone()).collect(),
+            });
         };
         let verdict = candidates[index].verdict(target);
         if !verdict.compatible && !force {
@@ -327,7 +344,119 @@ pub fn choose(
     Err(SelectError::NothingFits {
         target: describe(target),
         rejected,
+        advice: advice(candidates, target),
     })
+}
+
+/// The bootimages of the table, on the target's architecture, that some candidate fits.
+fn fitting_rows(candidates: &[Candidate], target: &Target) -> Vec<usize> {
+    (0..BOOTIMAGES.len())
+        .filter(|&i| {
+            Target::new(BOOTIMAGES[i].version, None, None, &target.arch)
+                .is_ok_and(|t| candidates.iter().any(|c| c.verdict(&t).compatible))
+        })
+        .collect()
+}
+
+/// Rows of the table as ranges of releases: `4.1-4.12, 4.14`.
+fn ranges(rows: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < rows.len() {
+        let mut j = i;
+        while j + 1 < rows.len() && rows[j + 1] == rows[j] + 1 {
+            j += 1;
+        }
+        let (a, b) = (BOOTIMAGES[rows[i]].version, BOOTIMAGES[rows[j]].version);
+        out.push(if i == j {
+            a.to_string()
+        } else {
+            format!("{a}-{b}")
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// When no build fits: the conclusion, and the ways forward.
+fn advice(candidates: &[Candidate], target: &Target) -> String {
+    let boot = target.bootimage;
+    if candidates.is_empty() {
+        return "This is not a machine-config-operator image: give --image the \
+                machine-config-operator image of the cluster's release, or give --release the \
+                release image itself (`oc adm release info --image-for=machine-config-operator` \
+                names the former)."
+            .to_string();
+    }
+    let rows = fitting_rows(candidates, target);
+    if rows.is_empty() {
+        let mut archs: Vec<&str> = candidates
+            .iter()
+            .filter_map(|c| c.facts.as_ref().ok().map(|f| f.arch.as_str()))
+            .collect();
+        archs.sort_unstable();
+        archs.dedup();
+        if !archs.is_empty() && !archs.contains(&target.arch.as_str()) {
+            return format!(
+                "No build of this image can run on a {} node: its builds are for {}. Give \
+                 the node's platform with --platform (a multi-arch image holds one image per \
+                 platform), or the machine-config-operator image built for {}.",
+                target.arch,
+                archs.join(", "),
+                target.arch
+            );
+        }
+        return format!(
+            "No build of this image runs on any bootimage {} knows of: check that --image \
+             names a machine-config-operator image (`mcd-inject inspect` shows what it holds).",
+            env!("CARGO_PKG_NAME")
+        );
+    }
+    let first = BOOTIMAGES[rows[0]].version;
+    let last = BOOTIMAGES[rows[rows.len() - 1]].version;
+    let runs_on = format!(
+        "its builds run on bootimages {} ({})",
+        ranges(&rows),
+        rhels(&rows)
+    );
+    if boot < first {
+        let older = if target.rhel == 8 {
+            "; MCO images up to 4.22 carry a RHEL 8 build (machine-config-daemon.rhel8)"
+        } else {
+            ""
+        };
+        format!(
+            "No build of this image can run on bootimage {boot} (RHEL {}): {runs_on}. Ways \
+             forward: boot the node from a newer bootimage ({first} or later); on platforms \
+             that have them, MCO's managed boot images (managedBootImages in the cluster's \
+             MachineConfiguration) keep the machine sets' bootimages current. Or, when the \
+             cluster runs an older release than this image, inject the \
+             machine-config-operator image of the cluster's own release (--release with its \
+             release image){older}.",
+            target.rhel
+        )
+    } else if boot > last {
+        format!(
+            "No build of this image can run on bootimage {boot} (RHEL {}): {runs_on}. Use \
+             the machine-config-operator image of the cluster's release (--release with its \
+             release image): a release that boots {boot} nodes carries a build for them.",
+            target.rhel
+        )
+    } else {
+        format!(
+            "No build of this image can run on a RHEL {} node: {runs_on}. Check that \
+             --target-rhel or --target-os-release describe the node.",
+            target.rhel
+        )
+    }
+}
+
+/// The RHEL majors of table rows: `RHEL 9, 10`.
+fn rhels(rows: &[usize]) -> String {
+    let mut r: Vec<u32> = rows.iter().map(|&i| BOOTIMAGES[i].rhel).collect();
+    r.dedup();
+    let r: Vec<String> = r.iter().map(u32::to_string).collect();
+    format!("RHEL {}", r.join(", "))
 }
 
 impl fmt::Display for Candidate {
@@ -480,6 +609,60 @@ mod tests {
         assert!(
             msg.contains("machine-config-daemon.sh: not a usable ELF"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn nothing_fits_says_what_to_do() {
+        let rhel9_only = vec![cand("/usr/bin/machine-config-daemon", rhel9())];
+        let e = choose(&rhel9_only, None, &target("4.8"), None, false)
+            .unwrap_err()
+            .to_string();
+        for needle in [
+            "No build of this image can run on bootimage 4.8 (RHEL 8)",
+            "its builds run on bootimages 4.13-5.2 (RHEL 9, 10)",
+            "a newer bootimage (4.13 or later)",
+            "managedBootImages",
+            "--release",
+            "machine-config-daemon.rhel8",
+        ] {
+            assert!(e.contains(needle), "{needle:?} in {e}");
+        }
+        let rhel8_only = vec![cand("/usr/bin/machine-config-daemon", rhel8())];
+        let e = choose(&rhel8_only, None, &target("4.16"), None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bootimages 4.1-4.12 (RHEL 8)"), "{e}");
+        assert!(e.contains("a release that boots 4.16 nodes"), "{e}");
+        let mut arm = rhel9();
+        arm.arch = "arm64".into();
+        let e = choose(
+            &[cand("/usr/bin/machine-config-daemon", arm)],
+            None,
+            &target("4.16"),
+            None,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("its builds are for arm64"), "{e}");
+        assert!(e.contains("--platform"), "{e}");
+        let e = choose(&[], None, &target("4.16"), None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a machine-config-operator image"), "{e}");
+        let e = choose(
+            &rhel9_only,
+            None,
+            &target("4.16"),
+            Some("/usr/bin/x"),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("its builds: /usr/bin/machine-config-daemon"),
+            "{e}"
         );
     }
 

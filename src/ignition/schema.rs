@@ -91,6 +91,56 @@ struct Validator<'a> {
     root: &'a Value,
 }
 
+/// The JSON type of a value, for messages: a config's values are never quoted, since a
+/// config may carry secrets (pull secrets, tokens in data URLs).
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// An unknown key, for messages: as written when some Ignition spec has a key of that
+/// name, or when it is a short word (a misspelt key); otherwise not shown, as a key of a
+/// config could be a secret pasted in the wrong place.
+fn shown_key(k: &str) -> String {
+    static KNOWN: std::sync::OnceLock<std::collections::BTreeSet<String>> =
+        std::sync::OnceLock::new();
+    let known = KNOWN.get_or_init(|| {
+        fn walk(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::Object(p)) = m.get("properties") {
+                        out.extend(p.keys().cloned());
+                    }
+                    m.values().for_each(|c| walk(c, out));
+                }
+                Value::Array(a) => a.iter().for_each(|c| walk(c, out)),
+                _ => {}
+            }
+        }
+        let mut out = std::collections::BTreeSet::new();
+        for spec in super::SPECS {
+            let v: Value = serde_json::from_str(schema_text(spec)).expect("bundled schemas parse");
+            walk(&v, &mut out);
+        }
+        out
+    });
+    let word = k.len() <= 24
+        && !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-');
+    if word || known.contains(k) {
+        k.to_string()
+    } else {
+        "(a key no spec knows; not shown, it may be a secret)".to_string()
+    }
+}
+
 fn type_ok(want: &str, v: &Value) -> bool {
     match want {
         "object" => v.is_object(),
@@ -146,7 +196,7 @@ impl<'a> Validator<'a> {
             self.allowed(schema, &mut allowed);
             for k in m.keys() {
                 if !allowed.contains(&k.as_str()) {
-                    r.unknown_keys.push(format!("{at}/{k}"));
+                    r.unknown_keys.push(format!("{at}/{}", shown_key(k)));
                 }
             }
         }
@@ -179,7 +229,8 @@ impl<'a> Validator<'a> {
                 _ => panic!("bad schema type"),
             };
             if !ok {
-                r.errors.push(format!("{at}: expected type {t}, found {v}"));
+                r.errors
+                    .push(format!("{at}: expected type {t}, found {}", type_name(v)));
                 return;
             }
         }
@@ -241,5 +292,26 @@ mod tests {
         assert_eq!(r.errors.len(), 1, "{r:?}");
         let r = validate(&json!({}), SpecVersion::V2_2);
         assert!(r.errors[0].contains("ignition"));
+    }
+
+    #[test]
+    fn reports_quote_no_value_and_no_odd_key() {
+        const SECRET: &str = "c2VjcmV0OnBhc3N3b3Jk";
+        let c = json!({
+            "ignition": {"version": "3.2.0"},
+            "passwd": {"users": {"name": SECRET}},
+            "storage": {"files": [{"path": "/x", "httpHeaders": 1, "owner": 1, SECRET: 1}]}
+        });
+        let r = validate(&c, SpecVersion::V3_2);
+        let text = format!("{r:?}");
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(text.contains("/passwd/users: expected type"), "{text}");
+        assert!(text.contains("found an object"), "{text}");
+        assert!(text.contains("/storage/files/0/httpHeaders"), "{text}");
+        assert!(text.contains("/storage/files/0/owner"), "{text}");
+        assert!(
+            text.contains("/storage/files/0/(a key no spec knows"),
+            "{text}"
+        );
     }
 }

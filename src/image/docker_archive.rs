@@ -107,6 +107,13 @@ pub(crate) fn open(
     let entries: Vec<ManifestEntry> = serde_json::from_slice(&manifest)
         .with_context(|| format!("{what}: malformed manifest.json"))?;
     let entry = choose(&entries, want, &what)?;
+    let tags = entry.repo_tags.iter().flatten();
+    let name = match want {
+        Some(w) if !w.starts_with('@') => tags.clone().find(|t| same_name(t, w)),
+        _ => None,
+    }
+    .or_else(|| tags.clone().next())
+    .cloned();
     let config = read_member(&tree, &entry.config, MAX_METADATA_BYTES)?
         .ok_or_else(|| anyhow!("{what}: config {} is missing", entry.config))?;
     let config_digest = Digest::of(&config);
@@ -151,6 +158,7 @@ pub(crate) fn open(
         .collect::<Result<Vec<_>>>()?;
     let info = ImageInfo {
         reference: reference.to_string(),
+        name,
         manifest_digest: None,
         config_digest,
         platform: facts.checked_platform(platform, &what)?,

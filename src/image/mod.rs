@@ -78,6 +78,11 @@ pub struct LayerInfo {
 pub struct ImageInfo {
     /// The reference as the user gave it, normalised.
     pub reference: String,
+    /// The image's own name in its layout or archive (the `ref.name` annotation of an
+    /// OCI layout's entry, a docker archive's `RepoTags` name), when it has one; not
+    /// for registry images, which the reference names.
+    #[serde(skip)]
+    pub name: Option<String>,
     /// Digest of the image manifest (absent for docker-archive, which has none).
     pub manifest_digest: Option<Digest>,
     /// Digest of the image configuration (the image ID).

@@ -219,11 +219,13 @@ fn check_layout_version(tree: &dyn FileTree) -> Result<()> {
 }
 
 /// Resolves the manifest that `tag` and the platform name, following nested indexes.
+/// The manifest for `platform` of the image `tag` names (else the only one), with the
+/// name the layout's index gives that image.
 fn resolve_manifest(
     tree: &dyn FileTree,
     tag: Option<&str>,
     platform: &Platform,
-) -> Result<(Digest, ImageManifest)> {
+) -> Result<(Digest, ImageManifest, Option<String>)> {
     let what = tree.describe();
     check_layout_version(tree)?;
     let index_bytes = read_member(tree, "index.json", MAX_METADATA_BYTES)?
@@ -268,11 +270,16 @@ fn resolve_manifest(
             ),
         },
     };
+    let name = top
+        .annotations()
+        .as_ref()
+        .and_then(|a| a.get(REF_NAME))
+        .cloned();
     let mut desc = top.clone();
     for _ in 0..MAX_INDEX_DEPTH {
         let (digest, bytes) = read_blob(tree, &desc)?;
         match parse_document(&bytes, &format!("{what}: {digest}"))? {
-            Document::Manifest(m) => return Ok((digest, *m)),
+            Document::Manifest(m) => return Ok((digest, *m, name)),
             Document::Index(idx) => {
                 desc = choose_platform(
                     idx.manifests(),
@@ -342,7 +349,7 @@ pub(crate) fn open<T: FileTree + 'static>(
     tag: Option<&str>,
     platform: &Platform,
 ) -> Result<Image> {
-    let (manifest_digest, manifest) = resolve_manifest(&tree, tag, platform)?;
+    let (manifest_digest, manifest, name) = resolve_manifest(&tree, tag, platform)?;
     let (config_digest, config_bytes) = read_blob(&tree, manifest.config())?;
     let facts: ConfigFacts = serde_json::from_slice(&config_bytes).with_context(|| {
         format!(
@@ -357,6 +364,7 @@ pub(crate) fn open<T: FileTree + 'static>(
     )?;
     let info = ImageInfo {
         reference: reference.to_string(),
+        name,
         manifest_digest: Some(manifest_digest),
         config_digest,
         platform: facts.checked_platform(platform, &tree.describe())?,

@@ -59,6 +59,13 @@ pub enum ReferenceError {
     },
     #[error("unknown transport {0:?} (expected docker://, oci:, oci-archive: or docker-archive:)")]
     UnknownTransport(String),
+    #[error("{input:?}: a registry image is written with two slashes: docker://{rest}")]
+    DockerOneColon { input: String, rest: String },
+    #[error(
+        "{input:?} is a path on this machine, not a registry image: {}",
+        path_hint(.input, *.directory)
+    )]
+    LooksLikePath { input: String, directory: bool },
     #[error("invalid repository name {name:?} in {input:?}: {why}")]
     BadRepository {
         name: String,
@@ -72,6 +79,19 @@ pub enum ReferenceError {
 }
 
 const DOCKER_HUB: &str = "docker.io";
+
+/// What to write instead of a bare path.
+fn path_hint(input: &str, directory: bool) -> String {
+    let how = if directory {
+        format!("an OCI image layout is read with oci:{input} (oci:{input}:TAG for one of several images)")
+    } else {
+        format!(
+            "an archive is read with oci-archive:{input} (a tar of an OCI layout) or \
+             docker-archive:{input} (docker save)"
+        )
+    };
+    format!("{how}; a registry image is docker://HOST/REPO[:TAG|@DIGEST]")
+}
 
 impl FromStr for ImageRef {
     type Err = ReferenceError;
@@ -109,19 +129,52 @@ impl FromStr for ImageRef {
             let (file, reference) = split("docker-archive", rest)?;
             return Ok(ImageRef::DockerArchive { file, reference });
         }
-        if let Some((transport, _)) = input.split_once(':') {
+        if let Some((transport, rest)) = input.split_once(':') {
             // "host:port/repo" and "repo:tag" are bare docker references; anything else
             // with a ':' before any '/' that looks like a word is an unknown transport.
             let looks_like_transport = !transport.contains('/')
                 && !transport.contains('.')
                 && transport != "localhost"
-                && input[transport.len() + 1..].contains('/')
-                && !input[transport.len() + 1..].starts_with(|c: char| c.is_ascii_digit());
+                && rest.contains('/')
+                && !rest.starts_with(|c: char| c.is_ascii_digit());
+            if looks_like_transport && transport == "docker" {
+                return Err(ReferenceError::DockerOneColon {
+                    input: input.to_string(),
+                    rest: rest.trim_start_matches('/').to_string(),
+                });
+            }
             if looks_like_transport {
                 return Err(ReferenceError::UnknownTransport(transport.to_string()));
             }
         }
+        // A path given without its transport: a registry reference never starts like
+        // a path, and one that names an existing file or directory is ambiguous.
+        let path = std::path::Path::new(input);
+        let path_like = input.starts_with(['/', '~'])
+            || input.starts_with("./")
+            || input.starts_with("../")
+            || input == "."
+            || input == "..";
+        if path_like || path.exists() {
+            return Err(ReferenceError::LooksLikePath {
+                input: input.to_string(),
+                directory: path.is_dir() || (path_like && !path.is_file()),
+            });
+        }
         Ok(ImageRef::Docker(input.parse()?))
+    }
+}
+
+impl ImageRef {
+    /// The transport of an image stored on disk (`oci`, `oci-archive`,
+    /// `docker-archive`); `None` for a registry reference.
+    pub fn local_transport(&self) -> Option<&'static str> {
+        match self {
+            ImageRef::Oci { .. } => Some("oci"),
+            ImageRef::OciArchive { .. } => Some("oci-archive"),
+            ImageRef::DockerArchive { .. } => Some("docker-archive"),
+            ImageRef::Docker(_) => None,
+        }
     }
 }
 
@@ -283,21 +336,44 @@ impl FromStr for Platform {
     type Err = PlatformError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let parts: Vec<&str> = s.split('/').collect();
-        let ok =
-            |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        match parts.as_slice() {
-            [os, arch] if ok(os) && ok(arch) => Ok(Platform {
-                os: os.to_string(),
-                architecture: arch.to_string(),
-                variant: None,
-            }),
-            [os, arch, variant] if ok(os) && ok(arch) && ok(variant) => Ok(Platform {
-                os: os.to_string(),
-                architecture: arch.to_string(),
-                variant: Some(variant.to_string()),
-            }),
-            _ => Err(PlatformError(s.to_string())),
-        }
+        let ok = |p: &&str| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        };
+        let (os, arch, variant) = match parts.as_slice() {
+            [os, arch] if ok(os) && ok(arch) => (*os, *arch, None),
+            [os, arch, variant] if ok(os) && ok(arch) && ok(variant) => {
+                (*os, *arch, Some(*variant))
+            }
+            _ => return Err(PlatformError(s.to_string())),
+        };
+        let (architecture, variant) = normalize_architecture(arch, variant);
+        Ok(Platform {
+            os: os.to_string(),
+            architecture,
+            variant,
+        })
+    }
+}
+
+/// The OCI name of an architecture and its variant, from the other names in use
+/// (`uname -m`'s `x86_64` and `aarch64`, Debian's `armhf`), as the containers tools
+/// read them: `x86_64`/`x86-64` are `amd64`, `aarch64` is `arm64`, `i386` is `386`,
+/// `armhf` is `arm/v7`, `armel` is `arm/v6`, and an `arm` variant `N` is `vN`.
+fn normalize_architecture(arch: &str, variant: Option<&str>) -> (String, Option<String>) {
+    let variant = variant.map(str::to_string);
+    match arch {
+        "x86_64" | "x86-64" => ("amd64".into(), variant),
+        "aarch64" => ("arm64".into(), variant),
+        "i386" => ("386".into(), None),
+        "armhf" => ("arm".into(), Some("v7".into())),
+        "armel" => ("arm".into(), Some("v6".into())),
+        "arm" => match variant.as_deref() {
+            Some(n @ ("5" | "6" | "7" | "8")) => ("arm".into(), Some(format!("v{n}"))),
+            _ => ("arm".into(), variant),
+        },
+        other => (other.to_string(), variant),
     }
 }
 
@@ -407,6 +483,34 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn near_misses_get_a_hint() {
+        let e = "docker:registry.example/a/b:1"
+            .parse::<ImageRef>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("docker://registry.example/a/b:1"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let e = d.parse::<ImageRef>().unwrap_err().to_string();
+        assert!(e.contains(&format!("oci:{d}")), "{e}");
+        let f = dir.path().join("img.tar");
+        std::fs::write(&f, b"").unwrap();
+        let f = f.display().to_string();
+        let e = f.parse::<ImageRef>().unwrap_err().to_string();
+        assert!(e.contains(&format!("oci-archive:{f}")), "{e}");
+        assert!(e.contains(&format!("docker-archive:{f}")), "{e}");
+        for p in ["./layout", "../layout", "/no/such/layout"] {
+            let e = p.parse::<ImageRef>().unwrap_err().to_string();
+            assert!(e.contains(&format!("oci:{p}")), "{e}");
+        }
+        // Names that are no path stay registry references.
+        assert!(matches!(
+            "registry.example/a/b".parse::<ImageRef>(),
+            Ok(ImageRef::Docker(_))
+        ));
+    }
+
     /// The parser agrees with oci-spec's `distribution::Reference` (distribution's
     /// grammar and normalisation) on what it accepts, and refuses what that refuses,
     /// apart from the deviations docs/architecture.md lists.
@@ -513,5 +617,27 @@ mod tests {
         );
         assert!("linux".parse::<Platform>().is_err());
         assert!("linux/amd64/v1/x".parse::<Platform>().is_err());
+    }
+
+    #[test]
+    fn platforms_are_read_under_their_oci_names() {
+        for (given, read) in [
+            ("linux/x86_64", "linux/amd64"),
+            ("linux/x86-64", "linux/amd64"),
+            ("linux/aarch64", "linux/arm64"),
+            ("linux/aarch64/v8", "linux/arm64/v8"),
+            ("linux/i386", "linux/386"),
+            ("linux/armhf", "linux/arm/v7"),
+            ("linux/armel", "linux/arm/v6"),
+            ("linux/arm/7", "linux/arm/v7"),
+            ("linux/ppc64le", "linux/ppc64le"),
+            ("linux/s390x", "linux/s390x"),
+        ] {
+            assert_eq!(
+                given.parse::<Platform>().unwrap().to_string(),
+                read,
+                "{given}"
+            );
+        }
     }
 }

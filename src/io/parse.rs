@@ -7,6 +7,33 @@
 use anyhow::{anyhow, Error};
 use serde::de::DeserializeOwned;
 
+/// A registry, repository or scope name read from such a file, for messages: as
+/// written when it could be one (lowercase letters, digits and `.-_/:*@[]`, as the
+/// reference grammar has them), else not shown, as it may be a secret in the wrong place.
+pub fn name_shown(name: &str) -> String {
+    let plausible = name.len() <= 255
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b".-_/:*@[]".contains(&b));
+    if plausible {
+        format!("{name:?}")
+    } else {
+        "(a name not shown: it may hold a secret)".to_string()
+    }
+}
+
+/// A URL read from such a file, for messages: any `user:password@` taken out.
+pub fn url_shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
 /// The error for `origin`, not a valid `what`: `kind`, at a place when known.
 fn refused(origin: &str, what: &str, kind: &str, at: Option<(usize, usize)>) -> Error {
     let place = at.map_or(String::new(), |(l, c)| format!(" at line {l}, column {c}"));
@@ -182,6 +209,27 @@ mod tests {
         for (text, want) in cases {
             refuses_without_the_secret(yaml::<Doc>(&text, "f.x", "thing"), want);
         }
+    }
+
+    #[test]
+    fn names_are_shown_when_they_can_be_names() {
+        assert_eq!(
+            name_shown("quay.example:443/ocp"),
+            "\"quay.example:443/ocp\""
+        );
+        assert_eq!(name_shown("*.example.com"), "\"*.example.com\"");
+        assert!(!name_shown(SECRET).contains(SECRET));
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_user() {
+        assert_eq!(
+            url_shown(&format!("https://u:{SECRET}@h.example/sigs/a@b")),
+            "https://h.example/sigs/a@b"
+        );
+        assert_eq!(url_shown("file:///var/sigs"), "file:///var/sigs");
+        assert_eq!(url_shown("http://h.example:80/x"), "http://h.example:80/x");
+        assert_eq!(url_shown(SECRET), SECRET);
     }
 
     #[test]

@@ -353,6 +353,7 @@ fn cert_dirs(cert_dir: Option<&Path>, registry: &str) -> Vec<PathBuf> {
 }
 
 fn load_cas(dir: &Path) -> Result<Vec<reqwest::Certificate>> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
     let mut certs = Vec::new();
     let entries =
         fs::read_dir(dir).with_context(|| format!("reading CA directory {}", dir.display()))?;
@@ -360,6 +361,14 @@ fn load_cas(dir: &Path) -> Result<Vec<reqwest::Certificate>> {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "crt") {
             let pem = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            // Each certificate is checked here, so that a bad one is named by its file
+            // (the HTTP client's own error would not say which); nothing of the file is
+            // quoted.
+            for c in CertificateDer::pem_slice_iter(&pem) {
+                let bad = || anyhow!("{} holds no valid PEM certificate", path.display());
+                let c = c.map_err(|_| bad())?;
+                rustls::RootCertStore::empty().add(c).map_err(|_| bad())?;
+            }
             let found = reqwest::Certificate::from_pem_bundle(&pem)
                 .with_context(|| format!("{} holds no valid PEM certificate", path.display()))?;
             certs.extend(found);

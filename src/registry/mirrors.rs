@@ -40,9 +40,10 @@ impl PullFrom {
             "" | "all" => Ok(PullFrom::All),
             "digest-only" => Ok(PullFrom::DigestOnly),
             "tag-only" => Ok(PullFrom::TagOnly),
-            other => bail!(
-                "{at}: pull-from-mirror {other:?} is not one of \"all\", \"digest-only\", \"tag-only\""
-            ),
+            // The value is not shown (nor below): a file of these may hold credentials.
+            _ => {
+                bail!("{at}: pull-from-mirror is not one of \"all\", \"digest-only\", \"tag-only\"")
+            }
         }
     }
 
@@ -147,7 +148,7 @@ pub const DEFAULT_REGISTRIES_CONF: &str = "/etc/containers/registries.conf";
 fn clean_location(s: &str, at: &str) -> Result<String> {
     let s = s.trim();
     if s.contains("://") {
-        bail!("{at}: {s:?} must be host[:port][/path], without a scheme");
+        bail!("{at}: a location must be host[:port][/path], without a scheme");
     }
     let s = s.trim_end_matches('/');
     if s.is_empty() {
@@ -155,7 +156,7 @@ fn clean_location(s: &str, at: &str) -> Result<String> {
     }
     let last = s.rsplit('/').next().unwrap_or(s);
     if s.contains('@') || (s.contains('/') && last.contains(':')) {
-        bail!("{at}: {s:?} must be a registry or repository, without a tag or digest");
+        bail!("{at}: a location must be a registry or repository, without a tag, digest or user");
     }
     let (host, rest) = s.split_once('/').unwrap_or((s, ""));
     let host = match host {
@@ -303,8 +304,8 @@ impl Mirrors {
             "InstallConfig" | "" => {
                 bail!("{at}: an install-config without imageDigestSources or imageContentSources")
             }
-            other => bail!(
-                "{at}: kind {other:?} holds no mirrors (expected ImageDigestMirrorSet, \
+            _ => bail!(
+                "{at}: its kind holds no mirrors (expected ImageDigestMirrorSet, \
                  ImageTagMirrorSet, ImageContentSourcePolicy or an install-config)"
             ),
         };
@@ -341,8 +342,8 @@ impl Mirrors {
             let blocked = match policy {
                 "AllowContactingSource" => false,
                 "NeverContactSource" => true,
-                other => bail!(
-                    "{eat}: source policy {other:?} is not AllowContactingSource or NeverContactSource"
+                _ => bail!(
+                    "{eat}: the source policy is not AllowContactingSource or NeverContactSource"
                 ),
             };
             if blocked && mirrors.is_empty() {
@@ -698,7 +699,7 @@ spec:
     fn malformed_files_are_refused_with_where() {
         let mut m = Mirrors::default();
         for (text, want) in [
-            ("kind: Pod\n", "kind \"Pod\""),
+            ("kind: Pod\n", "its kind holds no mirrors"),
             ("apiVersion: v1\nbaseDomain: x\n", "without imageDigestSources"),
             (
                 "kind: ImageDigestMirrorSet\nspec:\n  imageDigestMirrors:\n  - mirrors: [a.example/b]\n",
@@ -706,7 +707,7 @@ spec:
             ),
             (
                 "kind: ImageDigestMirrorSet\nspec:\n  imageDigestMirrors:\n  - source: a.example/b\n    mirrorSourcePolicy: Sometimes\n    mirrors: [m.example/b]\n",
-                "Sometimes",
+                "the source policy is not",
             ),
             ("kind: ImageDigestMirrorSet\nspec: [\n", "YAML syntax error at line"),
             ("", "no mirrors in it"),
@@ -718,7 +719,7 @@ spec:
             ("[[registry]]\nprefix = 3\n", "not a valid registries.conf"),
             (
                 "[[registry]]\nprefix=\"a.example\"\n[[registry.mirror]]\nlocation=\"m.example\"\npull-from-mirror=\"sometimes\"\n",
-                "sometimes",
+                "pull-from-mirror is not one of",
             ),
             ("[[registry]]\nprefix=\"https://a.example\"\n", "without a scheme"),
         ] {

@@ -309,6 +309,7 @@ fn open_with(
     }
     let info = ImageInfo {
         reference: reference.to_string(),
+        name: None,
         manifest_digest: Some(manifest_digest),
         config_digest,
         platform: facts.checked_platform(platform, &what)?,

@@ -176,7 +176,7 @@ impl Policy {
                 } = r
                 {
                     if key_type != "GPGKeys" {
-                        bail!("signature policy {origin}: {scope}: keyType {key_type:?} is not supported (only GPGKeys)");
+                        bail!("signature policy {origin}: {scope}: this keyType is not supported (only GPGKeys)");
                     }
                     let given = [key_path.is_some(), key_paths.is_some(), key_data.is_some()];
                     if given.iter().filter(|g| **g).count() != 1 {
@@ -189,7 +189,14 @@ impl Policy {
         check(&doc.default, "default")?;
         for (t, scopes) in &doc.transports {
             for (s, reqs) in scopes {
-                check(reqs, &format!("transports.{t}.{s:?}"))?;
+                check(
+                    reqs,
+                    &format!(
+                        "transports.{}.{}",
+                        parse::name_shown(t).trim_matches('"'),
+                        parse::name_shown(s)
+                    ),
+                )?;
             }
         }
         Ok(Policy {
@@ -332,7 +339,7 @@ impl Policy {
 
     fn where_signatures(&self, r: &DockerRef) -> String {
         match (self.lookaside(r), &self.registries_d) {
-            (Ok(Some(u)), _) => format!(" under {u}"),
+            (Ok(Some(u)), _) => format!(" under {}", parse::url_shown(&u)),
             (_, Some(d)) => format!(
                 " (no lookaside is configured for {}/{} in {})",
                 r.registry,
@@ -357,7 +364,7 @@ impl Policy {
                 digest.hex()
             );
             match fetch(&url)? {
-                Some(bytes) => out.push((url, bytes)),
+                Some(bytes) => out.push((parse::url_shown(&url), bytes)),
                 None => break,
             }
         }
@@ -386,18 +393,27 @@ fn fetch(url: &str) -> Result<Option<Vec<u8>>> {
             .build()?
             .get(url)
             .send()
-            .with_context(|| format!("fetching signature {url}"))?;
+            // Neither the URL nor the error (which would name it) keeps its user.
+            .map_err(reqwest::Error::without_url)
+            .with_context(|| format!("fetching signature {}", parse::url_shown(url)))?;
         if resp.status() == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
         if !resp.status().is_success() {
-            bail!("fetching signature {url}: {}", resp.status());
+            bail!(
+                "fetching signature {}: {}",
+                parse::url_shown(url),
+                resp.status()
+            );
         }
         let b = read_at_most(resp, MAX_SIGNATURE_BYTES)?
-            .ok_or_else(|| anyhow!("{url}: too big for a signature"))?;
+            .ok_or_else(|| anyhow!("{}: too big for a signature", parse::url_shown(url)))?;
         return Ok(Some(b));
     }
-    bail!("lookaside {url:?}: only file://, http:// and https:// are supported")
+    bail!(
+        "lookaside {:?}: only file://, http:// and https:// are supported",
+        parse::url_shown(url)
+    )
 }
 
 fn load_keys(
