@@ -182,7 +182,8 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// Which image to read.
+/// Which image to read. (A heading set with `next_help_heading` stays in force after a
+/// flattened struct: the fields that follow one name their own `help_heading`.)
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Image")]
 pub struct ImageArgs {
@@ -530,7 +531,12 @@ pub struct ExtractArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Absolute path of the file in the image.
-    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
+    #[arg(
+        long,
+        value_name = "PATH",
+        value_parser = absolute_path,
+        help_heading = "Image"
+    )]
     pub path: String,
     /// Where to write it; `-` for stdout.
     #[arg(
@@ -550,7 +556,7 @@ pub struct InspectArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
 }
 
@@ -559,7 +565,7 @@ pub struct PullArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Print what was pulled as JSON on stdout (docs/json.md).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
 }
 

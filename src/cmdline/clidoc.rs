@@ -267,6 +267,9 @@ fn markdown() -> String {
          ```sh\nMCD_INJECT_BLESS=1 cargo test --lib clidoc\n```\n",
     );
     markdown_command(&cmd, true, &mut out);
+    while out.contains("\n\n\n") {
+        out = out.replace("\n\n\n", "\n\n");
+    }
     out
 }
 
