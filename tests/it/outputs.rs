@@ -210,7 +210,7 @@ fn a_shell_pipeline_whose_reader_left_fails_inject_and_extract() {
         let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         // The reader exits at once; the writer starts once it is gone.
         let script = format!(
-            "set -o pipefail; {{ sleep 0.3; '{}' {}; }} | true",
+            "set -o pipefail; {{ sleep 1; '{}' {}; }} | true",
             crate::harness::BIN,
             quoted.join(" ")
         );
