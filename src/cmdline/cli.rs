@@ -108,8 +108,27 @@ impl Cli {
                         }
                     }
                 }
-                if let Err(e) = a.target.check(&a.image.platform.architecture) {
-                    return usage("inject", InvalidValue, e);
+                let target = match a.target.check(&a.image.platform.architecture) {
+                    Ok(t) => t,
+                    Err(e) => return usage("inject", InvalidValue, e),
+                };
+                // A scheme not even the newest spec the bootimage reads can fetch.
+                if let (Some(url), Some(t)) = (&a.payload_url, target) {
+                    let scheme = url.split_once(':').map_or("", |(s, _)| s);
+                    let schemes = t.max_spec.url_schemes();
+                    if !schemes.contains(&scheme) {
+                        return usage(
+                            "inject",
+                            InvalidValue,
+                            format!(
+                                "--payload-url {url}: the Ignition of bootimage {} cannot fetch \
+                                 it (spec {} reads {} URLs)",
+                                t.bootimage,
+                                t.max_spec.as_str(),
+                                schemes.join(", ")
+                            ),
+                        );
+                    }
                 }
                 Ok(())
             }
@@ -597,15 +616,15 @@ pub struct TargetOpts {
 impl TargetOpts {
     /// The target these flags make, checked against the table when they say all of it
     /// (with --target-os-release the file may say the rest: checked when it is read).
-    fn check(&self, arch: &str) -> Result<(), String> {
+    fn check(&self, arch: &str) -> Result<Option<crate::choose::target::Target>, String> {
         let Some(b) = self.bootimage else {
-            return Ok(());
+            return Ok(None);
         };
         if self.target_os_release.is_some() {
-            return Ok(());
+            return Ok(None);
         }
         crate::choose::target::Target::new(b, self.spec, self.target_rhel, arch)
-            .map(|_| ())
+            .map(Some)
             .map_err(|e| format!("--bootimage {b}: {e}"))
     }
 

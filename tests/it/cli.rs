@@ -656,6 +656,19 @@ fn exit_code_2_is_for_a_command_line_that_cannot_be_used() {
         ),
         (inject(&["--bootimage", "4.2", "--ign", ""]), "--ign"),
         (
+            inject(&[
+                "--bootimage",
+                "4.2",
+                "--ign",
+                &ign,
+                "--payload-url",
+                "gs://bucket/mcd.gz",
+                "--payload-out",
+                &format!("{ign}.gz"),
+            ]),
+            "--payload-url gs://bucket/mcd.gz",
+        ),
+        (
             inject(&["--bootimage", "4.2", "--ign", &ign, "--json-out", &ign]),
             "--json-out",
         ),
