@@ -98,7 +98,8 @@ impl Cli {
                 for (i, (f1, o1)) in outputs.iter().enumerate() {
                     for (f2, o2) in &outputs[i + 1..] {
                         if let (Some(Output::File(p1)), Some(Output::File(p2))) = (o1, o2) {
-                            if p1 == p2 {
+                            let same = |p: &std::path::Path| std::path::absolute(p).ok();
+                            if p1 == p2 || same(p1).is_some_and(|a| Some(a) == same(p2)) {
                                 return usage(
                                     "inject",
                                     ArgumentConflict,

@@ -626,6 +626,7 @@ fn exit_code_2_is_for_a_command_line_that_cannot_be_used() {
     let dir = tempfile::tempdir().unwrap();
     let image = small_image();
     let ign = dir.path().join("x.ign").display().to_string();
+    let dotted = dir.path().join(".").join("x.ign").display().to_string();
     let inject = |extra: &[&str]| {
         let mut a = vec!["inject", "--image", image.as_str()];
         a.extend_from_slice(extra);
@@ -671,6 +672,10 @@ fn exit_code_2_is_for_a_command_line_that_cannot_be_used() {
         (
             inject(&["--bootimage", "4.2", "--ign", &ign, "--json-out", &ign]),
             "--json-out",
+        ),
+        (
+            inject(&["--bootimage", "4.2", "--ign", &ign, "--json-out", &dotted]),
+            "--ign and --json-out both name",
         ),
         (
             [
