@@ -17,6 +17,8 @@ pub struct ExtractReport {
     pub resolved: String,
     /// Bytes written.
     pub size: u64,
+    /// Digest of the bytes written, `sha256:HEX`.
+    pub sha256: String,
     /// Permission bits of the entry in the image.
     pub mode: u32,
     /// Layers read to find the answer.
@@ -46,11 +48,13 @@ pub fn extract(
     let mut fs = MergedFs::new(image, spool.path(), move |n| n == wanted);
     let content = fs.read_file(path)?;
     let (resolved, size, mode) = (content.resolved, content.size, content.mode & MODE_MASK);
+    let sha256 = content.sha256.to_string();
     warnings.check_strict()?;
     out.commit(content.file, mode)?;
     Ok(ExtractReport {
         resolved,
         size,
+        sha256,
         mode,
         layer_reads: fs.layer_reads(),
         warnings: warnings.list(),

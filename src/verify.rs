@@ -32,6 +32,13 @@ pub struct VerifyConfig {
     pub arch: String,
 }
 
+/// The config could not be read, or is not one `verify` can check (empty, truncated,
+/// not an Ignition config): the one finding of the run, which the command line reports
+/// as its problem (`ok: false` in `--json`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0:#}")]
+pub struct Unreadable(pub anyhow::Error);
+
 /// The outcome of `verify`.
 #[derive(Debug)]
 pub struct VerifyReport {
@@ -54,7 +61,7 @@ pub struct VerifyReport {
 /// whether the binary fits it, and with `--image` whether it is the build `inject`
 /// chooses.
 pub fn verify(cfg: &VerifyConfig, warnings: &Warnings) -> Result<VerifyReport> {
-    let bytes = cfg.ign.read()?;
+    let bytes = cfg.ign.read().map_err(Unreadable)?;
     let spool = crate::io::tempfiles::dir_in(&std::env::temp_dir())
         .context("creating a spool directory")?;
     let v = verify::verify(
@@ -62,7 +69,8 @@ pub fn verify(cfg: &VerifyConfig, warnings: &Warnings) -> Result<VerifyReport> {
         &bytes,
         cfg.payload.as_deref(),
         spool.path(),
-    )?;
+    )
+    .map_err(Unreadable)?;
     let mut checks = Checks {
         passed: v.passed.clone(),
         problems: v.problems.clone(),

@@ -44,27 +44,110 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// Usage errors clap's attributes cannot express (exit code 2, like theirs).
+    /// Usage errors clap's attributes cannot express (exit code 2, like theirs): flags
+    /// that cannot go together, a bootimage the table and the other flags cannot make a
+    /// target of.
     pub fn check_usage(&self) -> Result<(), clap::Error> {
-        if let Command::Extract(a) = &self.command {
-            if a.json && a.output == Output::Stdout {
-                let mut cmd = <Cli as clap::CommandFactory>::command();
-                cmd.build();
-                let sub = cmd
-                    .find_subcommand_mut("extract")
-                    .expect("extract is a subcommand");
-                return Err(sub.error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    "--json and -o - both want stdout: write the file with -o FILE",
-                ));
+        let usage = |sub: &str, kind: clap::error::ErrorKind, msg: String| {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            cmd.build();
+            let sub = cmd.find_subcommand_mut(sub).expect("a subcommand");
+            Err(sub.error(kind, msg))
+        };
+        use clap::error::ErrorKind::{ArgumentConflict, InvalidValue};
+        let registry = match &self.command {
+            Command::Extract(a) => Some(("extract", &a.image.registry)),
+            Command::Inspect(a) => Some(("inspect", &a.image.registry)),
+            Command::Pull(a) => Some(("pull", &a.image.registry)),
+            Command::Inject(a) => Some(("inject", &a.image.registry)),
+            Command::Verify(a) => Some(("verify", &a.registry)),
+            _ => None,
+        };
+        if let Some((sub, r)) = registry {
+            // Checked here rather than by a value parser, whose error would quote the
+            // value: a password.
+            let creds = r.mirrors.creds.as_deref();
+            if creds.is_some_and(|c| c.split(':').next().unwrap_or("").is_empty()) {
+                return usage(
+                    sub,
+                    InvalidValue,
+                    "--creds: no user name: expected USER[:PASSWORD]".into(),
+                );
             }
         }
-        Ok(())
+        match &self.command {
+            Command::Extract(a) if a.json && a.output == Output::Stdout => usage(
+                "extract",
+                ArgumentConflict,
+                "--json and -o - both want stdout: write the file with -o FILE".into(),
+            ),
+            Command::Inject(a) => {
+                if a.ign == Output::Stdout && a.json.target() == Some(Output::Stdout) {
+                    return usage(
+                        "inject",
+                        ArgumentConflict,
+                        "--ign - and --json both want stdout: write the JSON with --json-out FILE"
+                            .into(),
+                    );
+                }
+                let outputs = [
+                    ("--ign", Some(&a.ign)),
+                    ("--payload-out", a.payload_out.as_ref()),
+                    ("--json-out", a.json.json_out.as_ref()),
+                ];
+                for (i, (f1, o1)) in outputs.iter().enumerate() {
+                    for (f2, o2) in &outputs[i + 1..] {
+                        if let (Some(Output::File(p1)), Some(Output::File(p2))) = (o1, o2) {
+                            let same = |p: &std::path::Path| std::path::absolute(p).ok();
+                            if p1 == p2 || same(p1).is_some_and(|a| Some(a) == same(p2)) {
+                                return usage(
+                                    "inject",
+                                    ArgumentConflict,
+                                    format!("{f1} and {f2} both name {}", p1.display()),
+                                );
+                            }
+                        }
+                    }
+                }
+                let target = match a.target.check(&a.image.platform.architecture) {
+                    Ok(t) => t,
+                    Err(e) => return usage("inject", InvalidValue, e),
+                };
+                // A scheme not even the newest spec the bootimage reads can fetch.
+                if let (Some(url), Some(t)) = (&a.payload_url, target) {
+                    let scheme = url.split_once(':').map_or("", |(s, _)| s);
+                    let schemes = t.max_spec.url_schemes();
+                    if !schemes.contains(&scheme) {
+                        return usage(
+                            "inject",
+                            InvalidValue,
+                            format!(
+                                "--payload-url {url}: the Ignition of bootimage {} cannot fetch \
+                                 it (spec {} reads {} URLs)",
+                                t.bootimage,
+                                t.max_spec.as_str(),
+                                schemes.join(", ")
+                            ),
+                        );
+                    }
+                }
+                Ok(())
+            }
+            Command::Verify(a) => match a.bootimage {
+                Some(b) if a.target_rhel.is_none() => match crate::choose::target::bootimage(b) {
+                    Err(e) => usage("verify", InvalidValue, format!("--bootimage {b}: {e}")),
+                    Ok(_) => Ok(()),
+                },
+                _ => Ok(()),
+            },
+            _ => Ok(()),
+        }
     }
 }
 
 /// Diagnostics on stderr (docs/architecture.md says what is logged).
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Logging")]
 pub struct LogArgs {
     /// Log what is done: registry endpoints, layers read, cache entries, timings.
     /// Twice for debug, three times for trace.
@@ -119,8 +202,10 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// Which image to read.
+/// Which image to read. (A heading set with `next_help_heading` stays in force after a
+/// flattened struct: the fields that follow one name their own `help_heading`.)
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Image")]
 pub struct ImageArgs {
     /// Image reference: `oci:DIR[:TAG]`, `oci-archive:FILE[:TAG]`,
     /// `docker-archive:FILE[:REF]`, `docker://HOST/REPO[:TAG|@DIGEST]`
@@ -159,17 +244,21 @@ pub struct ImageArgs {
 
 /// How to reach registries, and the cache.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Registry")]
 pub struct RegistryArgs {
     /// Registry credentials file (containers-auth.json format; an OpenShift pull secret
     /// works). Default: $REGISTRY_AUTH_FILE, else $XDG_RUNTIME_DIR/containers/auth.json,
     /// else ~/.docker/config.json.
     #[arg(long, value_name = "FILE", env = "MCD_INJECT_AUTHFILE")]
     pub authfile: Option<PathBuf>,
-    /// Verify registry TLS certificates; `--tls-verify=false` also allows plain http.
+    /// Verify registry TLS certificates (`--tls-verify` alone is `--tls-verify=true`);
+    /// `--tls-verify=false` also allows plain http.
     #[arg(
         long,
         value_name = "BOOL",
         default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
         action = ArgAction::Set,
         env = "MCD_INJECT_TLS_VERIFY"
     )]
@@ -183,8 +272,15 @@ pub struct RegistryArgs {
     /// Never touch the network: registry images come from the cache only.
     #[arg(long, env = "MCD_INJECT_OFFLINE", value_parser = BoolishValueParser::new())]
     pub offline: bool,
-    /// No progress output.
-    #[arg(short, long, env = "MCD_INJECT_QUIET", value_parser = BoolishValueParser::new())]
+    /// Print nothing on success but the output asked for: no progress, no summary line,
+    /// no notes (warnings and errors are still printed).
+    #[arg(
+        short,
+        long,
+        env = "MCD_INJECT_QUIET",
+        value_parser = BoolishValueParser::new(),
+        help_heading = "Logging"
+    )]
     pub quiet: bool,
     /// A download slower than this many bytes per second for --low-speed-time is cut
     /// and resumed (like a dropped connection); 0 turns the check off.
@@ -200,6 +296,7 @@ pub struct RegistryArgs {
 
 /// Mirrors and credentials given on the command line (docs/registry.md).
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Registry")]
 pub struct MirrorArgs {
     /// A containers-registries.conf(5) file (version 2), with the registries.conf.d
     /// drop-ins beside it. Default: $CONTAINERS_REGISTRIES_CONF, else
@@ -271,6 +368,96 @@ impl MirrorArgs {
     }
 }
 
+/// The flags of this run whose value came from their environment variable: (long
+/// name, variable).
+static FROM_ENV: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// Records which flags of the parsed command line took their value from their
+/// environment variable, for [`flag_origin`].
+pub fn record_env_sources(cmd: &clap::Command, m: &clap::ArgMatches) {
+    fn walk(cmd: &clap::Command, m: &clap::ArgMatches, out: &mut Vec<(String, String)>) {
+        for arg in cmd.get_arguments() {
+            let (Some(long), Some(env)) = (arg.get_long(), arg.get_env()) else {
+                continue;
+            };
+            if m.value_source(arg.get_id().as_str()) == Some(clap::parser::ValueSource::EnvVariable)
+            {
+                out.push((long.to_string(), env.to_string_lossy().into_owned()));
+            }
+        }
+        if let Some((name, sub_m)) = m.subcommand() {
+            if let Some(sub) = cmd.find_subcommand(name) {
+                walk(sub, sub_m, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(cmd, m, &mut out);
+    let _ = FROM_ENV.set(out);
+}
+
+/// `--LONG`, or `--LONG (from VAR)` when this run took its value from the variable VAR.
+pub fn flag_origin(long: &str) -> String {
+    match FROM_ENV
+        .get()
+        .and_then(|v| v.iter().find(|(l, _)| l == long))
+    {
+        Some((_, var)) => format!("--{long} (from {var})"),
+        None => format!("--{long}"),
+    }
+}
+
+/// Adds to a parse error about a flag whose value came from its environment variable
+/// (the flag itself not being on the command line) which variable that was.
+pub fn note_env_source(e: &mut clap::Error, cmd: &clap::Command, argv: &[std::ffi::OsString]) {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return;
+    };
+    let Some(long) = arg
+        .split([' ', '='])
+        .next()
+        .and_then(|a| a.strip_prefix("--"))
+    else {
+        return;
+    };
+    let long = long.to_string();
+    fn find(cmd: &clap::Command, long: &str) -> Option<(String, Option<char>)> {
+        cmd.get_arguments()
+            .find(|a| a.get_long() == Some(long) && a.get_env().is_some())
+            .map(|a| {
+                (
+                    a.get_env().unwrap().to_string_lossy().into_owned(),
+                    a.get_short(),
+                )
+            })
+            .or_else(|| cmd.get_subcommands().find_map(|s| find(s, long)))
+    }
+    let Some((var, short)) = find(cmd, &long) else {
+        return;
+    };
+    if std::env::var_os(&var).is_none() {
+        return;
+    }
+    let on_command_line = argv.iter().skip(1).any(|a| {
+        let a = a.to_string_lossy();
+        a.strip_prefix("--")
+            .is_some_and(|f| f == long || f.starts_with(&format!("{long}=")))
+            || (short
+                .is_some_and(|c| !a.starts_with("--") && a.starts_with('-') && a[1..].contains(c)))
+    });
+    if on_command_line {
+        return;
+    }
+    let tip = format!("the value came from the environment variable {var}").into();
+    let mut tips = match e.get(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    tips.push(tip);
+    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+}
+
 /// `$XDG_CONFIG_HOME/containers/NAME` (default `~/.config`), where the containers tools
 /// look for a user's own configuration before the system's.
 fn user_config(name: &str) -> Option<PathBuf> {
@@ -292,6 +479,18 @@ fn first_existing(user: Option<PathBuf>, system: &str) -> Option<PathBuf> {
 
 impl RegistryArgs {
     pub fn options(&self) -> anyhow::Result<RegistryOptions> {
+        for (flag, dir) in [("cache-dir", &self.cache_dir), ("cert-dir", &self.cert_dir)] {
+            if let Some(d) = dir.as_deref().filter(|d| d.exists() && !d.is_dir()) {
+                bail!("{} {}: not a directory", flag_origin(flag), d.display());
+            }
+        }
+        if let Some(f) = self.authfile.as_deref().filter(|f| f.is_dir()) {
+            bail!(
+                "{} {}: a directory, not a file",
+                flag_origin("authfile"),
+                f.display()
+            );
+        }
         let mut auth_files = AuthFiles::from_env(self.authfile.clone());
         auth_files.creds = self.mirrors.credentials()?;
         Ok(RegistryOptions {
@@ -352,13 +551,23 @@ pub struct ExtractArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Absolute path of the file in the image.
-    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
+    #[arg(
+        long,
+        value_name = "PATH",
+        value_parser = absolute_path,
+        help_heading = "Image"
+    )]
     pub path: String,
     /// Where to write it; `-` for stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        help_heading = "Output"
+    )]
     pub output: Output,
     /// Print what was written as JSON on stdout (docs/json.md); not with `-o -`.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
 }
 
@@ -367,7 +576,7 @@ pub struct InspectArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
 }
 
@@ -376,12 +585,13 @@ pub struct PullArgs {
     #[command(flatten)]
     pub image: ImageArgs,
     /// Print what was pulled as JSON on stdout (docs/json.md).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
 }
 
 /// The bootimage a config is for.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Target")]
 pub struct TargetOpts {
     /// OpenShift version of the bootimage the node boots from, X.Y (a release of the
     /// table, 4.1 to 5.2; a newer one needs --target-rhel or --target-os-release, and --spec).
@@ -400,11 +610,25 @@ pub struct TargetOpts {
     #[arg(long, value_name = "VERSION")]
     pub spec: Option<SpecVersion>,
     /// RHEL major version of the bootimage, instead of the table's.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = rhel_major)]
     pub target_rhel: Option<u32>,
 }
 
 impl TargetOpts {
+    /// The target these flags make, checked against the table when they say all of it
+    /// (with --target-os-release the file may say the rest: checked when it is read).
+    fn check(&self, arch: &str) -> Result<Option<crate::choose::target::Target>, String> {
+        let Some(b) = self.bootimage else {
+            return Ok(None);
+        };
+        if self.target_os_release.is_some() {
+            return Ok(None);
+        }
+        crate::choose::target::Target::new(b, self.spec, self.target_rhel, arch)
+            .map(Some)
+            .map_err(|e| format!("--bootimage {b}: {e}"))
+    }
+
     fn to_args(&self) -> anyhow::Result<TargetArgs> {
         let (from_file, rhel_from_file) = match &self.target_os_release {
             Some(path) => {
@@ -438,22 +662,37 @@ pub struct InjectArgs {
     #[command(flatten)]
     pub target: TargetOpts,
     /// Where to write the Ignition config; `-` for stdout.
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", help_heading = "Output")]
     pub ign: Output,
     /// A config to merge with (`-` for stdin); all of it is kept.
-    #[arg(long, value_name = "IN.ign")]
+    #[arg(long, value_name = "IN.ign", help_heading = "Output")]
     pub base: Option<Input>,
     /// Deliver this binary of the image instead of the chosen one (still checked).
-    #[arg(long, value_name = "PATH", value_parser = absolute_path)]
+    #[arg(
+        long,
+        value_name = "PATH",
+        value_parser = absolute_path,
+        help_heading = "Target"
+    )]
     pub binary_path: Option<String>,
     /// Deliver an incompatible binary, and replace conflicting base entries.
-    #[arg(long)]
+    #[arg(long, help_heading = "Target")]
     pub force: bool,
     /// Remote mode: the URL the payload will be served from.
-    #[arg(long, value_name = "URL", requires = "payload_out")]
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "payload_out",
+        help_heading = "Output"
+    )]
     pub payload_url: Option<String>,
     /// Remote mode: where to write the payload to serve.
-    #[arg(long, value_name = "FILE", requires = "payload_url")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "payload_url",
+        help_heading = "Output"
+    )]
     pub payload_out: Option<Output>,
     #[command(flatten)]
     pub json: JsonArgs,
@@ -461,6 +700,7 @@ pub struct InjectArgs {
 
 /// `--json` and `--json-out` of inject and verify.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Output")]
 pub struct JsonArgs {
     /// Print one JSON object describing the result on stdout.
     #[arg(long)]
@@ -517,23 +757,40 @@ pub struct VerifyArgs {
     #[arg(value_name = "IGN")]
     pub ign: Input,
     /// The bootimage it is for (default: the one its provenance names).
-    #[arg(long, value_name = "X.Y", value_parser = bootimage_version)]
+    #[arg(
+        long,
+        value_name = "X.Y",
+        value_parser = bootimage_version,
+        help_heading = "Target"
+    )]
     pub bootimage: Option<OcpVersion>,
     /// RHEL major version of the bootimage, instead of the table's.
-    #[arg(long, value_name = "N", requires = "bootimage")]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "bootimage",
+        value_parser = rhel_major,
+        help_heading = "Target"
+    )]
     pub target_rhel: Option<u32>,
     /// Also check that the payload is the binary inject chooses from this image.
-    #[arg(long, value_name = "REF", conflicts_with = "release")]
+    #[arg(
+        long,
+        value_name = "REF",
+        conflicts_with = "release",
+        help_heading = "Image"
+    )]
     pub image: Option<ImageRef>,
     /// The same, for the MCO image of this OpenShift release image (by digest).
-    #[arg(long, value_name = "REF")]
+    #[arg(long, value_name = "REF", help_heading = "Image")]
     pub release: Option<ImageRef>,
     /// Platform of the node and of the image, os/arch[/variant].
     #[arg(
         long,
         value_name = "OS/ARCH[/VARIANT]",
         default_value = "linux/amd64",
-        env = "MCD_INJECT_PLATFORM"
+        env = "MCD_INJECT_PLATFORM",
+        help_heading = "Image"
     )]
     pub platform: Platform,
     /// The served payload, for a config in remote mode.
@@ -545,7 +802,8 @@ pub struct VerifyArgs {
         value_name = "SIZE",
         default_value = "1G",
         value_parser = byte_size,
-        env = "MCD_INJECT_MAX_FILE_SIZE"
+        env = "MCD_INJECT_MAX_FILE_SIZE",
+        help_heading = "Image"
     )]
     pub max_file_size: u64,
     #[command(flatten)]
@@ -602,6 +860,19 @@ fn bootimage_version(s: &str) -> Result<OcpVersion, String> {
     match crate::choose::target::bootimage(v) {
         Err(e @ crate::choose::target::VersionError::TooOld(_)) => Err(e.to_string()),
         _ => Ok(v),
+    }
+}
+
+/// A RHEL major version the table has reference values for.
+fn rhel_major(s: &str) -> Result<u32, String> {
+    let n: u32 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a RHEL major version (7, 8, 9 or 10)"))?;
+    match crate::choose::target::rhel(n) {
+        Some(_) => Ok(n),
+        None => Err(format!(
+            "RHEL {n} is not known: only RHEL 7, 8, 9 and 10 are"
+        )),
     }
 }
 
@@ -762,7 +1033,7 @@ mod tests {
     }
 
     #[test]
-    fn tls_verify_takes_a_value() {
+    fn tls_verify_takes_a_value_or_none() {
         let parse = |extra: &[&str]| {
             let mut args = vec!["mcd-inject", "pull", "--image", "127.0.0.1:5000/a:b"];
             args.extend_from_slice(extra);
@@ -773,6 +1044,9 @@ mod tests {
             }
         };
         assert!(parse(&[]).unwrap());
+        assert!(parse(&["--tls-verify"]).unwrap());
+        assert!(parse(&["--tls-verify", "--offline"]).unwrap());
+        assert!(!parse(&["--tls-verify", "false"]).unwrap());
         assert!(!parse(&["--tls-verify=false"]).unwrap());
         assert!(parse(&["--tls-verify=true"]).unwrap());
         assert!(parse(&["--tls-verify=maybe"]).is_err());

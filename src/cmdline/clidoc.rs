@@ -18,16 +18,29 @@ pub fn completion(shell: Shell, out: &mut dyn Write) -> Result<()> {
     let mut cmd = Cli::command();
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut cmd, BIN, &mut buf);
-    out.write_all(&buf).context("writing the completion script")
+    if shell == Shell::Bash {
+        buf = fix_bash_names(&String::from_utf8(buf).context("the bash script")?).into_bytes();
+    }
+    out.write_all(&buf).map_err(crate::io::output::stdout_error)
+}
+
+/// clap_complete's bash script tracks the command typed so far as `BIN__subcmd__NAME`,
+/// with the `-` of the binary's name written `__` (`mcd__inject__subcmd__inject`), but
+/// names the case of each subcommand with that `-` written `__subcmd__`
+/// (`mcd__subcmd__inject__subcmd__inject`): no case matches, and no subcommand's
+/// options are ever offered. The cases are renamed to what the script computes.
+fn fix_bash_names(script: &str) -> String {
+    const SEP: &str = "__subcmd__";
+    let wrong = format!("{}{SEP}", BIN.replace('-', SEP));
+    let right = format!("{}{SEP}", BIN.replace('-', "__"));
+    script.replace(&wrong, &right)
 }
 
 /// The man page of `mcd-inject` itself (its subcommands listed), as roff.
 pub fn man_page() -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    clap_mangen::Man::new(Cli::command().disable_help_subcommand(true))
-        .render(&mut buf)
-        .context("rendering the man page")?;
-    Ok(buf)
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    Ok(page(cmd)?.1)
 }
 
 /// Writes `mcd-inject.1` and one `mcd-inject-COMMAND.1` per subcommand into `dir`,
@@ -39,6 +52,7 @@ pub fn man_pages_to(dir: &Path) -> Result<Vec<PathBuf>> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         pages.push(page(sub.clone())?);
     }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
     for (name, roff) in pages {
         let path = dir.join(&name);
@@ -58,11 +72,183 @@ pub fn man_pages_to(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// One page: its file name and roff text. Subcommands are built with their full
 /// name (`mcd-inject-inject`), so the page title and file name say which command.
+/// clap_mangen's sections come first, then EXIT STATUS, ENVIRONMENT and EXAMPLES.
 fn page(cmd: clap::Command) -> Result<(String, Vec<u8>)> {
-    let man = clap_mangen::Man::new(cmd);
+    let man = clap_mangen::Man::new(cmd.clone());
     let mut roff = Vec::new();
     man.render(&mut roff).context("rendering a man page")?;
-    Ok((man.get_filename(), roff))
+    let mut text = String::from_utf8(roff).context("rendering a man page")?;
+    let extra = extra_sections(&cmd);
+    // Before VERSION (the last section clap_mangen writes), as man-pages(7) orders them.
+    match text.find("\n.SH VERSION") {
+        Some(at) => text.insert_str(at + 1, &extra),
+        None => text.push_str(&extra),
+    }
+    Ok((man.get_filename(), text.into_bytes()))
+}
+
+/// What every page says of exit codes.
+const EXIT_STATUS: &[(&str, &str)] = &[
+    (
+        "0",
+        "Success (also when the reader of stdout went away from a report or a listing).",
+    ),
+    (
+        "1",
+        "Any other failure: an image, config, file or registry that cannot be read or is \
+         wrong, an output that cannot be written (the config or file written to stdout \
+         included), --timeout, a warning under --strict. No output is left behind.",
+    ),
+    (
+        "2",
+        "The command line cannot be used: an unknown flag or command, a missing or bad value \
+         (from the command line or from its environment variable), flags that cannot go \
+         together. Nothing is read or written.",
+    ),
+    (
+        "129, 130, 143",
+        "Stopped by SIGHUP, SIGINT or SIGTERM (temp files removed).",
+    ),
+];
+
+/// Variables read besides those bound to a flag (which each page lists with its flag).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "RUST_LOG",
+        "Log filter (env_logger syntax) when neither -v nor --log-level is given.",
+    ),
+    (
+        "TMPDIR",
+        "Where outputs written to stdout, devices and FIFOs are spooled.",
+    ),
+    (
+        "XDG_CACHE_HOME",
+        "The default cache is $XDG_CACHE_HOME/mcd-inject (else ~/.cache/mcd-inject).",
+    ),
+    (
+        "REGISTRY_AUTH_FILE, XDG_RUNTIME_DIR",
+        "Registry credentials when --authfile is not given: $REGISTRY_AUTH_FILE, else \
+         $XDG_RUNTIME_DIR/containers/auth.json, else ~/.docker/config.json.",
+    ),
+    (
+        "CONTAINERS_REGISTRIES_CONF, XDG_CONFIG_HOME",
+        "The registries.conf to read when --registries-conf is not given, and where the \
+         user's containers configuration is looked for.",
+    ),
+];
+
+/// Examples per command (`""` for the top page).
+fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
+    match command {
+        "inject" => &[
+            (
+                "A config for a 4.2 bootimage, from the MCO image of a release:",
+                "mcd-inject inject --release HOST/ocp/release@sha256:HEX --bootimage 4.2 --ign mcd.ign",
+            ),
+            (
+                "From a local image layout, merged with the installer's config, with a report:",
+                "mcd-inject inject --image oci:mco:latest --bootimage 4.7 --base worker.ign --ign out.ign --json-out report.json",
+            ),
+            (
+                "Remote mode: the config fetches the payload from a URL:",
+                "mcd-inject inject --image oci:mco:latest --bootimage 4.2 --ign out.ign --payload-url http://HOST/mcd.gz --payload-out mcd.gz",
+            ),
+        ],
+        "verify" => &[
+            ("Check a config written by inject:", "mcd-inject verify out.ign"),
+            (
+                "Check it is the build inject chooses from an image, as JSON:",
+                "mcd-inject verify out.ign --image oci:mco:latest --json",
+            ),
+        ],
+        "extract" => &[(
+            "Copy one file out of an image:",
+            "mcd-inject extract --image oci:mco:latest --path /usr/bin/machine-config-daemon -o mcd",
+        )],
+        "inspect" => &[(
+            "The builds an image holds and the bootimages each fits:",
+            "mcd-inject inspect --image docker://HOST/ocp/mco@sha256:HEX",
+        )],
+        "pull" => &[(
+            "Fill the cache, then work without the network:",
+            "mcd-inject pull --image HOST/ocp/mco@sha256:HEX && mcd-inject inject --offline --image HOST/ocp/mco@sha256:HEX --bootimage 4.2 --ign out.ign",
+        )],
+        "completion" => &[(
+            "Install the bash completion for the current user:",
+            "mcd-inject completion bash > ~/.local/share/bash-completion/completions/mcd-inject",
+        )],
+        "man" => &[(
+            "Install one page per command:",
+            "mcd-inject man --dir /usr/local/share/man/man1",
+        )],
+        _ => &[
+            (
+                "A config that delivers the right machine-config-daemon to a 4.2 bootimage:",
+                "mcd-inject inject --image oci:mco:latest --bootimage 4.2 --ign mcd.ign",
+            ),
+            ("Check it:", "mcd-inject verify mcd.ign"),
+            ("Read the page of one command:", "man mcd-inject-inject"),
+        ],
+    }
+}
+
+/// Text for a roff text line: backslashes and hyphens escaped, a leading `.` or `'`
+/// kept from being read as a request.
+fn roff_text(s: &str) -> String {
+    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    if s.starts_with('.') || s.starts_with('\'') {
+        format!("\\&{s}")
+    } else {
+        s
+    }
+}
+
+/// EXIT STATUS, ENVIRONMENT (the variables bound to this command's flags, then the
+/// others) and EXAMPLES, as roff.
+fn extra_sections(cmd: &clap::Command) -> String {
+    let mut out = String::from(".SH \"EXIT STATUS\"\n");
+    for (code, text) in EXIT_STATUS {
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            roff_text(code),
+            roff_text(text)
+        ));
+    }
+    out.push_str(".SH ENVIRONMENT\n");
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) else {
+            continue;
+        };
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            roff_text(&env.to_string_lossy()),
+            roff_text(&format!(
+                "Sets --{long} when the flag is not given; a bad value is reported under the \
+                 flag's name and this variable's (exit code 2)."
+            ))
+        ));
+    }
+    for (var, text) in ENVIRONMENT {
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            roff_text(var),
+            roff_text(text)
+        ));
+    }
+    out.push_str(".SH EXAMPLES\n");
+    let name = cmd.get_name();
+    let sub = name
+        .strip_prefix(BIN)
+        .unwrap_or(name)
+        .trim_start_matches('-');
+    for (what, line) in examples(sub) {
+        out.push_str(&format!(
+            ".PP\n{}\n.PP\n.RS 4\n.nf\n{}\n.fi\n.RE\n",
+            roff_text(what),
+            roff_text(line)
+        ));
+    }
+    out
 }
 
 /// The command-line reference in Markdown, as committed in `docs/cli.md`: every
@@ -81,6 +267,9 @@ fn markdown() -> String {
          ```sh\nMCD_INJECT_BLESS=1 cargo test --lib clidoc\n```\n",
     );
     markdown_command(&cmd, true, &mut out);
+    while out.contains("\n\n\n") {
+        out = out.replace("\n\n\n", "\n\n");
+    }
     out
 }
 
@@ -98,10 +287,30 @@ fn markdown_command(cmd: &clap::Command, top: bool, out: &mut String) {
         .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
         .filter(|a| top || !a.is_global_set())
         .collect();
+    // Under the headings of `--help`, in its order (positional arguments, the options
+    // without a heading, then each heading as it first appears).
+    let mut headings: Vec<Option<&str>> = Vec::new();
+    for arg in &args {
+        let h = arg.get_help_heading();
+        if !headings.contains(&h) {
+            headings.push(h);
+        }
+    }
+    headings.sort_by_key(|h| h.is_some());
+    let args: Vec<_> = headings
+        .iter()
+        .flat_map(|h| args.iter().filter(move |a| a.get_help_heading() == *h))
+        .copied()
+        .collect();
+    let mut heading = None;
     if !args.is_empty() {
         out.push('\n');
     }
     for arg in args {
+        if arg.get_help_heading().is_some() && arg.get_help_heading() != heading {
+            heading = arg.get_help_heading();
+            out.push_str(&format!("\n**{}**\n\n", heading.unwrap_or_default()));
+        }
         out.push_str(&format!("- `{}`", arg_name(arg)));
         if let Some(help) = arg.get_long_help().or(arg.get_help()) {
             let help = markdown_text(&help.to_string()).replace('\n', "\n  ");

@@ -16,6 +16,7 @@ pub fn extract(image: &ImageInfo, path: &str, output: &Output, r: &ExtractReport
         "resolved": r.resolved,
         "output": output.to_string(),
         "size": r.size,
+        "sha256": r.sha256,
         "mode": r.mode,
         "layer_reads": r.layer_reads,
     })

@@ -1,15 +1,19 @@
 //! The `mcd-inject` command: parse the command line, run the job, print its result,
 //! map errors to exit codes. `src/main.rs` only calls [`main`].
 //!
-//! Exit codes: 0 success; 1 any error (bad input, missing path, corrupt image, I/O, a
-//! warning under `--strict`); 2 command-line usage errors.
+//! Exit codes, one rule: 2 when the command line itself cannot be used (an unknown
+//! flag, a bad value of a flag or of its environment variable, flags that cannot go
+//! together: found before any work); 1 for every other failure (bad input, missing
+//! path, corrupt image, I/O, an output that cannot be written whole, a warning under
+//! `--strict`); 0 for success, also when the reader of a report or listing on stdout
+//! went away.
 
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 pub(crate) mod cli;
 mod clidoc;
@@ -75,11 +79,19 @@ fn refuse_overlap(out: &Output, a: &ImageArgs, flag: &str) -> Result<()> {
     out.refuse_overlap(&inputs, flag)
 }
 
+/// Refuses, before any work, an output that cannot be written: inside the input image,
+/// a directory, in a directory that does not exist.
+fn preflight(out: &Output, a: &ImageArgs, flag: &str) -> Result<()> {
+    refuse_overlap(out, a, flag)?;
+    out.spool_dir().context(flag.to_string())?;
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<()> {
     let warnings = Warnings::new(cli.strict, Some(echo));
     match cli.command {
         Command::Extract(a) => {
-            refuse_overlap(&a.output, &a.image, "-o")?;
+            preflight(&a.output, &a.image, "-o")?;
             let (r, opts, _) = a.image.resolve(&warnings)?;
             let img = transport::open(&r, &opts, &warnings)?;
             let report = extract::extract(&img, &a.path, &a.output, &warnings)?;
@@ -147,31 +159,50 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Inject(a) => {
-            refuse_overlap(&a.ign, &a.image, "--ign")?;
+            preflight(&a.ign, &a.image, "--ign")?;
             if let Some(out) = &a.payload_out {
-                refuse_overlap(out, &a.image, "--payload-out")?;
+                preflight(out, &a.image, "--payload-out")?;
+            }
+            if let Some(out) = &a.json.json_out {
+                out.spool_dir().context("--json-out")?;
             }
             let r = inject::inject(&a.config(&warnings)?, &warnings)?;
-            for n in &r.notes {
+            let quiet = a.image.registry.quiet;
+            for n in r.notes.iter().filter(|_| !quiet) {
                 note(n);
             }
-            note(&format!(
-                "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {}); {}",
-                r.chosen,
-                r.binary_sha256,
-                r.target.bootimage,
-                a.ign,
-                r.config_bytes,
-                r.target.spec,
-                r.layers_read
-            ));
+            if !quiet {
+                note(&format!(
+                    "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {}); {}",
+                    r.chosen,
+                    r.binary_sha256,
+                    r.target.bootimage,
+                    a.ign,
+                    r.config_bytes,
+                    r.target.spec,
+                    r.layers_read
+                ));
+            }
             if let Some(out) = a.json.target() {
                 let v = report::inject_json(&r, &a.ign.to_string(), a.payload_url.as_deref());
                 write_json(&out, &v)?;
             }
         }
         Command::Verify(a) => {
-            let r = verify::verify(&a.config(&warnings)?, &warnings)?;
+            let r = match verify::verify(&a.config(&warnings)?, &warnings) {
+                Ok(r) => r,
+                Err(e) => {
+                    let problem = e
+                        .downcast_ref::<verify::Unreadable>()
+                        .map(|u| u.to_string());
+                    if let (Some(problem), Some(out)) = (problem, a.json.target()) {
+                        // Not a config: still one report, not ok, with why.
+                        let v = report::verify_unreadable_json(&a.ign.to_string(), &problem);
+                        write_json(&out, &v)?;
+                    }
+                    return Err(e);
+                }
+            };
             warnings.check_strict()?;
             if let Some(out) = a.json.target() {
                 write_json(&out, &report::verify_json(&r, &a.ign.to_string()))?;
@@ -196,7 +227,8 @@ fn run(cli: Cli) -> Result<()> {
                     eprintln!("wrote {}", page.display());
                 }
             }
-            None => std::io::Write::write_all(&mut std::io::stdout().lock(), &clidoc::man_page()?)?,
+            None => std::io::Write::write_all(&mut std::io::stdout().lock(), &clidoc::man_page()?)
+                .map_err(crate::io::output::stdout_error)?,
         },
     }
     Ok(())
@@ -214,7 +246,21 @@ fn note(text: &str) {
 
 /// Runs the command line of this process and gives its exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut cmd = Cli::command();
+    let parsed = cmd
+        .try_get_matches_from_mut(&argv)
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let cli = match parsed {
+        Ok((cli, m)) => {
+            cli::record_env_sources(&cmd, &m);
+            cli
+        }
+        Err(mut e) => {
+            cli::note_env_source(&mut e, &cmd, &argv);
+            e.exit();
+        }
+    };
     if let Err(e) = cli.check_usage() {
         e.exit();
     }

@@ -1,5 +1,6 @@
 //! The `--json` reports of `inject` and `verify`: one object with what a CI job asserts
-//! on (docs/inject.md lists the fields).
+//! on (docs/inject.md lists the fields). Digests are `ALGORITHM:HEX`, as everywhere in
+//! the JSON (docs/json.md).
 
 use serde_json::{json, Value};
 
@@ -31,10 +32,20 @@ fn release_json(r: &Release) -> Value {
     })
 }
 
+/// `sha256:HEX` (or another algorithm) of a bare hex digest; one already in that form
+/// is kept.
+fn digest(algorithm: &str, hex: &str) -> String {
+    if hex.contains(':') {
+        hex.to_string()
+    } else {
+        format!("{algorithm}:{hex}")
+    }
+}
+
 /// The report of one `inject` run; `config` names the output (`-` for stdout).
 pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) -> Value {
     json!({
-        "binary": { "path": r.chosen, "sha256": r.binary_sha256 },
+        "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
         "image": image_json(&r.image),
         "release": r.release.as_ref().map(release_json),
         "target": {
@@ -42,11 +53,30 @@ pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) ->
             "rhel": r.target.rhel,
             "spec": r.target.spec.as_str(),
         },
-        "config": { "path": config, "size": r.config_bytes, "sha256": r.config_sha256 },
-        "payload": { "sha512": r.payload_sha512, "url": payload_url },
+        "config": {
+            "path": config,
+            "size": r.config_bytes,
+            "sha256": digest("sha256", &r.config_sha256),
+        },
+        "payload": { "sha512": digest("sha512", &r.payload_sha512), "url": payload_url },
         "notes": r.notes,
         "warnings": warnings::to_json(&r.warnings),
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
+    })
+}
+
+/// The report of a `verify` run on something that is not a config it can read (missing,
+/// empty, truncated, other JSON): not ok, with why as its one problem.
+pub fn verify_unreadable_json(config: &str, problem: &str) -> Value {
+    json!({
+        "config": config,
+        "ok": false,
+        "spec": null,
+        "binary_sha256": null,
+        "provenance": null,
+        "passed": [],
+        "problems": [problem],
+        "warnings": [],
     })
 }
 
@@ -56,7 +86,7 @@ pub fn verify_json(r: &VerifyReport, config: &str) -> Value {
         "config": config,
         "ok": r.problems.is_empty(),
         "spec": r.spec,
-        "binary_sha256": r.binary_sha256,
+        "binary_sha256": r.binary_sha256.as_deref().map(|h| digest("sha256", h)),
         "provenance": r.provenance,
         "passed": r.passed,
         "problems": r.problems,

@@ -23,13 +23,14 @@ pub enum Output {
 }
 
 impl FromStr for Output {
-    type Err = std::convert::Infallible;
+    type Err = String;
+    /// `-` is stdout; an empty name names no file.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(if s == "-" {
-            Output::Stdout
-        } else {
-            Output::File(PathBuf::from(s))
-        })
+        match s {
+            "" => Err("an empty path names no file: give a file name, or - for stdout".into()),
+            "-" => Ok(Output::Stdout),
+            _ => Ok(Output::File(PathBuf::from(s))),
+        }
     }
 }
 
@@ -53,6 +54,18 @@ pub(crate) struct StdoutClosed;
 pub(crate) fn stdout_error(e: io::Error) -> anyhow::Error {
     if e.kind() == io::ErrorKind::BrokenPipe {
         anyhow::Error::new(StdoutClosed)
+    } else {
+        anyhow::Error::new(e).context("writing to stdout")
+    }
+}
+
+/// The error for a failed write of an output itself (the config, the extracted file) to
+/// stdout: the reader going away leaves it incomplete, which is a failure.
+fn product_stdout_error(e: io::Error) -> anyhow::Error {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        anyhow::anyhow!(
+            "writing to stdout: its reader went away before the whole output was written"
+        )
     } else {
         anyhow::Error::new(e).context("writing to stdout")
     }
@@ -172,13 +185,14 @@ impl Output {
     }
 
     /// Makes a complete temp file the output: renamed into place, or copied to stdout,
-    /// a character device or a FIFO.
+    /// a character device or a FIFO. On stdout a reader that goes away before the end
+    /// is an error: the output is incomplete.
     pub fn commit(&self, mut tmp: NamedTempFile, mode: u32) -> Result<()> {
         match self.target()? {
             Target::Stdout => {
                 let mut f = tmp.reopen().context("reopening the spooled output")?;
                 let mut lock = io::stdout().lock();
-                copy_out(&mut f, &mut lock, &stdout_error)
+                copy_out(&mut f, &mut lock, &product_stdout_error)
             }
             Target::Stream(path) => {
                 let mut f = tmp.reopen().context("reopening the spooled output")?;
@@ -196,6 +210,7 @@ impl Output {
                     .sync_all()
                     .with_context(|| format!("syncing {}", path.display()))?;
                 tmp.persist(&path)
+                    .map_err(|e| e.error)
                     .with_context(|| format!("writing {}", path.display()))?;
                 Ok(())
             }
@@ -209,7 +224,7 @@ impl Output {
                 let mut lock = io::stdout().lock();
                 lock.write_all(bytes)
                     .and_then(|()| lock.flush())
-                    .map_err(stdout_error)
+                    .map_err(product_stdout_error)
             }
             Target::Stream(path) => {
                 let mut out = open_stream(&path)?;

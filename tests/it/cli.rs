@@ -1,6 +1,8 @@
-//! The command line around the jobs, on the built binary: shell completions and man
-//! pages, MCD_INJECT_* environment variables (the flag wins), logging, and `--json` of
-//! `extract`. Images: the small layout committed in `fixtures/`.
+//! The command line around the jobs, on the built binary: shell completions (driven in
+//! real bash, zsh and fish) and man pages, `--help` headings, exit codes (2 when the
+//! command line cannot be used, 1 otherwise), `-q`, MCD_INJECT_* environment variables
+//! (the flag wins; a bad value names both), logging, and the digests of the `--json`
+//! reports. Images: the small layout committed in `fixtures/`.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -84,6 +86,121 @@ fn bash_completion_loads_and_completes_subcommands() {
     );
     for sub in ["inject", "extract", "verify", "completion", "man"] {
         assert!(text.lines().any(|l| l == sub), "{sub} not offered: {text}");
+    }
+}
+
+/// For every subcommand, a word being typed and the one flag of that subcommand it must
+/// complete to (global flags included).
+const FLAG_PREFIXES: &[(&str, &str, &str)] = &[
+    ("extract", "--pat", "--path"),
+    ("inspect", "--jso", "--json"),
+    ("pull", "--offl", "--offline"),
+    ("inject", "--boo", "--bootimage"),
+    ("verify", "--payl", "--payload"),
+    ("completion", "--log-l", "--log-level"),
+    ("man", "--d", "--dir"),
+];
+
+fn completion_script(sh: &str, dir: &Path, name: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, ok(&["completion", sh], &[]).stdout).unwrap();
+    path
+}
+
+/// bash: the script sourced, its function called as bash calls it on TAB.
+#[test]
+fn bash_completes_a_flag_of_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = completion_script("bash", dir.path(), "mcd-inject.bash");
+    let probe = r#"source "$1" || exit 3
+line=$2
+read -ra COMP_WORDS <<<"$line"
+COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+COMP_LINE=$line COMP_POINT=${#line}
+fn=$(complete -p mcd-inject | sed 's/.* -F \([^ ]*\) .*/\1/')
+"$fn" mcd-inject "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}""#;
+    for (sub, typed, want) in FLAG_PREFIXES {
+        let line = format!("mcd-inject {sub} {typed}");
+        let out = shell(
+            "bash",
+            &["-c", probe, "probe", &script.display().to_string(), &line],
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{line}: {}", stderr(&out));
+        let offered: Vec<&str> = text.lines().collect();
+        assert_eq!(offered, [*want], "bash: {line}<TAB>");
+    }
+}
+
+/// zsh: an interactive `zsh -f` in a pseudo-terminal (zpty) with compinit and the
+/// script on its fpath; TAB typed after the line, then a key bound to print the line.
+const ZSH_DRIVER: &str = r#"zmodload zsh/zpty || exit 3
+dir=$1 line=$2
+zpty z zsh -f -i
+zpty -w z "PS1=''; PS2=''; RPS1=''; fpath=(${(q)dir} \$fpath); autoload -Uz compinit; compinit -u -D"
+zpty -w z 'show-buffer() { zle -I; print -r -- "{{""{$BUFFER}""}}" }; zle -N show-buffer; bindkey "^X" show-buffer'
+zpty -w -n z "$line"$'\t\x18'
+out=
+integer i
+for (( i = 0; i < 400; i++ )); do
+  while zpty -r -t z chunk; do out+=$chunk; done
+  [[ $out == *'{{{'*'}}}'* ]] && break
+  sleep 0.05
+done
+zpty -d z
+[[ $out == *'{{{'*'}}}'* ]] || { print -r -- "no answer from zsh: $out" >&2; exit 4 }
+print -r -- "${${out##*\{\{\{}%%\}\}\}*}""#;
+
+#[test]
+fn zsh_completes_a_flag_of_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    completion_script("zsh", dir.path(), "_mcd-inject");
+    let driver = dir.path().join("drive.zsh");
+    std::fs::write(&driver, ZSH_DRIVER).unwrap();
+    for (sub, typed, want) in FLAG_PREFIXES {
+        let line = format!("mcd-inject {sub} {typed}");
+        let out = Command::new("timeout")
+            .args(["60", "zsh", "-f"])
+            .arg(&driver)
+            .arg(dir.path())
+            .arg(&line)
+            .output()
+            .expect("run zsh (apt-get install zsh)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{line}: {}", stderr(&out));
+        let completed = text.trim_end();
+        let rest = completed
+            .strip_prefix(&format!("mcd-inject {sub} {want}"))
+            .unwrap_or_else(|| panic!("zsh: {line}<TAB> gave {completed:?}"));
+        assert!(
+            matches!(rest, "" | " " | "="),
+            "zsh: {line}<TAB> gave {completed:?}"
+        );
+    }
+}
+
+#[test]
+fn fish_completes_a_flag_of_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = completion_script("fish", dir.path(), "mcd-inject.fish");
+    for (sub, typed, want) in FLAG_PREFIXES {
+        let line = format!("mcd-inject {sub} {typed}");
+        let out = shell(
+            "fish",
+            &[
+                "--no-config",
+                "-c",
+                &format!("source {}; complete -C '{line}'", script.display()),
+            ],
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{line}: {}", stderr(&out));
+        let offered: Vec<&str> = text
+            .lines()
+            .map(|l| l.split('\t').next().unwrap())
+            .collect();
+        assert_eq!(offered, [*want], "fish: {line}<TAB>: {text}");
     }
 }
 
@@ -174,8 +291,77 @@ fn man_dir_writes_one_page_per_command() {
         stderr(&out)
     );
 
-    let err = fails(&["man", "--dir", "/nonexistent/dir"], &[], 1);
-    assert!(err.contains("/nonexistent/dir"), "{err}");
+    // A directory that does not exist yet is made; a file cannot be one.
+    let nested = dir.path().join("share/man/man1");
+    ok(&["man", "--dir", &nested.display().to_string()], &[]);
+    assert!(nested.join("mcd-inject-verify.1").is_file());
+    let file = dir.path().join("mcd-inject.1").display().to_string();
+    let err = fails(&["man", "--dir", &file], &[], 1);
+    assert!(err.contains(&file), "{err}");
+}
+
+/// Renders a page the way `man` shows it.
+fn render_man(page: &Path) -> String {
+    let rendered = Command::new("man")
+        .arg("-l")
+        .arg(page)
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "200")
+        .output()
+        .expect("run man (apt-get install man-db)");
+    assert!(rendered.status.success(), "{}", stderr(&rendered));
+    assert!(rendered.stderr.is_empty(), "{}", stderr(&rendered));
+    String::from_utf8_lossy(&rendered.stdout).into_owned()
+}
+
+#[test]
+fn man_pages_have_exit_status_environment_and_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["man", "--dir", &dir.path().display().to_string()], &[]);
+    for name in [
+        "mcd-inject",
+        "mcd-inject-inject",
+        "mcd-inject-verify",
+        "mcd-inject-man",
+    ] {
+        let text = render_man(&dir.path().join(format!("{name}.1")));
+        let heads: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with(' ') && l.to_uppercase() == *l)
+            .map(str::trim)
+            .collect();
+        for h in ["EXIT STATUS", "ENVIRONMENT", "EXAMPLES"] {
+            assert!(heads.contains(&h), "{name}: no {h} section in {heads:?}");
+        }
+        let at = |h: &str| heads.iter().position(|x| *x == h).unwrap();
+        assert!(at("EXIT STATUS") < at("ENVIRONMENT") && at("ENVIRONMENT") < at("EXAMPLES"));
+        // The one rule for exit codes, with the examples of the page's command.
+        assert!(
+            text.contains("The command line cannot be used"),
+            "{name}: {text}"
+        );
+        assert!(text.contains("RUST_LOG"), "{name}");
+        assert!(
+            text.contains("MCD_INJECT_STRICT"),
+            "{name}: a global flag's variable"
+        );
+        let command = name.strip_prefix("mcd-inject-").unwrap_or("inject");
+        let examples = text.split("\nEXAMPLES\n").nth(1).unwrap();
+        assert!(
+            examples.contains(&format!("mcd-inject {command} ")),
+            "{name}: no example of its command in {examples}"
+        );
+    }
+    let inject = render_man(&dir.path().join("mcd-inject-inject.1"));
+    for var in [
+        "MCD_INJECT_PLATFORM",
+        "MCD_INJECT_CACHE_DIR",
+        "MCD_INJECT_TLS_VERIFY",
+    ] {
+        assert!(inject.contains(var), "{var} missing from the inject page");
+    }
+    assert!(inject.contains("mcd-inject inject --image oci:mco:latest --bootimage 4.7"));
+    assert!(!render_man(&dir.path().join("mcd-inject-man.1")).contains("MCD_INJECT_CACHE_DIR"));
 }
 
 fn extract_args(out: &Path) -> Vec<String> {
@@ -343,4 +529,528 @@ fn cli_version_and_help_name_the_new_commands() {
         help.contains("completion") && help.contains("man"),
         "{help}"
     );
+}
+
+#[test]
+fn inject_help_groups_its_options_under_headings() {
+    let help = ok(&["inject", "--help"], &[]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    // Each heading, and a flag that must be listed under it (before the next heading).
+    let groups = [
+        (
+            "Image:",
+            &["--image", "--release", "--platform", "--max-file-size"][..],
+        ),
+        (
+            "Registry:",
+            &[
+                "--authfile",
+                "--tls-verify",
+                "--cache-dir",
+                "--offline",
+                "--idms",
+            ],
+        ),
+        (
+            "Target:",
+            &[
+                "--bootimage",
+                "--spec",
+                "--target-rhel",
+                "--target-os-release",
+                "--binary-path",
+                "--force",
+            ],
+        ),
+        (
+            "Output:",
+            &[
+                "--ign",
+                "--base",
+                "--payload-url",
+                "--payload-out",
+                "--json",
+                "--json-out",
+            ],
+        ),
+        ("Logging:", &["--verbose", "--log-level", "--quiet"]),
+    ];
+    let sections: Vec<(String, String)> = {
+        let mut v: Vec<(String, String)> = Vec::new();
+        for line in help.lines() {
+            if !line.starts_with(' ') && line.ends_with(':') {
+                v.push((line.to_string(), String::new()));
+            } else if let Some(last) = v.last_mut() {
+                last.1.push_str(line);
+                last.1.push('\n');
+            }
+        }
+        v
+    };
+    for (heading, flags) in groups {
+        let body = &sections
+            .iter()
+            .find(|(h, _)| h == heading)
+            .unwrap_or_else(|| panic!("no {heading} in inject --help:\n{help}"))
+            .1;
+        for flag in flags {
+            assert!(
+                body.lines().any(|l| l
+                    .trim_start()
+                    .split([',', ' ', '='])
+                    .any(|w| w.trim_end_matches("...") == *flag)),
+                "{flag} not under {heading}:\n{help}"
+            );
+        }
+    }
+    // No heading holds most of the options: the longest block is a third of them.
+    let longest = sections
+        .iter()
+        .map(|(_, b)| {
+            b.lines()
+                .filter(|l| l.trim_start().starts_with('-'))
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(longest <= 14, "a block of {longest} options:\n{help}");
+}
+
+fn exit_code(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let out = run(args, env);
+    (out.status.code(), stderr(&out))
+}
+
+#[test]
+fn exit_code_2_is_for_a_command_line_that_cannot_be_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = small_image();
+    let ign = dir.path().join("x.ign").display().to_string();
+    let dotted = dir.path().join(".").join("x.ign").display().to_string();
+    let inject = |extra: &[&str]| {
+        let mut a = vec!["inject", "--image", image.as_str()];
+        a.extend_from_slice(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    // (arguments, what the message must name)
+    let usage: Vec<(Vec<String>, &str)> = vec![
+        (inject(&["--bootimage", "4.0", "--ign", &ign]), "4.0"),
+        (
+            inject(&["--bootimage", "4.24", "--ign", &ign]),
+            "unknown bootimage 4.24",
+        ),
+        (
+            inject(&["--bootimage", "4.24", "--spec", "3.2", "--ign", &ign]),
+            "4.24",
+        ),
+        (
+            inject(&["--bootimage", "4.2", "--spec", "3.1", "--ign", &ign]),
+            "spec 3.1",
+        ),
+        (
+            inject(&["--bootimage", "4.2", "--target-rhel", "6", "--ign", &ign]),
+            "RHEL 6",
+        ),
+        (
+            inject(&["--bootimage", "4.2", "--ign", "-", "--json"]),
+            "--json-out",
+        ),
+        (inject(&["--bootimage", "4.2", "--ign", ""]), "--ign"),
+        (
+            inject(&[
+                "--bootimage",
+                "4.2",
+                "--ign",
+                &ign,
+                "--payload-url",
+                "gs://bucket/mcd.gz",
+                "--payload-out",
+                &format!("{ign}.gz"),
+            ]),
+            "--payload-url gs://bucket/mcd.gz",
+        ),
+        (
+            inject(&["--bootimage", "4.2", "--ign", &ign, "--json-out", &ign]),
+            "--json-out",
+        ),
+        (
+            inject(&["--bootimage", "4.2", "--ign", &ign, "--json-out", &dotted]),
+            "--ign and --json-out both name",
+        ),
+        (
+            [
+                "extract", "--image", &image, "--path", MCD, "-o", "-", "--json",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "both want stdout",
+        ),
+        (
+            ["extract", "--image", &image, "--path", MCD, "-o", ""]
+                .map(String::from)
+                .to_vec(),
+            "-o",
+        ),
+        (
+            ["verify", &ign, "--bootimage", "4.24"]
+                .map(String::from)
+                .to_vec(),
+            "4.24",
+        ),
+        (
+            ["inspect", "--image", &image, "--tls-verify=maybe"]
+                .map(String::from)
+                .to_vec(),
+            "--tls-verify",
+        ),
+        (
+            ["inspect", "--image", &image, "--creds", ":s3cret"]
+                .map(String::from)
+                .to_vec(),
+            "--creds: no user name",
+        ),
+    ];
+    for (args, needle) in &usage {
+        let (code, err) = exit_code(&strs(args), &[]);
+        assert!(!err.contains("s3cret"), "a password quoted: {err}");
+        assert_eq!(code, Some(2), "{args:?}:\n{err}");
+        assert!(
+            err.contains(needle),
+            "{args:?} should name {needle}:\n{err}"
+        );
+        assert!(
+            err.contains("Usage:") || err.contains("--help"),
+            "{args:?}:\n{err}"
+        );
+    }
+    assert!(!Path::new(&ign).exists());
+
+    // A newer bootimage with its RHEL and spec given is a command line that can be used.
+    let out = dir.path().join("new.ign");
+    let o = out.display().to_string();
+    let args = inject(&[
+        "--bootimage",
+        "4.24",
+        "--target-rhel",
+        "9",
+        "--spec",
+        "3.4",
+        "--ign",
+        &o,
+    ]);
+    ok(&strs(&args), &[]);
+    assert!(out.is_file());
+
+    // What the command line names but cannot be read or written is exit 1.
+    let missing = dir.path().join("missing.ign").display().to_string();
+    for args in [
+        vec!["verify".to_string(), missing.clone()],
+        inject(&[
+            "--bootimage",
+            "4.2",
+            "--ign",
+            &dir.path().display().to_string(),
+        ]),
+        inject(&["--bootimage", "4.2", "--base", &missing, "--ign", &ign]),
+        ["inspect", "--image", &format!("oci:{missing}:latest")]
+            .map(String::from)
+            .to_vec(),
+    ] {
+        let (code, err) = exit_code(&strs(&args), &[]);
+        assert_eq!(code, Some(1), "{args:?}:\n{err}");
+        assert!(err.starts_with("error: "), "{args:?}:\n{err}");
+    }
+}
+
+#[test]
+fn quiet_prints_nothing_on_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = small_image();
+    let ign = dir.path().join("x.ign").display().to_string();
+    let mcd = dir.path().join("mcd").display().to_string();
+    let inject = [
+        "inject",
+        "--image",
+        &image,
+        "--bootimage",
+        "4.2",
+        "--ign",
+        &ign,
+    ];
+    // Without -q inject says what it chose and wrote.
+    let loud = ok(&inject, &[]);
+    assert!(stderr(&loud).contains("chose "), "{}", stderr(&loud));
+    let extract = ["extract", "--image", &image, "--path", MCD, "-o", &mcd];
+    assert!(!stderr(&ok(&extract, &[])).is_empty());
+    for args in [&inject[..], &extract[..]] {
+        for (flag, env) in [
+            (Some("-q"), None),
+            (Some("--quiet"), None),
+            (None, Some("1")),
+        ] {
+            let mut a = args.to_vec();
+            a.extend(flag);
+            let env: Vec<(&str, &str)> = env.map(|v| ("MCD_INJECT_QUIET", v)).into_iter().collect();
+            let out = ok(&a, &env);
+            assert!(
+                out.stdout.is_empty() && out.stderr.is_empty(),
+                "{a:?}: {}",
+                stderr(&out)
+            );
+        }
+    }
+    assert!(Path::new(&ign).is_file() && Path::new(&mcd).is_file());
+}
+
+#[test]
+fn a_bare_tls_verify_means_true() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache").display().to_string();
+    // Offline, nothing cached: the run gets as far as the cache, whatever --tls-verify says.
+    for extra in [
+        &["--tls-verify"][..],
+        &["--tls-verify=true"],
+        &["--tls-verify", "false"],
+        &["--tls-verify", "-q"],
+    ] {
+        let mut args = vec![
+            "inspect",
+            "--image",
+            "registry.example/mco/small:v1",
+            "--offline",
+            "--cache-dir",
+            &cache,
+        ];
+        args.extend_from_slice(extra);
+        let (code, err) = exit_code(&args, &[]);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("--offline forbids the network"),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, err) = exit_code(
+        &[
+            "inspect",
+            "--image",
+            "registry.example/mco/small:v1",
+            "--tls-verify=maybe",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err}");
+}
+
+#[test]
+fn a_bad_value_from_a_variable_names_the_flag_and_the_variable() {
+    let image = small_image();
+    let inspect = ["inspect", "--image", image.as_str()];
+    for (var, value, flag) in [
+        ("MCD_INJECT_PLATFORM", "linux", "--platform"),
+        ("MCD_INJECT_MAX_FILE_SIZE", "1X", "--max-file-size"),
+        ("MCD_INJECT_TLS_VERIFY", "maybe", "--tls-verify"),
+        ("MCD_INJECT_OFFLINE", "maybe", "--offline"),
+        ("MCD_INJECT_QUIET", "maybe", "--quiet"),
+        ("MCD_INJECT_STRICT", "maybe", "--strict"),
+        ("MCD_INJECT_CACHE_DIR", "", "--cache-dir"),
+        ("MCD_INJECT_AUTHFILE", "", "--authfile"),
+        ("MCD_INJECT_CERT_DIR", "", "--cert-dir"),
+    ] {
+        let err = fails(&inspect, &[(var, value)], 2);
+        assert!(err.contains(flag), "{var}={value:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "the value came from the environment variable {var}"
+            )),
+            "{var}={value:?}: {err}"
+        );
+        // The same bad value on the command line is not blamed on the variable.
+        if !value.is_empty() && !matches!(flag, "--offline" | "--quiet" | "--strict") {
+            let mut a = inspect.to_vec();
+            let f = format!("{flag}={value}");
+            a.push(&f);
+            let err = fails(&a, &[(var, value)], 2);
+            assert!(!err.contains("environment variable"), "{a:?}: {err}");
+        }
+    }
+    // A cache directory that is a file, from the variable: named with the flag and it.
+    let file = crate::harness::crate_root()
+        .join("Cargo.toml")
+        .display()
+        .to_string();
+    let err = fails(
+        &[
+            "inspect",
+            "--image",
+            "registry.example/mco/small:v1",
+            "--offline",
+        ],
+        &[("MCD_INJECT_CACHE_DIR", &file)],
+        1,
+    );
+    assert!(
+        err.contains(&format!(
+            "--cache-dir (from MCD_INJECT_CACHE_DIR) {file}: not a directory"
+        )),
+        "{err}"
+    );
+    let err = fails(
+        &[
+            "inspect",
+            "--image",
+            "registry.example/mco/small:v1",
+            "--offline",
+            "--cache-dir",
+            &file,
+        ],
+        &[],
+        1,
+    );
+    assert!(
+        err.contains(&format!("--cache-dir {file}: not a directory")),
+        "{err}"
+    );
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+fn sha256_of(path: &Path) -> String {
+    format!(
+        "sha256:{}",
+        crate::harness::sha256_hex(&std::fs::read(path).unwrap())
+    )
+}
+
+/// Every digest of every report is `ALGORITHM:HEX`, and says what it is of.
+#[test]
+fn json_digests_have_one_form_everywhere() {
+    use sha2::Digest as _;
+    let dir = tempfile::tempdir().unwrap();
+    let image = small_image();
+    let ign = dir.path().join("x.ign");
+    let payload = dir.path().join("p.gz");
+    let (ign_s, payload_s) = (ign.display().to_string(), payload.display().to_string());
+    let v = json(&ok(
+        &[
+            "inject",
+            "--image",
+            &image,
+            "--bootimage",
+            "4.2",
+            "--ign",
+            &ign_s,
+            "--json",
+            "--payload-url",
+            "http://example.invalid/p.gz",
+            "--payload-out",
+            &payload_s,
+        ],
+        &[],
+    ));
+    let mcd = dir.path().join("mcd");
+    let e = json(&ok(
+        &[
+            "extract",
+            "--image",
+            &image,
+            "--path",
+            v["binary"]["path"].as_str().unwrap(),
+            "-o",
+            &mcd.display().to_string(),
+            "--json",
+        ],
+        &[],
+    ));
+    assert_eq!(v["config"]["sha256"], sha256_of(&ign));
+    assert_eq!(v["binary"]["sha256"], sha256_of(&mcd), "{v:#}");
+    assert_eq!(e["sha256"], sha256_of(&mcd), "{e:#}");
+    assert_eq!(
+        v["payload"]["sha512"],
+        format!(
+            "sha512:{}",
+            hex::encode(sha2::Sha512::digest(std::fs::read(&payload).unwrap()))
+        )
+    );
+    let r = json(&ok(
+        &["verify", &ign_s, "--payload", &payload_s, "--json"],
+        &[],
+    ));
+    assert_eq!(r["ok"], true, "{r:#}");
+    assert_eq!(r["binary_sha256"], v["binary"]["sha256"]);
+    let i = json(&ok(&["inspect", "--image", &image, "--json"], &[]));
+    let b = i["binaries"].as_array().unwrap();
+    assert!(
+        b.iter().any(|b| b["sha256"] == v["binary"]["sha256"]),
+        "{i:#}"
+    );
+    for d in [
+        &v["image"]["manifest_digest"],
+        &v["image"]["config_digest"],
+        &e["image"]["manifest_digest"],
+    ] {
+        assert!(d.as_str().unwrap().starts_with("sha256:"), "{d}");
+    }
+}
+
+#[test]
+fn verify_json_reports_a_file_that_is_not_a_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = small_image();
+    let good = dir.path().join("good.ign");
+    ok(
+        &[
+            "inject",
+            "--image",
+            &image,
+            "--bootimage",
+            "4.2",
+            "--ign",
+            &good.display().to_string(),
+        ],
+        &[],
+    );
+    let bytes = std::fs::read(&good).unwrap();
+    let cases: Vec<(&str, Option<Vec<u8>>)> = vec![
+        ("missing", None),
+        ("empty", Some(Vec::new())),
+        ("truncated", Some(bytes[..bytes.len() / 2].to_vec())),
+        (
+            "other JSON",
+            Some(br#"{"apiVersion": "v1", "kind": "ConfigMap"}"#.to_vec()),
+        ),
+        ("not JSON", Some(b"hello\n".to_vec())),
+    ];
+    for (what, content) in cases {
+        let path = dir.path().join(what.replace(' ', "-"));
+        if let Some(c) = &content {
+            std::fs::write(&path, c).unwrap();
+        }
+        let p = path.display().to_string();
+        let out = run(&["verify", &p, "--json"], &[]);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));
+        let v = json(&out);
+        assert_eq!(v["ok"], false, "{what}: {v:#}");
+        assert_eq!(v["config"], p.as_str());
+        let problems = v["problems"].as_array().unwrap();
+        assert_eq!(problems.len(), 1, "{what}: {v:#}");
+        assert!(!problems[0].as_str().unwrap().is_empty());
+        assert_eq!(v["passed"].as_array().unwrap().len(), 0);
+        assert!(
+            stderr(&out).starts_with("error: "),
+            "{what}: {}",
+            stderr(&out)
+        );
+        // --json-out: the same object, in the file.
+        let report = dir.path().join("report.json");
+        let out = run(
+            &["verify", &p, "--json-out", &report.display().to_string()],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        assert_eq!(r["ok"], false);
+    }
 }

@@ -482,8 +482,8 @@ fn spec34_to_36_outputs_validate_and_apply_with_ignition_v2_26() {
 
         assert_verifies(&cfg_path, &reference);
     }
-    // 3.5 or 3.6 for a row whose Ignition is not proven to read them is refused, writing
-    // nothing.
+    // 3.5 or 3.6 for a row whose Ignition is not proven to read them is refused as a
+    // usage error (the flags cannot go together), writing nothing.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.ign");
     let r = mcd_inject([
@@ -497,7 +497,7 @@ fn spec34_to_36_outputs_validate_and_apply_with_ignition_v2_26() {
         "--ign",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(r.code, Some(1), "{}", r.describe());
+    assert_eq!(r.code, Some(2), "{}", r.describe());
     assert!(
         r.stderr.contains("reads at most spec 3.4.0"),
         "{}",

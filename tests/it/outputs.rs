@@ -1,8 +1,9 @@
 //! Where results go, on the built binary: character devices and FIFOs are written into
-//! and never replaced, other non-regular outputs and outputs inside the input image are
-//! refused, and a failed write to stdout is an error (exit 1) or, for a reader that went
-//! away, a quiet end, never a panic. Every run gets its own TMPDIR, which must be empty
-//! afterwards.
+//! and never replaced, other non-regular outputs (a directory), an empty path and
+//! outputs inside the input image are refused, and a failed write to stdout is an error
+//! (exit 1) or, for a reader of a report or listing that went away, a quiet end; the
+//! config or extracted file itself cut short by its reader going away is an error.
+//! Never a panic. Every run gets its own TMPDIR, which must be empty afterwards.
 
 use std::fs;
 use std::os::unix::fs::FileTypeExt;
@@ -150,20 +151,142 @@ fn a_full_stdout_is_an_error_for_every_command() {
     }
 }
 
+/// The output itself (the config of `inject --ign -`, the file of `extract -o -`), as
+/// opposed to a report or a listing.
+fn writes_the_product(args: &[String]) -> bool {
+    matches!(args[0].as_str(), "inject" | "extract")
+}
+
 #[test]
-fn a_closed_stdout_ends_quietly_for_every_command() {
+fn a_closed_stdout_fails_the_product_and_ends_the_rest_quietly() {
     let sb = Sandbox::new();
     for args in stdout_commands(&sb) {
-        // A socket whose other end is closed: every write fails with EPIPE.
+        // A pipe whose reader is gone, and a socket whose other end is closed: every
+        // write fails with EPIPE.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
         let (ours, theirs) = UnixStream::pair().unwrap();
         drop(ours);
-        let d = sb.run(
-            &strs(&args),
+        for stdout in [
+            Stdio::from(writer),
             Stdio::from(std::os::fd::OwnedFd::from(theirs)),
-        );
-        assert_eq!(d.code, Some(0), "{args:?}: {}", d.stderr);
-        assert!(!d.stderr.contains("error"), "{args:?}: {}", d.stderr);
+        ] {
+            let d = sb.run(&strs(&args), stdout);
+            if writes_the_product(&args) {
+                assert_eq!(d.code, Some(1), "{args:?}: {}", d.stderr);
+                assert_eq!(
+                    d.stderr,
+                    "error: writing to stdout: its reader went away before the whole output \
+                     was written\n",
+                    "{args:?}"
+                );
+            } else {
+                assert_eq!(d.code, Some(0), "{args:?}: {}", d.stderr);
+                assert!(!d.stderr.contains("error"), "{args:?}: {}", d.stderr);
+            }
+        }
     }
+}
+
+/// The same through a shell pipeline whose reader has exited before the output comes
+/// (`set -o pipefail`: the pipeline fails with the writer).
+#[test]
+fn a_shell_pipeline_whose_reader_left_fails_inject_and_extract() {
+    let sb = Sandbox::new();
+    let img = small();
+    for (args, product) in [
+        (inject_args("-"), true),
+        (
+            ["extract", "--image", &img, "--path", MCD, "-o", "-"]
+                .map(String::from)
+                .to_vec(),
+            true,
+        ),
+        (
+            ["inspect", "--image", &img].map(String::from).to_vec(),
+            false,
+        ),
+    ] {
+        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        // The reader exits at once; the writer starts once it is gone.
+        let script = format!(
+            "set -o pipefail; {{ sleep 1; '{}' {}; }} | true",
+            crate::harness::BIN,
+            quoted.join(" ")
+        );
+        let out = Command::new("bash")
+            .args(["-c", &script])
+            .env("TMPDIR", sb.path("tmp"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if product {
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            assert!(err.contains("its reader went away"), "{args:?}: {err}");
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+            assert!(err.is_empty(), "{args:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn an_empty_path_or_a_directory_is_refused_as_an_output() {
+    let sb = Sandbox::new();
+    let img = small();
+    let dir = s(sb.dir.path());
+    let ign = s(&sb.path("x.ign"));
+    let extract = |out: &str| -> Vec<String> {
+        ["extract", "--image", &img, "--path", MCD, "-o", out]
+            .map(String::from)
+            .to_vec()
+    };
+    let remote = |out: &str| -> Vec<String> {
+        let mut a = inject_args(&ign);
+        a.extend(
+            [
+                "--payload-url",
+                "http://example.invalid/p",
+                "--payload-out",
+                out,
+            ]
+            .map(String::from),
+        );
+        a
+    };
+    let json_out = |out: &str| -> Vec<String> {
+        let mut a = inject_args(&ign);
+        a.extend(["--json-out", out].map(String::from));
+        a
+    };
+    // (the flag, its long name, a command line with it)
+    type Args<'a> = Box<dyn Fn(&str) -> Vec<String> + 'a>;
+    let cases: Vec<(&str, &str, Args)> = vec![
+        ("--ign", "--ign", Box::new(|o: &str| inject_args(o))),
+        ("-o", "--output", Box::new(extract)),
+        ("--payload-out", "--payload-out", Box::new(remote)),
+        ("--json-out", "--json-out", Box::new(json_out)),
+    ];
+    for (flag, long, args) in &cases {
+        // Empty: the command line names no file (exit 2), said once, plainly.
+        let d = sb.run(&strs(&args("")), Stdio::null());
+        assert_eq!(d.code, Some(2), "{flag} '': {}", d.stderr);
+        assert!(
+            d.stderr.contains(&format!("for '{long}"))
+                && d.stderr.contains("an empty path names no file"),
+            "{flag} '': {}",
+            d.stderr
+        );
+        assert!(!d.stderr.contains("persist"), "{}", d.stderr);
+        // A directory: named, with the flag, before any work (exit 1).
+        let err = sb.fails(&strs(&args(&dir)), Stdio::null());
+        assert_eq!(
+            err,
+            format!("error: {flag}: output {dir} is a directory\n"),
+            "{flag} DIR"
+        );
+    }
+    assert!(!sb.path("x.ign").exists());
 }
 
 #[test]

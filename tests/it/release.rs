@@ -415,7 +415,10 @@ impl World {
         let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
         let bytes = fs::read(&ign).unwrap();
         assert_eq!(v["config"]["size"], bytes.len());
-        assert_eq!(v["config"]["sha256"], sha256_hex(&bytes));
+        assert_eq!(
+            v["config"]["sha256"],
+            format!("sha256:{}", sha256_hex(&bytes))
+        );
         assert_eq!(v["config"]["path"], ign_s);
         v
     }
@@ -436,7 +439,11 @@ impl World {
         assert_eq!(v["binary"]["path"], "/usr/bin/machine-config-daemon.rhel8");
         assert_eq!(v["target"]["bootimage"], "4.2");
         assert_eq!(v["target"]["spec"], "2.2.0");
-        assert!(v["payload"]["sha512"].as_str().unwrap().len() == 128);
+        let sha512 = v["payload"]["sha512"].as_str().unwrap();
+        assert!(
+            sha512.len() == 7 + 128 && sha512.starts_with("sha512:"),
+            "{sha512}"
+        );
     }
 }
 
