@@ -661,8 +661,14 @@ pub struct InjectArgs {
     pub image: ImageArgs,
     #[command(flatten)]
     pub target: TargetOpts,
-    /// Where to write the Ignition config; `-` for stdout.
-    #[arg(long, value_name = "OUT", help_heading = "Output")]
+    /// Where to write the Ignition config; `-` for stdout. `-o`/`--output` as in butane.
+    #[arg(
+        long,
+        short = 'o',
+        visible_alias = "output",
+        value_name = "OUT",
+        help_heading = "Output"
+    )]
     pub ign: Output,
     /// A config to merge with (`-` for stdin); all of it is kept.
     #[arg(long, value_name = "IN.ign", help_heading = "Output")]

@@ -1054,3 +1054,33 @@ fn verify_json_reports_a_file_that_is_not_a_config() {
         assert_eq!(r["ok"], false);
     }
 }
+
+/// `inject -o` and `--output` (butane's flag) write the same config as `--ign`.
+#[test]
+fn inject_takes_butanes_output_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = small_image();
+    let mut configs = Vec::new();
+    for flag in ["--ign", "-o", "--output"] {
+        let out = dir
+            .path()
+            .join(format!("x{flag}.ign"))
+            .display()
+            .to_string();
+        ok(
+            &[
+                "inject",
+                "--image",
+                &image,
+                "--bootimage",
+                "4.2",
+                flag,
+                &out,
+            ],
+            &[],
+        );
+        configs.push(std::fs::read(&out).unwrap());
+    }
+    assert!(!configs[0].is_empty());
+    assert!(configs.iter().all(|c| *c == configs[0]));
+}
