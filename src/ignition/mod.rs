@@ -4,6 +4,7 @@
 
 pub(crate) mod document;
 pub(crate) mod merge;
+pub(crate) mod node;
 pub(crate) mod rules;
 pub mod schema;
 pub(crate) mod units;

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256, Sha512};
 use tempfile::NamedTempFile;
 
 use super::document::{report_lines, Document, Kind};
+use super::node::{self, NodeView, UnitView};
 use super::schema::Schema;
 use super::units::{
     firstboot_dropin, install_script, install_unit, pull_dropin, script_sha256, DROPIN,
@@ -170,8 +171,10 @@ pub fn verify(
     let script_hash = check_script(&cfg, spec, &mut v)?;
     check_binary(payload, script_hash.as_deref(), spool, &mut v);
     check_provenance(&cfg, spec, &mut v)?;
-    check_units(&doc, &cfg, &mut v);
-    check_firstboot(&cfg, &mut v);
+    let node = node::view(&doc, &node::is_our_entry);
+    check_node(&node, &mut v);
+    check_units(&doc, &cfg, &node, &mut v);
+    check_firstboot(&cfg, &node, &mut v);
     check_link(&cfg, &mut v);
     Ok(v)
 }
@@ -320,7 +323,7 @@ fn check_link(cfg: &Value, v: &mut Verified) {
 
 /// Every unit (masks, enablement, pre-4.6 MCO units), then our install unit and MCO's
 /// pull unit.
-fn check_units(doc: &Document, cfg: &Value, v: &mut Verified) {
+fn check_units(doc: &Document, cfg: &Value, node: &NodeView, v: &mut Verified) {
     for u in doc.each(Kind::Units) {
         let name = u["name"].as_str().unwrap_or("?");
         if u["mask"] == true {
@@ -366,7 +369,8 @@ fn check_units(doc: &Document, cfg: &Value, v: &mut Verified) {
         )),
         Some(u)
             if dropin(u, DROPIN) == Some(&pull_dropin())
-                && !effective(u, "[Unit]", "ConditionPathExists")
+                && !unit_view(node, PULL_UNIT)
+                    .effective("[Unit]", "ConditionPathExists")
                     .contains(&format!("!{PAYLOAD_PATH}")) =>
         {
             v.problems.push(format!(
@@ -405,46 +409,36 @@ fn dropin<'a>(u: &'a Value, name: &str) -> Option<&'a str> {
         .map(|(_, c)| c)
 }
 
-/// The values a unit ends with for `section`/`key`, as systemd reads it: the unit's
-/// text, then its drop-ins in name order; an empty assignment clears what came before.
-fn effective(u: &Value, section: &str, key: &str) -> Vec<String> {
-    let mut texts: Vec<(&str, &str)> = dropins(u);
-    texts.sort_by(|a, b| a.0.cmp(b.0));
-    let head = u["contents"].as_str().unwrap_or("");
-    let mut values = Vec::new();
-    for text in std::iter::once(head).chain(texts.iter().map(|(_, c)| *c)) {
-        let mut current = "";
-        for line in text.lines().map(str::trim) {
-            if line.starts_with('[') {
-                current = line;
-                continue;
-            }
-            if current != section {
-                continue;
-            }
-            if let Some((k, val)) = line.split_once('=') {
-                if k.trim() == key {
-                    let val = val.trim();
-                    if val.is_empty() {
-                        values.clear();
-                    } else {
-                        values.push(val.to_string());
-                    }
-                }
-            }
-        }
+/// A guarded unit as the node reads it (empty when the config has none).
+fn unit_view(node: &NodeView, name: &str) -> UnitView {
+    node.units.get(name).cloned().unwrap_or_default()
+}
+
+/// Entries outside `systemd.units` and our own that write, link or mask our units and
+/// paths: each would change what runs at first boot.
+fn check_node(node: &NodeView, v: &mut Verified) {
+    if node.reaches.is_empty() {
+        v.passed.push(
+            "no storage entry writes, links or masks our units, their drop-ins or our paths"
+                .to_string(),
+        );
     }
-    values
+    for r in &node.reaches {
+        v.problems.push(format!(
+            "{r}; only this tool's own entries may change what runs at first boot"
+        ));
+    }
 }
 
 /// How the firstboot unit will run the MCD, whatever text of it the cluster's config
 /// brings at boot: only our drop-in survives that merge, so it must say it all.
-fn check_firstboot(cfg: &Value, v: &mut Verified) {
+fn check_firstboot(cfg: &Value, node: &NodeView, v: &mut Verified) {
+    let view = unit_view(node, FIRSTBOOT_UNIT);
     let Some(u) = unit(cfg, FIRSTBOOT_UNIT) else {
         v.problems.push(format!("no {FIRSTBOOT_UNIT}"));
         return;
     };
-    if u["mask"] == true {
+    if u["mask"] == true || view.masked {
         v.problems.push(format!(
             "{FIRSTBOOT_UNIT} is masked: first boot never completes"
         ));
@@ -465,8 +459,9 @@ fn check_firstboot(cfg: &Value, v: &mut Verified) {
              of the delivered one (MCO 4.13 and later run it through podman)"
         )),
     }
-    let exec = effective(u, "[Service]", "ExecStart");
-    let env: Vec<String> = effective(u, "[Service]", "Environment")
+    let exec = view.effective("[Service]", "ExecStart");
+    let env: Vec<String> = view
+        .effective("[Service]", "Environment")
         .iter()
         .flat_map(|e| {
             e.split_whitespace()
@@ -487,7 +482,7 @@ fn check_firstboot(cfg: &Value, v: &mut Verified) {
             "{FIRSTBOOT_UNIT} runs {exec:?}, not exactly `{FIRSTBOOT_ARGV}`"
         ));
     }
-    let unset = effective(u, "[Service]", "UnsetEnvironment").join(" ");
+    let unset = view.effective("[Service]", "UnsetEnvironment").join(" ");
     let guard_name = REEXEC_ENV.split('=').next().unwrap_or(REEXEC_ENV);
     if env.iter().any(|e| e == REEXEC_ENV)
         && !unset
@@ -504,7 +499,7 @@ fn check_firstboot(cfg: &Value, v: &mut Verified) {
              every minute for ever, so crio and kubelet never start"
         ));
     }
-    let unit_deps = |key| effective(u, "[Unit]", key).join(" ");
+    let unit_deps = |key| view.effective("[Unit]", key).join(" ");
     let requires = unit_deps("Requires");
     let after = unit_deps("After");
     if requires.split_whitespace().any(|n| n == INSTALL_UNIT)

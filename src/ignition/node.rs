@@ -1,0 +1,542 @@
+//! The node's view of a config: what systemd reads for our units and MCO's, from
+//! `systemd.units` and from the files and links `storage` writes under the unit
+//! directories, and which storage entries reach the paths this tool installs (through
+//! the links the config and RHCOS define, and `tmpfiles.d` lines). Both `verify` and
+//! `inject --base` read a config through it.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use serde_json::Value;
+
+use super::decode_data_url;
+use super::document::{Document, Kind};
+use super::units::{
+    FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT,
+    RUN_BINARY, SCRIPT_PATH,
+};
+
+/// The units whose files, drop-ins and masks only `systemd.units` may carry.
+pub const GUARDED_UNITS: [&str; 4] = [INSTALL_UNIT, FIRSTBOOT_UNIT, PULL_UNIT, PIVOT_UNIT];
+
+/// The directories systemd reads units from that Ignition can write (`/usr` is
+/// read-only on RHCOS, `/run` a tmpfs).
+const UNIT_DIRS: [&str; 3] = [
+    "/etc/systemd/system",
+    "/etc/systemd/system.control",
+    "/etc/systemd/system.attached",
+];
+
+/// Links RHCOS itself has: a path under one of them lands under its target.
+const OS_LINKS: [(&str, &str); 7] = [
+    ("/usr/local", "/var/usrlocal"),
+    ("/home", "/var/home"),
+    ("/opt", "/var/opt"),
+    ("/srv", "/var/srv"),
+    ("/root", "/var/roothome"),
+    ("/mnt", "/var/mnt"),
+    ("/media", "/run/media"),
+];
+
+/// The directory of our payload, script and provenance record.
+const PAYLOAD_DIR: &str = "/var/lib/mcd-inject";
+
+/// A unit as systemd reads it: its text, its drop-ins by name (later sources of the
+/// same name replace earlier ones, as the later file written wins), whether it is
+/// masked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnitView {
+    pub text: Option<String>,
+    pub dropins: BTreeMap<String, String>,
+    pub masked: bool,
+}
+
+impl UnitView {
+    /// The values the unit ends with for `section`/`key`: its text, then its drop-ins
+    /// in name order; an empty assignment clears what came before.
+    pub fn effective(&self, section: &str, key: &str) -> Vec<String> {
+        let head = self.text.as_deref().unwrap_or("");
+        let mut values = Vec::new();
+        for text in std::iter::once(head).chain(self.dropins.values().map(String::as_str)) {
+            let mut current = "";
+            for line in text.lines().map(str::trim) {
+                if line.starts_with('[') {
+                    current = line;
+                    continue;
+                }
+                if current != section {
+                    continue;
+                }
+                if let Some((k, val)) = line.split_once('=') {
+                    if k.trim() == key {
+                        let val = val.trim();
+                        if val.is_empty() {
+                            values.clear();
+                        } else {
+                            values.push(val.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        values
+    }
+}
+
+/// A storage entry that writes, links or masks one of ours: refused by `verify`, a
+/// conflict for `inject --base`. Carries only the entry's place, path and what it
+/// reaches (never its contents).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reach {
+    pub kind: Kind,
+    pub index: usize,
+    pub path: String,
+    pub what: String,
+}
+
+impl std::fmt::Display for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "storage.{}[{}] {}: {}",
+            self.kind.key(),
+            self.index,
+            self.path,
+            self.what
+        )
+    }
+}
+
+/// The node's view: the guarded units as systemd reads them, and the entries that
+/// reach ours.
+#[derive(Debug, Default)]
+pub struct NodeView {
+    pub units: BTreeMap<String, UnitView>,
+    pub reaches: Vec<Reach>,
+}
+
+/// What a path names under a unit directory.
+#[derive(Debug, PartialEq, Eq)]
+enum UnitPath<'a> {
+    /// The unit file (or a mask or alias link) of a unit.
+    Unit(&'a str),
+    /// A drop-in directory (`NAME.d`, `PREFIX-.service.d`, `service.d`), or a file in it.
+    Dropin { dir: &'a str, file: Option<&'a str> },
+    /// Anything else (`*.wants/`, `*.requires/`, other units).
+    Other,
+}
+
+fn unit_path(path: &str) -> Option<UnitPath<'_>> {
+    let rest = UNIT_DIRS
+        .iter()
+        .find_map(|d| path.strip_prefix(d)?.strip_prefix('/'))?;
+    let (first, tail) = match rest.split_once('/') {
+        Some((a, b)) => (a, Some(b)),
+        None => (rest, None),
+    };
+    Some(match first.strip_suffix(".d") {
+        Some(dir) => UnitPath::Dropin {
+            dir,
+            file: tail.filter(|t| !t.is_empty()),
+        },
+        None if tail.is_none() => UnitPath::Unit(first),
+        None => UnitPath::Other,
+    })
+}
+
+/// Whether a drop-in directory `dir` (without `.d`) applies to `unit`: its own, a
+/// prefix one (`mco-.service.d` applies to `mco-mcd-install.service`), or its type's
+/// (`service.d`).
+fn dropin_dir_applies(dir: &str, unit: &str) -> bool {
+    if dir == unit {
+        return true;
+    }
+    let Some((stem, ty)) = unit.rsplit_once('.') else {
+        return false;
+    };
+    if dir == ty {
+        return true;
+    }
+    let Some(prefix) = dir.strip_suffix(&format!(".{ty}")) else {
+        return false;
+    };
+    // Each dash-delimited prefix of the stem, ending in its dash.
+    prefix.ends_with('-') && stem.starts_with(prefix)
+}
+
+/// `path` with each directory link the config or RHCOS defines followed (the last
+/// component is not followed: an entry replaces a link at its own path).
+pub fn resolve(path: &str, links: &[(String, String)]) -> String {
+    let mut p = normalize(path);
+    for _ in 0..40 {
+        let hop = OS_LINKS
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .chain(links.iter().cloned())
+            .find_map(|(from, to)| {
+                let rest = p.strip_prefix(&from)?.strip_prefix('/')?;
+                let base = if to.starts_with('/') {
+                    to
+                } else {
+                    format!("{}/{to}", parent(&from))
+                };
+                Some(normalize(&format!("{base}/{rest}")))
+            });
+        match hop {
+            Some(next) if next != p => p = next,
+            _ => break,
+        }
+    }
+    p
+}
+
+fn parent(p: &str) -> &str {
+    match p.rsplit_once('/') {
+        Some(("", _)) | None => "/",
+        Some((a, _)) => a,
+    }
+}
+
+/// An absolute path without `.`, `..` or doubled slashes.
+fn normalize(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+fn is_at_or_under(p: &str, root: &str) -> bool {
+    p == root || p.strip_prefix(root).is_some_and(|r| r.starts_with('/'))
+}
+
+/// The paths of ours on the node, resolved, with what they are.
+fn our_paths() -> Vec<(String, &'static str)> {
+    vec![
+        (PAYLOAD_DIR.to_string(), "our payload directory"),
+        (RUN_BINARY.to_string(), "the installed binary"),
+        (resolve(LINK_PATH, &[]), "our link"),
+    ]
+}
+
+/// The unit directories' paths of a guarded unit: its file and its own drop-in
+/// directory, in each unit directory.
+fn guarded_unit_paths() -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for d in UNIT_DIRS {
+        for u in GUARDED_UNITS {
+            v.push((format!("{d}/{u}"), format!("the unit file of {u}")));
+            v.push((format!("{d}/{u}.d"), format!("the drop-ins of {u}")));
+        }
+    }
+    v
+}
+
+/// What a resolved storage path reaches of ours, if anything. `is_dir` for directory
+/// entries, which only reach ours where they take a file's place or sit inside ours.
+fn reached(p: &str, is_dir: bool) -> Option<String> {
+    if let Some(up) = unit_path(p) {
+        match up {
+            UnitPath::Unit(u) if GUARDED_UNITS.contains(&u) => {
+                return Some(format!("writes, links or masks the unit {u}"));
+            }
+            UnitPath::Dropin { dir, file } => {
+                if let Some(u) = GUARDED_UNITS
+                    .iter()
+                    .find(|u| dropin_dir_applies(dir, u))
+                    .filter(|_| !is_dir || file.is_some())
+                {
+                    return Some(format!("a drop-in on {u} written outside systemd.units"));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (ours, what) in our_paths() {
+        if is_at_or_under(p, &ours) && !(is_dir && p == ours && ours == PAYLOAD_DIR) {
+            return Some(format!("reaches {what} ({ours})"));
+        }
+        if !is_dir && is_at_or_under(&ours, p) {
+            return Some(format!("replaces a directory holding {what} ({ours})"));
+        }
+    }
+    if !is_dir {
+        for (ours, what) in guarded_unit_paths() {
+            if is_at_or_under(&ours, p) && ours != p {
+                return Some(format!("replaces a directory holding {what}"));
+            }
+        }
+    }
+    None
+}
+
+/// Types of `tmpfiles.d` lines that only make a directory, harmless on a parent of
+/// ours when they have no age (an age cleans the directory's contents).
+const TMPFILES_DIR_TYPES: [char; 6] = ['d', 'v', 'q', 'Q', 'x', 'X'];
+
+/// What a `tmpfiles.d` line reaches of ours, if anything.
+fn tmpfiles_reach(line: &str, links: &[(String, String)]) -> Option<String> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let mut fields = line.split_whitespace();
+    let ty = fields.next()?.chars().next()?;
+    let raw = fields.next()?;
+    let age = fields.nth(3).unwrap_or("-");
+    // A glob is taken at its literal prefix, as if it named everything below.
+    let literal = raw.split(['*', '?', '[']).next().unwrap_or(raw);
+    let globbed = literal.len() != raw.len();
+    let p = resolve(literal, links);
+    let mut targets: Vec<(String, String)> = our_paths()
+        .into_iter()
+        .map(|(p, w)| (p, w.to_string()))
+        .collect();
+    targets.extend(guarded_unit_paths());
+    for (ours, what) in targets {
+        let hit = if globbed {
+            ours.starts_with(p.as_str()) || is_at_or_under(&p, &ours)
+        } else if is_at_or_under(&p, &ours) {
+            true
+        } else {
+            is_at_or_under(&ours, &p) && !(TMPFILES_DIR_TYPES.contains(&ty) && age == "-")
+        };
+        if hit {
+            return Some(format!(
+                "a tmpfiles.d line of type {ty} on {raw} reaches {what}"
+            ));
+        }
+    }
+    None
+}
+
+/// A file entry's text, when it is inline (`None` for remote contents or bytes that do
+/// not decode).
+fn inline_text(f: &Value) -> Option<String> {
+    let source = f["contents"]["source"].as_str().unwrap_or("data:,");
+    let bytes = decode_data_url(source).ok()?;
+    let bytes = match f["contents"]["compression"].as_str() {
+        Some("gzip") => {
+            let mut out = Vec::new();
+            flate2::read::MultiGzDecoder::new(&bytes[..])
+                .read_to_end(&mut out)
+                .ok()?;
+            out
+        }
+        None | Some("") => bytes,
+        Some(_) => return None,
+    };
+    String::from_utf8(bytes).ok()
+}
+
+/// Whether `path` is named by `exempt` (an entry checked on its own, like our files).
+pub type Exempt<'a> = &'a dyn Fn(Kind, &str) -> bool;
+
+/// Builds the node's view of `doc`. Entries `exempt` names are left out of the
+/// reaches (ours, which their own checks read).
+pub fn view(doc: &Document, exempt: Exempt) -> NodeView {
+    let mut node = NodeView::default();
+    let links: Vec<(String, String)> = doc
+        .each(Kind::Links)
+        .filter(|l| l["hard"] != true)
+        .filter_map(|l| {
+            Some((
+                l["path"].as_str()?.to_string(),
+                l["target"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    for u in doc.each(Kind::Units) {
+        let Some(name) = u["name"].as_str() else {
+            continue;
+        };
+        if !GUARDED_UNITS.contains(&name) {
+            continue;
+        }
+        let view = node.units.entry(name.to_string()).or_default();
+        if let Some(c) = u["contents"].as_str() {
+            view.text = Some(c.to_string());
+        }
+        view.masked |= u["mask"] == true;
+        for d in u["dropins"].as_array().into_iter().flatten() {
+            if let Some(n) = d["name"].as_str() {
+                let c = d["contents"].as_str().unwrap_or("").to_string();
+                view.dropins.insert(n.to_string(), c);
+            }
+        }
+    }
+    for kind in Kind::NODES {
+        for (index, entry) in doc.each(kind).enumerate() {
+            let Some(raw) = entry["path"].as_str() else {
+                continue;
+            };
+            let p = resolve(raw, &links);
+            let place = |what: String| Reach {
+                kind,
+                index,
+                path: raw.to_string(),
+                what,
+            };
+            if kind == Kind::Files {
+                add_unit_source(&mut node, &p, &entry);
+                if is_at_or_under(&p, "/etc/tmpfiles.d") && p.ends_with(".conf") {
+                    match inline_text(&entry) {
+                        Some(text) => {
+                            if let Some(w) = text.lines().find_map(|l| tmpfiles_reach(l, &links)) {
+                                node.reaches.push(place(w));
+                            }
+                        }
+                        None => node.reaches.push(place(
+                            "a tmpfiles.d file whose lines cannot be read here; they could replace our paths".into(),
+                        )),
+                    }
+                }
+            }
+            if kind == Kind::Links && entry["target"] == "/dev/null" {
+                if let Some(UnitPath::Unit(u)) = unit_path(&p) {
+                    if let Some(v) = node.units.get_mut(u) {
+                        v.masked = true;
+                    } else if GUARDED_UNITS.contains(&u) {
+                        node.units.entry(u.to_string()).or_default().masked = true;
+                    }
+                }
+            }
+            if exempt(kind, raw) {
+                continue;
+            }
+            if let Some(w) = reached(&p, kind == Kind::Directories) {
+                node.reaches.push(place(w));
+            }
+        }
+    }
+    node
+}
+
+/// A storage file that systemd reads for a guarded unit: its text or one of its
+/// drop-ins.
+fn add_unit_source(node: &mut NodeView, p: &str, f: &Value) {
+    let text = inline_text(f).unwrap_or_default();
+    match unit_path(p) {
+        Some(UnitPath::Unit(u)) if GUARDED_UNITS.contains(&u) => {
+            node.units.entry(u.to_string()).or_default().text = Some(text);
+        }
+        Some(UnitPath::Dropin {
+            dir,
+            file: Some(file),
+        }) if file.ends_with(".conf") && !file.contains('/') => {
+            for u in GUARDED_UNITS {
+                if dropin_dir_applies(dir, u) {
+                    node.units
+                        .entry(u.to_string())
+                        .or_default()
+                        .dropins
+                        .insert(file.to_string(), text.clone());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Our own entries, checked on their own by `verify`.
+pub fn is_our_entry(kind: Kind, path: &str) -> bool {
+    match kind {
+        Kind::Files => [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH].contains(&path),
+        Kind::Links => path == LINK_PATH,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reaches(cfg: Value) -> Vec<String> {
+        let text = cfg.to_string();
+        let doc = Document::parse("t", text.as_bytes()).unwrap();
+        view(&doc, &is_our_entry)
+            .reaches
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn file(path: &str, text: &str) -> Value {
+        json!({"path": path, "contents": {"source": super::super::data_url(text.as_bytes())}})
+    }
+
+    #[test]
+    fn paths_follow_os_and_config_links() {
+        assert_eq!(
+            resolve("/usr/local/bin/machine-config-daemon", &[]),
+            "/var/usrlocal/bin/machine-config-daemon"
+        );
+        let links = vec![("/etc/u".to_string(), "systemd/system".to_string())];
+        assert_eq!(
+            resolve("/etc/u/x.service", &links),
+            "/etc/systemd/system/x.service"
+        );
+        assert_eq!(resolve("/a/./b/../c", &[]), "/a/c");
+    }
+
+    #[test]
+    fn dropin_directories_that_apply() {
+        assert!(dropin_dir_applies(INSTALL_UNIT, INSTALL_UNIT));
+        assert!(dropin_dir_applies("service", INSTALL_UNIT));
+        assert!(dropin_dir_applies("mco-.service", INSTALL_UNIT));
+        assert!(dropin_dir_applies(
+            "machine-config-daemon-.service",
+            PULL_UNIT
+        ));
+        assert!(!dropin_dir_applies("mco.service", INSTALL_UNIT));
+        assert!(!dropin_dir_applies("kubelet.service", INSTALL_UNIT));
+    }
+
+    #[test]
+    fn entries_that_reach_ours_are_named_by_index_and_path() {
+        let r = reaches(json!({"ignition": {"version": "3.2.0"}, "storage": {
+            "files": [
+                file("/etc/hostname", "n"),
+                file("/etc/systemd/system/mco-mcd-install.service.d/50-x.conf", "[Service]\nExecStart=\n"),
+                file("/var/usrlocal/bin/machine-config-daemon", "x"),
+                file("/etc/tmpfiles.d/x.conf", "L+ /run/bin/machine-config-daemon - - - - /bin/true\n"),
+                file("/etc/tmpfiles.d/ok.conf", "d /run/bin 0755 root root -\nd /var/tmp/x\n"),
+                file("/var/lib/mcd-inject/machine-config-daemon.gz", "ours"),
+            ],
+            "links": [
+                {"path": "/etc/systemd/system/machine-config-daemon-firstboot.service", "target": "/dev/null"},
+                {"path": "/etc/systemd/system/multi-user.target.wants/mco-mcd-install.service", "target": "/etc/systemd/system/mco-mcd-install.service"},
+                {"path": "/usr/local/bin/machine-config-daemon", "target": "/run/bin/machine-config-daemon"}
+            ],
+            "directories": [{"path": "/var/lib/mcd-inject"}, {"path": "/etc/systemd/system/mco-mcd-install.service.d"}]
+        }}));
+        assert_eq!(r.len(), 4, "{r:#?}");
+        assert!(r[0].starts_with("storage.files[1] /etc/systemd/system/mco-mcd-install.service.d/50-x.conf: a drop-in on mco-mcd-install.service"));
+        assert!(r[1].starts_with(
+            "storage.files[2] /var/usrlocal/bin/machine-config-daemon: reaches our link"
+        ));
+        assert!(r[2]
+            .starts_with("storage.files[3] /etc/tmpfiles.d/x.conf: a tmpfiles.d line of type L"));
+        assert!(r[3].starts_with("storage.links[0] /etc/systemd/system/machine-config-daemon-firstboot.service: writes, links or masks"));
+    }
+
+    #[test]
+    fn storage_dropins_join_the_units_in_name_order() {
+        let cfg = json!({"ignition": {"version": "3.2.0"},
+            "storage": {"files": [file("/etc/systemd/system/machine-config-daemon-firstboot.service.d/zz.conf", "[Service]\nExecStart=\nExecStart=/bin/podman\n")]},
+            "systemd": {"units": [{"name": FIRSTBOOT_UNIT, "contents": "[Service]\nExecStart=/a\n",
+                "dropins": [{"name": "99-mcd-inject.conf", "contents": "[Service]\nExecStart=\nExecStart=/b\n"}]}]}});
+        let text = cfg.to_string();
+        let doc = Document::parse("t", text.as_bytes()).unwrap();
+        let node = view(&doc, &is_our_entry);
+        let u = &node.units[FIRSTBOOT_UNIT];
+        assert_eq!(u.effective("[Service]", "ExecStart"), ["/bin/podman"]);
+    }
+}
