@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use super::document::{report_lines, Document, Entry, Kind};
+use super::node;
 use super::schema::Schema;
 use super::units::{
     DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PROVENANCE_PATH, PULL_UNIT,
@@ -29,6 +30,8 @@ pub enum MergeError {
     Invalid { spec: String, problems: Vec<String> },
     #[error("the base config already has {what} with other content (use --force to replace it)")]
     Conflict { what: String },
+    #[error("the base config changes what runs at first boot on this tool's units or paths outside their own entries (use --force to remove these entries): {}", .entries.join("; "))]
+    Reaches { entries: Vec<String> },
     #[error("merged with the base, the config breaks Ignition's rules: {}", .problems.join("; "))]
     Clash { problems: Vec<String> },
 }
@@ -158,13 +161,57 @@ pub fn merge<'a>(
     let mut notes = Notes::default();
     raise_version(&mut base, &version, out, &mut notes);
     let mut ours = Document::from_value(ours.clone());
+    let reaching = drop_reaching(&mut base, &ours, force, &mut notes);
     merge_units(&mut base, ours.take(Kind::Units), force, &mut notes)?;
     merge_nodes(&mut base, &mut ours, force, &mut notes)?;
     let problems = base.rules();
     if !problems.is_empty() {
         return Err(MergeError::Clash { problems });
     }
+    if !reaching.is_empty() {
+        return Err(MergeError::Reaches { entries: reaching });
+    }
     Ok((base, notes))
+}
+
+/// Base entries that write, link or mask our units or paths outside `systemd.units`
+/// (a drop-in written as a file, a mask link, a file where our link lands, a
+/// `tmpfiles.d` line on the installed binary): removed under `--force`, else returned
+/// (the merge refuses them once Ignition's own rules, which name some of them more
+/// precisely, have been checked). Entries at the very paths ours write are left to
+/// [`merge_nodes`].
+fn drop_reaching(
+    base: &mut Document,
+    ours: &Document,
+    force: bool,
+    notes: &mut Notes,
+) -> Vec<String> {
+    let our_paths: Vec<String> = Kind::NODES
+        .into_iter()
+        .flat_map(|k| ours.each(k))
+        .filter_map(|n| key(&n, "path").map(str::to_string))
+        .collect();
+    let exempt = |kind: Kind, path: &str| {
+        node::is_our_entry(kind, path) || our_paths.iter().any(|p| p == path)
+    };
+    let reaches = node::view(base, &exempt).reaches;
+    if !force {
+        return reaches.iter().map(ToString::to_string).collect();
+    }
+    for kind in Kind::NODES {
+        let mut index = 0;
+        base.retain(kind, |_| {
+            let drop = reaches.iter().any(|r| r.kind == kind && r.index == index);
+            index += 1;
+            !drop
+        });
+    }
+    notes.forced.extend(
+        reaches
+            .iter()
+            .map(|r| format!("removed {r} from the base (--force)")),
+    );
+    Vec::new()
 }
 
 /// Refuses a base that breaks its spec's schema (entry by entry) or Ignition's rules.
