@@ -129,14 +129,14 @@ fn inject(boot: &str, base: Option<&Value>, extra: &[&str]) -> crate::harness::R
         .map(|b| serde_json::to_vec(b).unwrap())
         .unwrap_or_default();
     Bin::new(&args)
-        .current_dir(&std::env::temp_dir())
+        .current_dir(std::env::temp_dir())
         .stdin(stdin)
         .run()
 }
 
 fn verify(cfg: &Value) -> crate::harness::Run {
-    Bin::new(&["verify", "-"])
-        .current_dir(&std::env::temp_dir())
+    Bin::new(["verify", "-"])
+        .current_dir(std::env::temp_dir())
         .stdin(serde_json::to_vec(cfg).unwrap())
         .run()
 }
