@@ -548,3 +548,53 @@ fn verify_refuses_the_previous_release_configs() {
         );
     }
 }
+
+/// The refusal of storage entries on our units is grounded: a drop-in on the firstboot
+/// unit written as a storage file, sorting after ours, is read by systemd on the node
+/// and puts `podman run` back, so the delivered MCD never runs; `verify` refuses that
+/// config, naming the entry.
+#[test]
+fn a_file_written_firstboot_dropin_changes_what_the_node_runs() {
+    const ZZ: &str = "/etc/systemd/system/machine-config-daemon-firstboot.service.d/99-zz.conf";
+    let n = first_boot(
+        "4.8",
+        Flow::Standalone,
+        Mcd::Probe,
+        |cfg| {
+            let text = "[Service]\nExecStart=\nExecStart=/usr/bin/podman run --rm mco firstboot-complete-machineconfig\n";
+            cfg["storage"]["files"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"path": ZZ, "mode": 0o644, "contents": {"source": data_url(text.as_bytes())}}));
+        },
+        None,
+    );
+    let b = &n.boot;
+    assert!(
+        b.unit(FIRSTBOOT, "DropInPaths").contains("99-zz.conf"),
+        "{}",
+        b.describe()
+    );
+    assert!(
+        b.called.contains("podman"),
+        "podman did not run\n{}",
+        b.describe()
+    );
+    assert!(
+        b.mcd_run.is_none(),
+        "the delivered MCD ran\n{}",
+        b.describe()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("node.ign");
+    fs::write(&path, serde_json::to_vec(&n.cfg).unwrap()).unwrap();
+    let r = mcd_inject(["verify", path.to_str().unwrap()]);
+    assert_eq!(r.code, Some(1), "{}", r.describe());
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("FAIL:") && l.contains(&format!("] {ZZ}: "))),
+        "{text}"
+    );
+}
