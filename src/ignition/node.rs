@@ -316,6 +316,43 @@ fn tmpfiles_reach(line: &str, links: &[(String, String)]) -> Option<String> {
     None
 }
 
+/// Where presets are read from: Ignition enables units through its own preset file,
+/// applied at first boot, and an earlier match in another file wins over it.
+const PRESET_DIR: &str = "/etc/systemd/system-preset";
+
+/// What a preset line does to one of the units Ignition enables, if anything.
+fn preset_reach(line: &str) -> Option<String> {
+    let mut words = line.split_whitespace();
+    let verb = words.next()?;
+    let pattern = words.next()?;
+    if verb == "enable" || verb.starts_with('#') || verb.starts_with(';') {
+        return None;
+    }
+    GUARDED_UNITS
+        .iter()
+        .find(|u| glob_match(pattern, u))
+        .map(|u| format!("a preset line `{verb}` that matches {u}"))
+}
+
+/// Whether `name` matches a shell glob of `*` and `?` (what preset lines use).
+fn glob_match(pattern: &str, name: &str) -> bool {
+    match pattern.as_bytes().split_first() {
+        None => name.is_empty(),
+        Some((b'*', rest)) => {
+            let rest = &pattern[pattern.len() - rest.len()..];
+            (0..=name.len()).any(|i| name.is_char_boundary(i) && glob_match(rest, &name[i..]))
+        }
+        Some((b'?', _)) => {
+            let mut c = name.chars();
+            c.next().is_some() && glob_match(&pattern[1..], c.as_str())
+        }
+        Some(_) => {
+            let pc = pattern.chars().next().unwrap_or_default();
+            name.starts_with(pc) && glob_match(&pattern[pc.len_utf8()..], &name[pc.len_utf8()..])
+        }
+    }
+}
+
 /// A file entry's text, when it is inline (`None` for remote contents or bytes that do
 /// not decode).
 fn inline_text(f: &Value) -> Option<String> {
@@ -396,6 +433,18 @@ pub fn view(doc: &Document, exempt: Exempt) -> NodeView {
                             "a tmpfiles.d file whose lines cannot be read here; they could replace our paths".into(),
                         )),
                     }
+                }
+            }
+            if kind == Kind::Files && is_at_or_under(&p, PRESET_DIR) && p.ends_with(".preset") {
+                match inline_text(&entry) {
+                    Some(text) => {
+                        if let Some(w) = text.lines().find_map(preset_reach) {
+                            node.reaches.push(place(w));
+                        }
+                    }
+                    None => node.reaches.push(place(
+                        "a preset file whose lines cannot be read here; they could leave our units disabled".into(),
+                    )),
                 }
             }
             if kind == Kind::Links && entry["target"] == "/dev/null" {
@@ -484,6 +533,18 @@ mod tests {
             "/etc/systemd/system/x.service"
         );
         assert_eq!(resolve("/a/./b/../c", &[]), "/a/c");
+    }
+
+    #[test]
+    fn preset_lines_that_leave_ours_disabled() {
+        assert!(glob_match("mco-*.service", INSTALL_UNIT));
+        assert!(glob_match("*", PULL_UNIT));
+        assert!(!glob_match("kubelet?service", INSTALL_UNIT));
+        assert!(preset_reach("disable *").is_some());
+        assert!(preset_reach("ignore machine-config-daemon-firstboot.service").is_some());
+        assert!(preset_reach("enable mco-mcd-install.service").is_none());
+        assert!(preset_reach("disable kubelet.service").is_none());
+        assert!(preset_reach("# disable *").is_none());
     }
 
     #[test]

@@ -80,6 +80,22 @@ fn cases() -> Vec<Case> {
             ),
         },
         Case {
+            what: "a preset file that leaves the install unit disabled",
+            section: "files",
+            entry: file(
+                "/etc/systemd/system-preset/10-x.preset",
+                "disable mco-mcd-install.service\n",
+            ),
+        },
+        Case {
+            what: "the install unit's drop-in directory replaced by a link",
+            section: "links",
+            entry: link(
+                "/etc/systemd/system/mco-mcd-install.service.d",
+                "/etc/elsewhere",
+            ),
+        },
+        Case {
             what: "a file where our /usr/local/bin link lands",
             section: "files",
             entry: file("/var/usrlocal/bin/machine-config-daemon", "#!/bin/sh\n"),
