@@ -308,8 +308,11 @@ fn tmpfiles_reach(line: &str, links: &[(String, String)]) -> Option<String> {
             is_at_or_under(&ours, &p) && !(TMPFILES_DIR_TYPES.contains(&ty) && age == "-")
         };
         if hit {
+            // The resolved literal path, not the line's text: only paths are quoted.
+            let glob = if globbed { " (a glob)" } else { "" };
+            let ty = if ty.is_ascii_alphabetic() { ty } else { '?' };
             return Some(format!(
-                "a tmpfiles.d line of type {ty} on {raw} reaches {what}"
+                "a tmpfiles.d line of type {ty} on {p}{glob} reaches {what}"
             ));
         }
     }
@@ -325,7 +328,7 @@ fn preset_reach(line: &str) -> Option<String> {
     let mut words = line.split_whitespace();
     let verb = words.next()?;
     let pattern = words.next()?;
-    if verb == "enable" || verb.starts_with('#') || verb.starts_with(';') {
+    if verb != "disable" && verb != "ignore" {
         return None;
     }
     GUARDED_UNITS
@@ -579,6 +582,10 @@ mod tests {
             "directories": [{"path": "/var/lib/mcd-inject"}, {"path": "/etc/systemd/system/mco-mcd-install.service.d"}]
         }}));
         assert_eq!(r.len(), 4, "{r:#?}");
+        // Paths and unit names only, never what an entry holds.
+        assert!(r
+            .iter()
+            .all(|l| !l.contains("ExecStart") && !l.contains("/bin/true")));
         assert!(r[0].starts_with("storage.files[1] /etc/systemd/system/mco-mcd-install.service.d/50-x.conf: a drop-in on mco-mcd-install.service"));
         assert!(r[1].starts_with(
             "storage.files[2] /var/usrlocal/bin/machine-config-daemon: reaches our link"
