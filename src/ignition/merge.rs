@@ -198,10 +198,25 @@ fn drop_reaching(
     if !force {
         return reaches.iter().map(ToString::to_string).collect();
     }
-    for kind in Kind::NODES {
+    for kind in Kind::ALL {
         let mut index = 0;
         base.retain(kind, |_| {
-            let drop = reaches.iter().any(|r| r.kind == kind && r.index == index);
+            let drop = reaches
+                .iter()
+                .any(|r| r.kind == Some(kind) && r.index == index);
+            index += 1;
+            !drop
+        });
+    }
+    if let Some(fs) = base
+        .skeleton
+        .get_mut("storage")
+        .and_then(|s| s.get_mut("filesystems"))
+        .and_then(Value::as_array_mut)
+    {
+        let mut index = 0;
+        fs.retain(|_| {
+            let drop = reaches.iter().any(|r| r.kind.is_none() && r.index == index);
             index += 1;
             !drop
         });

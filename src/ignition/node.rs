@@ -88,7 +88,8 @@ impl UnitView {
 /// reaches (never its contents).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reach {
-    pub kind: Kind,
+    /// The entry's array: a [`Kind`], or `None` for `storage.filesystems`.
+    pub kind: Option<Kind>,
     pub index: usize,
     pub path: String,
     pub what: String,
@@ -96,13 +97,14 @@ pub struct Reach {
 
 impl std::fmt::Display for Reach {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (section, key) = match self.kind {
+            Some(k) => (k.section(), k.key()),
+            None => ("storage", "filesystems"),
+        };
         write!(
             f,
-            "storage.{}[{}] {}: {}",
-            self.kind.key(),
-            self.index,
-            self.path,
-            self.what
+            "{section}.{key}[{}] {}: {}",
+            self.index, self.path, self.what
         )
     }
 }
@@ -319,6 +321,54 @@ fn tmpfiles_reach(line: &str, links: &[(String, String)]) -> Option<String> {
     None
 }
 
+/// The path a `.mount` or `.automount` unit mounts, from its name (`-` for `/`,
+/// `\xNN` escapes).
+fn mount_point(unit: &str) -> Option<String> {
+    let stem = unit
+        .strip_suffix(".mount")
+        .or_else(|| unit.strip_suffix(".automount"))?;
+    if stem == "-" {
+        return Some("/".into());
+    }
+    let mut out = String::from("/");
+    let mut rest = stem;
+    while let Some(c) = rest.chars().next() {
+        if let Some(hex) = rest.strip_prefix("\\x").and_then(|r| r.get(..2)) {
+            if let Ok(b) = u8::from_str_radix(hex, 16) {
+                out.push(char::from(b));
+                rest = &rest[4..];
+                continue;
+            }
+        }
+        out.push(if c == '-' { '/' } else { c });
+        rest = &rest[c.len_utf8()..];
+    }
+    Some(out)
+}
+
+/// What a filesystem mounted at `point` hides of ours, if anything: one at or inside
+/// our paths and unit directories' entries, or one over a directory holding them
+/// unless Ignition wrote into that filesystem (`filesystems`, a `/var` partition).
+fn mount_reach(point: &str, filesystems: &[String]) -> Option<String> {
+    if point == "/" {
+        return None;
+    }
+    let mut targets: Vec<(String, String)> = our_paths()
+        .into_iter()
+        .map(|(p, w)| (p, w.to_string()))
+        .collect();
+    targets.extend(guarded_unit_paths());
+    for (ours, what) in targets {
+        if is_at_or_under(point, &ours) {
+            return Some(format!("mounts over {what} ({point})"));
+        }
+        if is_at_or_under(&ours, point) && !filesystems.iter().any(|f| f == point) {
+            return Some(format!("mounts over a directory holding {what} ({point})"));
+        }
+    }
+    None
+}
+
 /// Where presets are read from: Ignition enables units through its own preset file,
 /// applied at first boot, and an earlier match in another file wins over it.
 const PRESET_DIR: &str = "/etc/systemd/system-preset";
@@ -392,10 +442,48 @@ pub fn view(doc: &Document, exempt: Exempt) -> NodeView {
             ))
         })
         .collect();
-    for u in doc.each(Kind::Units) {
+    // Filesystems Ignition writes into at their path: a mount there keeps what it
+    // wrote visible.
+    let filesystems: Vec<String> = doc.skeleton["storage"]["filesystems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["path"].as_str())
+        .map(|p| resolve(p, &links))
+        .collect();
+    for (index, fs) in doc.skeleton["storage"]["filesystems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let Some(raw) = fs["path"].as_str() else {
+            continue;
+        };
+        if let Some(what) = mount_reach(&resolve(raw, &links), &filesystems) {
+            node.reaches.push(Reach {
+                kind: None,
+                index,
+                path: raw.to_string(),
+                what: format!("a filesystem that {what}"),
+            });
+        }
+    }
+    for (index, u) in doc.each(Kind::Units).enumerate() {
         let Some(name) = u["name"].as_str() else {
             continue;
         };
+        let has_text = u["contents"].as_str().is_some() || u["enabled"] == true;
+        if let Some(point) = mount_point(name).filter(|_| has_text) {
+            if let Some(what) = mount_reach(&resolve(&point, &links), &filesystems) {
+                node.reaches.push(Reach {
+                    kind: Some(Kind::Units),
+                    index,
+                    path: name.to_string(),
+                    what: format!("a mount unit that {what}"),
+                });
+            }
+        }
         if !GUARDED_UNITS.contains(&name) {
             continue;
         }
@@ -418,7 +506,7 @@ pub fn view(doc: &Document, exempt: Exempt) -> NodeView {
             };
             let p = resolve(raw, &links);
             let place = |what: String| Reach {
-                kind,
+                kind: Some(kind),
                 index,
                 path: raw.to_string(),
                 what,
@@ -436,6 +524,34 @@ pub fn view(doc: &Document, exempt: Exempt) -> NodeView {
                             "a tmpfiles.d file whose lines cannot be read here; they could replace our paths".into(),
                         )),
                     }
+                }
+            }
+            if kind == Kind::Files && p == "/etc/fstab" {
+                match inline_text(&entry) {
+                    Some(text) => {
+                        let hit = text.lines().find_map(|l| {
+                            let l = l.trim();
+                            if l.starts_with('#') {
+                                return None;
+                            }
+                            let point = l.split_whitespace().nth(1)?;
+                            mount_reach(&resolve(point, &links), &filesystems)
+                        });
+                        if let Some(w) = hit {
+                            node.reaches.push(place(format!("an fstab line that {w}")));
+                        }
+                    }
+                    None => node.reaches.push(place(
+                        "an fstab whose lines cannot be read here; they could mount over our paths"
+                            .into(),
+                    )),
+                }
+            }
+            if let Some(UnitPath::Unit(u)) = unit_path(&p) {
+                let point = mount_point(u).filter(|_| !exempt(kind, raw));
+                if let Some(w) = point.and_then(|m| mount_reach(&resolve(&m, &links), &filesystems))
+                {
+                    node.reaches.push(place(format!("a mount unit that {w}")));
                 }
             }
             if kind == Kind::Files && is_at_or_under(&p, PRESET_DIR) && p.ends_with(".preset") {
@@ -548,6 +664,29 @@ mod tests {
         assert!(preset_reach("enable mco-mcd-install.service").is_none());
         assert!(preset_reach("disable kubelet.service").is_none());
         assert!(preset_reach("# disable *").is_none());
+    }
+
+    #[test]
+    fn mounts_over_ours_are_found() {
+        assert_eq!(
+            mount_point("var-lib-mcd\\x2dinject.mount").unwrap(),
+            "/var/lib/mcd-inject"
+        );
+        assert_eq!(mount_point("-.mount").unwrap(), "/");
+        assert!(mount_point("kubelet.service").is_none());
+        assert!(mount_reach("/var/lib/mcd-inject", &[]).is_some());
+        assert!(mount_reach("/run/bin", &[]).is_some());
+        assert!(mount_reach("/var", &[]).is_some());
+        assert!(mount_reach("/var", &["/var".to_string()]).is_none());
+        assert!(mount_reach("/var/lib/containers", &[]).is_none());
+        let r = reaches(json!({"ignition": {"version": "3.2.0"},
+        "storage": {"filesystems": [{"device": "/dev/vdb", "format": "xfs", "path": "/var"}]},
+        "systemd": {"units": [
+            {"name": "var.mount", "enabled": true, "contents": "[Mount]\nWhat=/dev/vdb\n"},
+            {"name": "run-bin.mount", "enabled": true, "contents": "[Mount]\nWhat=tmpfs\n"}
+        ]}}));
+        assert_eq!(r.len(), 1, "{r:#?}");
+        assert!(r[0].starts_with("systemd.units[1] run-bin.mount: a mount unit that mounts over"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::harness::{fixture, mcd_inject, Bin};
 /// An entry a config could carry, and the path `verify` names it by.
 struct Case {
     what: &'static str,
-    /// `files` or `links`.
+    /// `files`, `links` (in `storage`) or `units` (in `systemd`).
     section: &'static str,
     entry: Value,
 }
@@ -96,6 +96,12 @@ fn cases() -> Vec<Case> {
             ),
         },
         Case {
+            what: "a mount unit over /run/bin",
+            section: "units",
+            entry: json!({"name": "run-bin.mount", "enabled": true,
+                "contents": "[Mount]\nWhat=tmpfs\nWhere=/run/bin\nType=tmpfs\n\n[Install]\nWantedBy=local-fs.target\n"}),
+        },
+        Case {
             what: "a file where our /usr/local/bin link lands",
             section: "files",
             entry: file("/var/usrlocal/bin/machine-config-daemon", "#!/bin/sh\n"),
@@ -106,21 +112,35 @@ fn cases() -> Vec<Case> {
 /// The entry as spec `version` writes it (spec 2.x nodes name their filesystem).
 fn for_spec(entry: &Value, version: &str) -> Value {
     let mut e = entry.clone();
-    if version.starts_with("2.") {
+    if version.starts_with("2.") && e.get("path").is_some() {
         e["filesystem"] = "root".into();
     }
     e
 }
 
+/// The top-level key an array lives under.
+fn top(section: &str) -> &'static str {
+    if section == "units" {
+        "systemd"
+    } else {
+        "storage"
+    }
+}
+
+/// How `verify` and `inject` name an entry: its path, or a unit's name.
+fn id(entry: &Value) -> &str {
+    entry["path"].as_str().or(entry["name"].as_str()).unwrap()
+}
+
 fn push(cfg: &mut Value, section: &str, entry: Value) -> usize {
-    let list = cfg["storage"][section].as_array_mut();
+    let list = cfg[top(section)][section].as_array_mut();
     match list {
         Some(l) => {
             l.push(entry);
             l.len() - 1
         }
         None => {
-            cfg["storage"][section] = json!([entry]);
+            cfg[top(section)][section] = json!([entry]);
             0
         }
     }
@@ -171,7 +191,7 @@ fn verify_refuses_storage_entries_that_reach_our_units_and_paths() {
         for case in cases() {
             let mut bad = cfg.clone();
             let i = push(&mut bad, case.section, for_spec(&case.entry, &version));
-            let path = case.entry["path"].as_str().unwrap();
+            let path = id(&case.entry);
             let r = verify(&bad);
             let text = String::from_utf8_lossy(&r.stdout);
             assert_eq!(
@@ -180,7 +200,7 @@ fn verify_refuses_storage_entries_that_reach_our_units_and_paths() {
                 "{boot}, {}: verify passed\n{text}",
                 case.what
             );
-            let named = format!("storage.{}[{i}] {path}: ", case.section);
+            let named = format!("{}.{}[{i}] {path}: ", top(case.section), case.section);
             assert!(
                 text.lines()
                     .any(|l| l.starts_with("FAIL:") && l.contains(&named)),
@@ -197,9 +217,9 @@ fn verify_refuses_storage_entries_that_reach_our_units_and_paths() {
 fn inject_base_refuses_them_and_removes_them_under_force() {
     for (boot, version) in [("4.2", "2.2.0"), ("4.8", "3.2.0")] {
         for case in cases() {
-            let mut base = json!({"ignition": {"version": version}, "storage": {}});
+            let mut base = json!({"ignition": {"version": version}, "storage": {}, "systemd": {}});
             push(&mut base, case.section, for_spec(&case.entry, version));
-            let path = case.entry["path"].as_str().unwrap();
+            let path = id(&case.entry);
             let out = inject(boot, Some(&base), &[]);
             assert_eq!(
                 out.code,
@@ -210,9 +230,11 @@ fn inject_base_refuses_them_and_removes_them_under_force() {
             );
             assert!(out.stdout.is_empty(), "{boot}, {}", case.what);
             assert!(
-                out.stderr
-                    .contains(&format!("storage.{}[0] {path}: ", case.section))
-                    && out.stderr.contains("--force"),
+                out.stderr.contains(&format!(
+                    "{}.{}[0] {path}: ",
+                    top(case.section),
+                    case.section
+                )) && out.stderr.contains("--force"),
                 "{boot}, {}: {}",
                 case.what,
                 out.stderr
@@ -226,16 +248,18 @@ fn inject_base_refuses_them_and_removes_them_under_force() {
                 out.describe()
             );
             assert!(
-                out.stderr
-                    .contains(&format!("removed storage.{}[0] {path}", case.section))
-                    && out.stderr.contains("(--force)"),
+                out.stderr.contains(&format!(
+                    "removed {}.{}[0] {path}",
+                    top(case.section),
+                    case.section
+                )) && out.stderr.contains("(--force)"),
                 "{boot}, {}: {}",
                 case.what,
                 out.stderr
             );
             let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
             assert!(
-                !serde_json::to_string(&cfg["storage"])
+                !serde_json::to_string(&cfg[top(case.section)])
                     .unwrap()
                     .contains(&format!("\"{path}\"")),
                 "{boot}, {}: still in the output",
