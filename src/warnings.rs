@@ -191,27 +191,23 @@ impl Warnings {
         if let Some(echo) = self.0.echo {
             echo(&w);
         }
+        self.given().push(w);
+    }
+
+    fn given(&self) -> std::sync::MutexGuard<'_, Vec<Warning>> {
         // A panic while holding the lock leaves a list that is still whole.
-        self.0
-            .list
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(w);
+        self.0.list.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The warnings given so far, in order.
     pub fn list(&self) -> Vec<Warning> {
-        self.0
-            .list
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.given().clone()
     }
 
     /// Fails when the run is strict and a warning was given. Jobs call it before they
     /// commit an output.
     pub fn check_strict(&self) -> Result<(), StrictFailure> {
-        let count = self.list().len();
+        let count = self.given().len();
         if self.0.strict && count > 0 {
             return Err(StrictFailure { count });
         }

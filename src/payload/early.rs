@@ -49,12 +49,16 @@ struct Job {
 }
 
 impl State {
+    /// Whether the next piece of the file followed is all written.
+    fn next_written(&self) -> bool {
+        let (at, len) = piece_range(self.size, self.next);
+        self.file.is_some() && self.next < pieces(self.size) && self.written >= at + len as u64
+    }
+
     /// The next piece, when its bytes are all written.
     fn ready(&self) -> Option<Job> {
-        let file = self.file.as_ref()?;
-        let (at, len) = piece_range(self.size, self.next);
-        (self.next < pieces(self.size) && self.written >= at + len as u64).then(|| Job {
-            file: file.clone(),
+        self.next_written().then(|| Job {
+            file: self.file.clone().expect("a file is followed"),
             generation: self.generation,
             size: self.size,
             index: self.next,
@@ -180,7 +184,7 @@ impl Tap for Early {
         }
         st.written = written;
         st.size = size;
-        if st.ready().is_some() {
+        if st.next_written() {
             self.shared.changed.notify_one();
         }
     }
