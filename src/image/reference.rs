@@ -41,7 +41,8 @@ pub struct DockerRef {
     pub registry: String,
     /// Repository path, `library/NAME` for official Docker Hub images.
     pub repository: String,
-    /// The tag; `latest` is implied when neither tag nor digest is given.
+    /// The tag; `latest` is implied when neither tag nor digest is given (but not by
+    /// [`DockerRef::parse_normalized_named`]).
     pub tag: Option<String>,
     /// The manifest digest, which pins the image.
     pub digest: Option<Digest>,
@@ -215,7 +216,28 @@ fn valid_tag(t: &str) -> bool {
 impl FromStr for DockerRef {
     type Err = ReferenceError;
 
+    /// A reference as docker and podman take it from a user: `registry-1.docker.io` is
+    /// Docker Hub, and `:latest` is implied without a tag or digest.
     fn from_str(input: &str) -> Result<Self, Self::Err> {
+        let mut r = DockerRef::parse_normalized_named(input)?;
+        if r.registry == "registry-1.docker.io" {
+            r.registry = DOCKER_HUB.to_string();
+            if !r.repository.contains('/') {
+                r.repository = format!("library/{}", r.repository);
+            }
+        }
+        if r.tag.is_none() && r.digest.is_none() {
+            r.tag = Some("latest".to_string());
+        }
+        Ok(r)
+    }
+}
+
+impl DockerRef {
+    /// A reference as containers/image's `reference.ParseNormalizedNamed` reads one, the
+    /// way signed identities and policy identities are read: a name alone stays a name
+    /// (no `:latest`), `index.docker.io` is Docker Hub, `registry-1.docker.io` is not.
+    pub fn parse_normalized_named(input: &str) -> Result<DockerRef, ReferenceError> {
         if input.is_empty() {
             return Err(ReferenceError::Empty);
         }
@@ -258,7 +280,7 @@ impl FromStr for DockerRef {
             _ => (DOCKER_HUB.to_string(), name.to_string()),
         };
         let registry = match registry.as_str() {
-            "index.docker.io" | "registry-1.docker.io" => DOCKER_HUB.to_string(),
+            "index.docker.io" => DOCKER_HUB.to_string(),
             _ => registry,
         };
         let bad = |why| ReferenceError::BadRepository {
@@ -279,17 +301,19 @@ impl FromStr for DockerRef {
         } else {
             repository
         };
-        let tag = if tag.is_none() && digest.is_none() {
-            Some("latest".to_string())
-        } else {
-            tag
-        };
         Ok(DockerRef {
             registry,
             repository,
             tag,
             digest,
         })
+    }
+}
+
+impl DockerRef {
+    /// `registry/repository`, without tag or digest.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.registry, self.repository)
     }
 }
 
@@ -449,6 +473,18 @@ mod tests {
         assert!(d.digest.is_some());
         let d = docker("registry-1.docker.io/busybox:1");
         assert_eq!(d.to_string(), "docker.io/library/busybox:1");
+        // As containers/image reads a signed identity: no implied tag, and
+        // registry-1.docker.io is a registry of its own.
+        let n = |s: &str| DockerRef::parse_normalized_named(s).unwrap().to_string();
+        assert_eq!(n("busybox"), "docker.io/library/busybox");
+        assert_eq!(
+            n("registry-1.docker.io/busybox:1"),
+            "registry-1.docker.io/busybox:1"
+        );
+        assert_eq!(
+            n("index.docker.io/busybox:1"),
+            "docker.io/library/busybox:1"
+        );
         let d = docker("index.docker.io/a/b");
         assert_eq!(d.to_string(), "docker.io/a/b:latest");
         let d = docker("localhost/a");

@@ -14,6 +14,9 @@ mod client;
 pub(crate) mod mirrors;
 pub(crate) mod policy;
 pub(crate) mod progress;
+mod registries_d;
+mod simple_signing;
+mod strict_json;
 mod verify;
 
 use std::io::{self, Read};
@@ -207,7 +210,9 @@ pub(crate) fn open(
             cache: ropts.cache(warnings)?,
             client: None,
         };
-        return open_with(reference, docker, platform, ropts, fetcher, None, None);
+        return open_with(
+            reference, docker, docker, platform, ropts, fetcher, None, None,
+        );
     }
     let endpoints = ropts.mirrors.endpoints(docker)?;
     let mut failures = Vec::new();
@@ -222,8 +227,15 @@ pub(crate) fn open(
             // Digest pulls: a layer this endpoint lacks may come from the ones after it.
             let fallbacks = (docker.digest.is_some() && i + 1 < endpoints.len())
                 .then(|| Fallbacks::new(ep, &endpoints[i + 1..], ropts, warnings));
+            // The registry and repository that serve the image: where its signatures
+            // are looked up.
+            let physical = DockerRef {
+                registry: ep.registry.clone(),
+                repository: ep.repository.clone(),
+                ..docker.clone()
+            };
             open_with(
-                reference, docker, platform, ropts, fetcher, served_by, fallbacks,
+                reference, docker, &physical, platform, ropts, fetcher, served_by, fallbacks,
             )
         });
         match attempt {
@@ -269,9 +281,11 @@ fn endpoint_client(ep: &Endpoint, ropts: &RegistryOptions) -> Result<Client> {
 }
 
 /// Reads and verifies the manifest and config through one fetcher.
+#[allow(clippy::too_many_arguments)]
 fn open_with(
     reference: &ImageRef,
     docker: &DockerRef,
+    physical: &DockerRef,
     platform: &Platform,
     ropts: &RegistryOptions,
     fetcher: Fetcher,
@@ -282,7 +296,12 @@ fn open_with(
     // The policy is checked on the digest the top manifest has, before anything else
     // of the image is read.
     if let Some(p) = &ropts.policy {
-        p.check(docker, &top_digest)?;
+        p.check(&policy::Judged {
+            logical: docker,
+            physical,
+            digest: &top_digest,
+            manifest: &top_bytes,
+        })?;
     }
     let what = docker.to_string();
     let top_doc = parse_document(&top_bytes, &what)?;

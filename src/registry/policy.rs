@@ -1,40 +1,40 @@
-//! Signature policy, as containers-policy.json(5) and containers-registries.d(5) describe
-//! it, for images from registries.
+//! Signature policy, as containers-policy.json(5) describes it and containers/image
+//! decides it (`signature/policy_config.go`, `policy_eval*.go`,
+//! `policy_reference_match.go`), for images from registries.
 //!
-//! The policy's requirements for a reference are those of its most specific `docker`
-//! scope (`host/ns/repo:tag` or `@digest`, `host/ns/repo`, `host/ns`, `host`,
-//! `*.domain`), else the transport's `""` entry, else `default`; every requirement must
-//! accept. `insecureAcceptAnything` and `reject` need nothing; `signedBy` (keyType
-//! `GPGKeys`) needs one "simple signing" signature made by one of its keys, whose
-//! `docker-manifest-digest` is the image's and whose `docker-reference` matches the
-//! reference as `signedIdentity` says (default `matchRepoDigestOrExact`).
-//!
-//! Signatures are found through the registries.d lookaside configuration of the
-//! reference (`lookaside` or its old name `sigstore`; `file://` or `http(s)://`), laid out
-//! as `BASE/REPO@sha256=HEX/signature-N`, N from 1 until one is missing. The OpenPGP work
-//! is done by rPGP (`pgp`), a pure-Rust implementation: no gpg binary or C library at run
-//! time.
+//! - **Parsing is strict**: an unknown or duplicated key anywhere, a missing `default`,
+//!   an empty requirement list, an unknown requirement or identity type, a `signedBy`
+//!   without exactly one of `keyPath`/`keyPaths`/`keyData`, an `exactReference` without
+//!   tag or digest, or a `remapIdentity` prefix that is no registry or repository name
+//!   (one ending in `/`, say) makes the whole policy invalid: nothing is accepted.
+//! - **Scopes**: the requirements for an image are those of its most specific `docker`
+//!   scope (`host/repo:tag` or `host/repo@digest`, `host/repo`, parent namespaces,
+//!   `host`, `*.domain`), else the transport's `""` entry, else `default`; every one
+//!   must accept. The scope is the image as asked for, even when a mirror serves it.
+//! - `insecureAcceptAnything` accepts; `reject` refuses; `signedBaseLayer` refuses, as in
+//!   containers/image, which does not implement it; `signedBy` needs one simple signing
+//!   signature ([`super::simple_signing`]) by its keys (keyType `GPGKeys`; the other key
+//!   types parse and then refuse, as there) over the image's manifest digest and an
+//!   identity its `signedIdentity` accepts (default `matchRepoDigestOrExact`).
+//! - Signatures are read once per image from the lookaside store that registries.d
+//!   gives for the registry that served it ([`super::registries_d`]).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
-use serde::Deserialize;
+use sha2::Digest as _;
 
+use super::registries_d::{self, RegistriesD, Signature};
+use super::simple_signing;
+use super::strict_json::{self, Object};
 use crate::image::{Digest, DockerRef};
 use crate::io::parse;
-use crate::io::read_at_most;
 
 /// The default policy file, as the containers tools read it.
 pub const DEFAULT_POLICY: &str = "/etc/containers/policy.json";
 /// The default registries.d directory.
 pub const DEFAULT_REGISTRIES_D: &str = "/etc/containers/registries.d";
-/// At most this many signatures are read per image, each at most this big.
-const MAX_SIGNATURES: usize = 32;
-const MAX_SIGNATURE_BYTES: u64 = 4 * 1024 * 1024;
-/// The `critical.type` of a simple signing payload.
-const SIGNATURE_TYPE: &str = "atomic container signature";
 
 /// An image the policy refused. Not an endpoint's fault: no mirror is tried after it.
 #[derive(Debug, thiserror::Error)]
@@ -48,50 +48,37 @@ pub struct PolicyRejected {
     pub why: String,
 }
 
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PolicyDoc {
-    default: Vec<Requirement>,
-    #[serde(default)]
-    transports: BTreeMap<String, BTreeMap<String, Vec<Requirement>>>,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "type")]
+#[derive(Clone, Debug)]
 enum Requirement {
-    #[serde(rename = "insecureAcceptAnything")]
     InsecureAcceptAnything,
-    #[serde(rename = "reject")]
     Reject,
-    #[serde(rename = "signedBy", rename_all = "camelCase")]
-    SignedBy {
-        key_type: String,
-        key_path: Option<PathBuf>,
-        key_paths: Option<Vec<PathBuf>>,
-        key_data: Option<String>,
-        signed_identity: Option<SignedIdentity>,
-    },
-    #[serde(rename = "signedBaseLayer")]
-    SignedBaseLayer {},
-    #[serde(rename = "sigstoreSigned")]
-    SigstoreSigned {},
+    SignedBy(SignedBy),
+    SignedBaseLayer,
+    SigstoreSigned,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(tag = "type", rename_all = "camelCase")]
-enum SignedIdentity {
+#[derive(Clone, Debug)]
+struct SignedBy {
+    key_type: String,
+    keys: KeySource,
+    identity: Identity,
+}
+
+#[derive(Clone, Debug)]
+enum KeySource {
+    Path(PathBuf),
+    Paths(Vec<PathBuf>),
+    Data(Vec<u8>),
+}
+
+/// A `signedIdentity` (containers-policy.json(5)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Identity {
     MatchExact,
     MatchRepoDigestOrExact,
     MatchRepository,
-    #[serde(rename_all = "camelCase")]
-    ExactReference {
-        docker_reference: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    ExactRepository {
-        docker_repository: String,
-    },
-    #[serde(rename_all = "camelCase")]
+    ExactReference(DockerRef),
+    ExactRepository(DockerRef),
     RemapIdentity {
         prefix: String,
         signed_prefix: String,
@@ -101,55 +88,29 @@ enum SignedIdentity {
 /// A signature policy and where its signatures are looked up.
 #[derive(Clone, Debug)]
 pub struct Policy {
-    doc: PolicyDoc,
+    default: Vec<Requirement>,
+    /// `transports.docker`, scope by scope.
+    docker: Vec<(String, Vec<Requirement>)>,
     origin: String,
     registries_d: Option<PathBuf>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-struct RegistriesD {
-    default_docker: Option<Lookaside>,
-    #[serde(default)]
-    docker: BTreeMap<String, Lookaside>,
+/// The image a policy judges: as asked for (the scope and the identity signatures must
+/// match), as served (where its signatures are looked up: a mirror's repository), and
+/// its top-level manifest.
+pub struct Judged<'a> {
+    /// The reference the user gave.
+    pub logical: &'a DockerRef,
+    /// The registry and repository that served it, with the same tag or digest.
+    pub physical: &'a DockerRef,
+    /// The top-level manifest's digest, as fetched and checked.
+    pub digest: &'a Digest,
+    /// The top-level manifest's bytes.
+    pub manifest: &'a [u8],
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-struct Lookaside {
-    lookaside: Option<String>,
-    sigstore: Option<String>,
-}
-
-impl Lookaside {
-    fn url(&self) -> Option<&str> {
-        self.lookaside.as_deref().or(self.sigstore.as_deref())
-    }
-}
-
-/// The scopes of a reference, most specific first (containers-policy.json(5)).
-fn scopes(r: &DockerRef) -> Vec<String> {
-    let name = format!("{}/{}", r.registry, r.repository);
-    let mut out = Vec::new();
-    match (&r.digest, &r.tag) {
-        (Some(d), _) => out.push(format!("{name}@{d}")),
-        (None, Some(t)) => out.push(format!("{name}:{t}")),
-        (None, None) => {}
-    }
-    let mut n = name.as_str();
-    loop {
-        out.push(n.to_string());
-        match n.rfind('/') {
-            Some(i) => n = &n[..i],
-            None => break,
-        }
-    }
-    let host = r.registry.split(':').next().unwrap_or(&r.registry);
-    let mut labels: &str = host;
-    while let Some(i) = labels.find('.') {
-        labels = &labels[i + 1..];
-        out.push(format!("*.{labels}"));
-    }
-    out
+fn invalid(origin: &str, at: &str, why: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("signature policy {origin} is not valid (nothing is accepted under it): {at}: {why}")
 }
 
 impl Policy {
@@ -161,46 +122,38 @@ impl Policy {
     }
 
     fn parse(bytes: &[u8], origin: &str, registries_d: Option<PathBuf>) -> Result<Policy> {
-        let doc: PolicyDoc = parse::json(bytes, origin, "signature policy")?;
-        let check = |reqs: &[Requirement], scope: &str| -> Result<()> {
-            if reqs.is_empty() {
-                bail!("signature policy {origin}: {scope} has no requirements");
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| invalid(origin, "the file", "not UTF-8 text"))?;
+        let top = strict_json::object(text).map_err(|e| invalid(origin, "the file", e))?;
+        top.only(&["default", "transports"])
+            .map_err(|e| invalid(origin, "the top level", e))?;
+        let default = match top.get("default") {
+            Some(v) if v.get() != "null" => {
+                requirements(v.get()).map_err(|e| invalid(origin, "default", format!("{e:#}")))?
             }
-            for r in reqs {
-                if let Requirement::SignedBy {
-                    key_type,
-                    key_path,
-                    key_paths,
-                    key_data,
-                    ..
-                } = r
-                {
-                    if key_type != "GPGKeys" {
-                        bail!("signature policy {origin}: {scope}: this keyType is not supported (only GPGKeys)");
-                    }
-                    let given = [key_path.is_some(), key_paths.is_some(), key_data.is_some()];
-                    if given.iter().filter(|g| **g).count() != 1 {
-                        bail!("signature policy {origin}: {scope}: signedBy needs exactly one of keyPath, keyPaths, keyData");
+            _ => return Err(invalid(origin, "the top level", "\"default\" is missing")),
+        };
+        let mut docker = Vec::new();
+        if let Some(t) = top.get("transports") {
+            let transports =
+                strict_json::object(t.get()).map_err(|e| invalid(origin, "transports", e))?;
+            for (name, scopes) in transports.fields() {
+                let at = format!("transports.{}", parse::name_shown(name));
+                let scopes =
+                    strict_json::object(scopes.get()).map_err(|e| invalid(origin, &at, e))?;
+                for (scope, reqs) in scopes.fields() {
+                    let at = format!("{at}.{}", parse::name_shown(scope));
+                    let reqs = requirements(reqs.get())
+                        .map_err(|e| invalid(origin, &at, format!("{e:#}")))?;
+                    if name == "docker" {
+                        docker.push((scope.to_string(), reqs));
                     }
                 }
             }
-            Ok(())
-        };
-        check(&doc.default, "default")?;
-        for (t, scopes) in &doc.transports {
-            for (s, reqs) in scopes {
-                check(
-                    reqs,
-                    &format!(
-                        "transports.{}.{}",
-                        parse::name_shown(t).trim_matches('"'),
-                        parse::name_shown(s)
-                    ),
-                )?;
-            }
         }
         Ok(Policy {
-            doc,
+            default,
+            docker,
             origin: origin.to_string(),
             registries_d,
         })
@@ -208,418 +161,416 @@ impl Policy {
 
     /// The requirements for a registry reference, and the scope they come from.
     fn requirements(&self, r: &DockerRef) -> (&[Requirement], String) {
-        if let Some(t) = self.doc.transports.get("docker") {
-            for s in scopes(r) {
-                if let Some(reqs) = t.get(&s) {
-                    return (reqs, format!("transports.docker.{s:?}"));
-                }
-            }
-            if let Some(reqs) = t.get("") {
-                return (reqs, "transports.docker.\"\"".to_string());
+        let find = |s: &str| self.docker.iter().find(|(k, _)| k == s).map(|(_, v)| v);
+        for s in registries_d::scopes(r) {
+            if let Some(reqs) = find(&s) {
+                return (reqs, format!("transports.docker.{s:?}"));
             }
         }
-        (&self.doc.default, "default".to_string())
+        if let Some(reqs) = find("") {
+            return (reqs, "transports.docker.\"\"".to_string());
+        }
+        (&self.default, "default".to_string())
     }
 
-    /// Whether the policy accepts the image `r` whose top manifest is `digest`. An error
-    /// that is a [`PolicyRejected`] when it does not.
-    pub fn check(&self, r: &DockerRef, digest: &Digest) -> Result<()> {
-        let (reqs, scope) = self.requirements(r);
+    /// Whether the policy accepts the image. An error that is a [`PolicyRejected`] when
+    /// it does not.
+    pub fn check(&self, image: &Judged) -> Result<()> {
+        let (reqs, scope) = self.requirements(image.logical);
         let reject = |why: String| -> anyhow::Error {
             PolicyRejected {
-                reference: r.to_string(),
+                reference: image.logical.to_string(),
                 policy: self.origin.clone(),
                 why: format!("{scope}: {why}"),
             }
             .into()
         };
-        let mut signatures: Option<Vec<(String, Vec<u8>)>> = None;
+        let mut signatures: Option<Vec<Signature>> = None;
         for req in reqs {
             match req {
                 Requirement::InsecureAcceptAnything => {}
                 Requirement::Reject => return Err(reject("images here are rejected".into())),
-                Requirement::SignedBaseLayer {} | Requirement::SigstoreSigned {} => {
+                Requirement::SignedBaseLayer => {
                     return Err(reject(
-                        "this requirement type is not supported by mcd-inject (only \
-                         insecureAcceptAnything, reject and signedBy GPGKeys)"
+                        "signedBaseLayer is not implemented (in containers/image either), so \
+                         it accepts no image"
                             .into(),
                     ))
                 }
-                Requirement::SignedBy {
-                    key_path,
-                    key_paths,
-                    key_data,
-                    signed_identity,
-                    ..
-                } => {
-                    let keys = load_keys(key_path, key_paths, key_data)
-                        .with_context(|| format!("signature policy {}: {scope}", self.origin))?;
+                Requirement::SigstoreSigned => {
+                    return Err(reject(
+                        "sigstoreSigned requirements are not supported by mcd-inject".into(),
+                    ))
+                }
+                Requirement::SignedBy(sb) => {
                     if signatures.is_none() {
-                        signatures = Some(self.signatures(r, digest)?);
+                        signatures = Some(self.signatures(image).map_err(|e| {
+                            reject(format!("reading the image's signatures: {e:#}"))
+                        })?);
                     }
-                    let sigs = signatures.as_ref().expect("just set");
-                    if sigs.is_empty() {
-                        return Err(reject(format!(
-                            "a signature is required and none was found{}",
-                            self.where_signatures(r)
-                        )));
-                    }
-                    let identity = signed_identity
-                        .clone()
-                        .unwrap_or(SignedIdentity::MatchRepoDigestOrExact);
-                    let mut whys = Vec::new();
-                    let mut ok = false;
-                    for (name, sig) in sigs {
-                        match verify_signature(sig, &keys, r, digest, &identity) {
-                            Ok(()) => {
-                                ok = true;
-                                break;
-                            }
-                            Err(e) => whys.push(format!("{name}: {e:#}")),
-                        }
-                    }
-                    if !ok {
-                        return Err(reject(format!(
-                            "no signature is acceptable: {}",
-                            whys.join("; ")
-                        )));
-                    }
+                    let sigs = signatures.as_deref().expect("just read");
+                    signed_by(sb, image, sigs).map_err(reject)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn lookaside_config(&self) -> Result<RegistriesD> {
-        let mut merged = RegistriesD::default();
-        let Some(dir) = &self.registries_d else {
-            return Ok(merged);
+    /// The image's signatures, from the lookaside store of the registry that served it.
+    fn signatures(&self, image: &Judged) -> Result<Vec<Signature>> {
+        let config = match &self.registries_d {
+            Some(d) => RegistriesD::load(d)?,
+            None => RegistriesD::default(),
         };
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(merged),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-            .collect();
-        files.sort();
-        for f in files {
-            let text =
-                std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-            let c: RegistriesD = parse::yaml(&text, &f.display().to_string(), "registries.d file")?;
-            if c.default_docker.is_some() {
-                merged.default_docker = c.default_docker;
-            }
-            merged.docker.extend(c.docker);
-        }
-        Ok(merged)
-    }
-
-    /// The lookaside base URL for a reference.
-    fn lookaside(&self, r: &DockerRef) -> Result<Option<String>> {
-        let c = self.lookaside_config()?;
-        let name = format!("{}/{}", r.registry, r.repository);
-        let mut n = name.as_str();
-        loop {
-            if let Some(u) = c.docker.get(n).and_then(|l| l.url()) {
-                return Ok(Some(u.to_string()));
-            }
-            match n.rfind('/') {
-                Some(i) => n = &n[..i],
-                None => break,
-            }
-        }
-        Ok(c.default_docker
-            .as_ref()
-            .and_then(|l| l.url())
-            .map(str::to_string))
-    }
-
-    fn where_signatures(&self, r: &DockerRef) -> String {
-        match (self.lookaside(r), &self.registries_d) {
-            (Ok(Some(u)), _) => format!(" under {}", parse::url_shown(&u)),
-            (_, Some(d)) => format!(
-                " (no lookaside is configured for {}/{} in {})",
-                r.registry,
-                r.repository,
-                d.display()
-            ),
-            (_, None) => " (no registries.d directory)".to_string(),
-        }
-    }
-
-    /// The signatures of `digest` in the lookaside store: (where, bytes).
-    fn signatures(&self, r: &DockerRef, digest: &Digest) -> Result<Vec<(String, Vec<u8>)>> {
-        let Some(base) = self.lookaside(r)? else {
-            return Ok(Vec::new());
-        };
-        let base = base.trim_end_matches('/');
-        let mut out = Vec::new();
-        for n in 1..=MAX_SIGNATURES {
-            let url = format!(
-                "{base}/{}@sha256={}/signature-{n}",
-                r.repository,
-                digest.hex()
-            );
-            match fetch(&url)? {
-                Some(bytes) => out.push((parse::url_shown(&url), bytes)),
-                None => break,
-            }
-        }
-        Ok(out)
+        let base = config.lookaside_base(image.physical)?;
+        registries_d::lookaside_signatures(&base, image.digest)
     }
 }
 
-/// Reads a lookaside URL: `None` when there is no such signature.
-fn fetch(url: &str) -> Result<Option<Vec<u8>>> {
-    if let Some(path) = url.strip_prefix("file://") {
-        return match std::fs::File::open(path) {
-            Ok(f) => {
-                let b = read_at_most(f, MAX_SIGNATURE_BYTES)
-                    .with_context(|| format!("reading {path}"))?
-                    .ok_or_else(|| anyhow!("{path}: too big for a signature"))?;
-                Ok(Some(b))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("reading {path}")),
-        };
+/// Reads a requirement list.
+fn requirements(text: &str) -> Result<Vec<Requirement>> {
+    let list = strict_json::array(text)?;
+    if list.is_empty() {
+        bail!("the list of requirements must not be empty");
     }
-    if url.starts_with("https://") || url.starts_with("http://") {
-        super::client::install_crypto_provider();
-        let resp = reqwest::blocking::Client::builder()
-            .user_agent(concat!("mcd-inject/", env!("CARGO_PKG_VERSION")))
-            .build()?
-            .get(url)
-            .send()
-            // Neither the URL nor the error (which would name it) keeps its user.
-            .map_err(reqwest::Error::without_url)
-            .with_context(|| format!("fetching signature {}", parse::url_shown(url)))?;
-        if resp.status() == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        if !resp.status().is_success() {
-            bail!(
-                "fetching signature {}: {}",
-                parse::url_shown(url),
-                resp.status()
-            );
-        }
-        let b = read_at_most(resp, MAX_SIGNATURE_BYTES)?
-            .ok_or_else(|| anyhow!("{}: too big for a signature", parse::url_shown(url)))?;
-        return Ok(Some(b));
-    }
-    bail!(
-        "lookaside {:?}: only file://, http:// and https:// are supported",
-        parse::url_shown(url)
-    )
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| requirement(r.get()).with_context(|| format!("requirement {}", i + 1)))
+        .collect()
 }
 
-fn load_keys(
-    key_path: &Option<PathBuf>,
-    key_paths: &Option<Vec<PathBuf>>,
-    key_data: &Option<String>,
-) -> Result<Vec<pgp::composed::SignedPublicKey>> {
-    let mut blobs = Vec::new();
-    if let Some(p) = key_path {
-        blobs.push((p.display().to_string(), read_key(p)?));
+fn requirement(text: &str) -> Result<Requirement> {
+    let o = strict_json::object(text)?;
+    let kind: String = o.parse("type")?.unwrap_or_default();
+    Ok(match kind.as_str() {
+        "insecureAcceptAnything" => {
+            o.exactly(&["type"])?;
+            Requirement::InsecureAcceptAnything
+        }
+        "reject" => {
+            o.exactly(&["type"])?;
+            Requirement::Reject
+        }
+        "signedBy" => Requirement::SignedBy(signed_by_requirement(&o)?),
+        "signedBaseLayer" => {
+            o.exactly(&["type", "baseLayerIdentity"])?;
+            identity(o.get("baseLayerIdentity").expect("checked").get())?;
+            Requirement::SignedBaseLayer
+        }
+        "sigstoreSigned" => {
+            o.only(&[
+                "type",
+                "keyPath",
+                "keyPaths",
+                "keyData",
+                "keyDatas",
+                "fulcio",
+                "rekorPublicKeyPath",
+                "rekorPublicKeyPaths",
+                "rekorPublicKeyData",
+                "rekorPublicKeyDatas",
+                "pki",
+                "signedIdentity",
+            ])?;
+            Requirement::SigstoreSigned
+        }
+        other => bail!("unknown requirement type {}", parse::name_shown(other)),
+    })
+}
+
+/// The key types containers/image parses; only `GPGKeys` is implemented (there too).
+const KEY_TYPES: &[&str] = &[
+    "GPGKeys",
+    "signedByGPGKeys",
+    "X509Certificates",
+    "signedByX509CAs",
+];
+
+fn signed_by_requirement(o: &Object) -> Result<SignedBy> {
+    o.only(&[
+        "type",
+        "keyType",
+        "keyPath",
+        "keyPaths",
+        "keyData",
+        "signedIdentity",
+    ])?;
+    let key_type: String = o.parse("keyType")?.unwrap_or_default();
+    if !KEY_TYPES.contains(&key_type.as_str()) {
+        bail!("unrecognized keyType {}", parse::name_shown(&key_type));
     }
-    for p in key_paths.iter().flatten() {
-        blobs.push((p.display().to_string(), read_key(p)?));
+    // As containers/image: exactly one of the three keys present, then its value given.
+    let present = ["keyPath", "keyPaths", "keyData"]
+        .iter()
+        .filter(|k| o.get(k).is_some())
+        .count();
+    if present != 1 {
+        bail!("exactly one of keyPath, keyPaths and keyData must be specified");
     }
-    if let Some(d) = key_data {
-        let b = base64::engine::general_purpose::STANDARD
-            .decode(d.trim())
-            .map_err(|_| anyhow!("keyData is not base64"))?;
-        blobs.push(("keyData".to_string(), b));
+    let keys = if let Some(p) = o.parse::<Option<String>>("keyPath")?.flatten() {
+        KeySource::Path(p.into())
+    } else if let Some(ps) = o.parse::<Option<Vec<String>>>("keyPaths")?.flatten() {
+        KeySource::Paths(ps.into_iter().map(PathBuf::from).collect())
+    } else if let Some(d) = o.parse::<Option<String>>("keyData")?.flatten() {
+        KeySource::Data(
+            base64::engine::general_purpose::STANDARD
+                .decode(d.replace(['\r', '\n'], ""))
+                .map_err(|_| anyhow!("keyData is not base64"))?,
+        )
+    } else {
+        bail!("exactly one of keyPath, keyPaths and keyData must be specified");
+    };
+    if matches!(&keys, KeySource::Path(p) if p.as_os_str().is_empty()) {
+        bail!("exactly one of keyPath, keyPaths and keyData must be specified");
     }
-    let mut keys = Vec::new();
-    for (name, b) in blobs {
-        let (iter, _) = pgp::composed::PublicOrSecret::from_reader_many(&b[..])
-            .map_err(|e| anyhow!("{name}: not an OpenPGP key: {e}"))?;
-        for k in iter {
-            match k.map_err(|e| anyhow!("{name}: not an OpenPGP key: {e}"))? {
-                pgp::composed::PublicOrSecret::Public(k) => keys.push(k),
-                pgp::composed::PublicOrSecret::Secret(k) => keys.push(k.to_public_key()),
+    let identity = match o.get("signedIdentity") {
+        Some(v) => identity(v.get())?,
+        None => Identity::MatchRepoDigestOrExact,
+    };
+    Ok(SignedBy {
+        key_type,
+        keys,
+        identity,
+    })
+}
+
+fn identity(text: &str) -> Result<Identity> {
+    let o = strict_json::object(text).map_err(|e| anyhow!("signedIdentity: {e}"))?;
+    let kind: String = o.parse("type")?.unwrap_or_default();
+    let at = |e: strict_json::StrictError| anyhow!("signedIdentity: {e}");
+    Ok(match kind.as_str() {
+        "matchExact" | "matchRepoDigestOrExact" | "matchRepository" => {
+            o.exactly(&["type"]).map_err(at)?;
+            match kind.as_str() {
+                "matchExact" => Identity::MatchExact,
+                "matchRepository" => Identity::MatchRepository,
+                _ => Identity::MatchRepoDigestOrExact,
             }
         }
-    }
-    if keys.is_empty() {
-        bail!("no OpenPGP key in the signedBy key files");
-    }
-    Ok(keys)
-}
-
-fn read_key(p: &Path) -> Result<Vec<u8>> {
-    std::fs::read(p).with_context(|| format!("reading key {}", p.display()))
-}
-
-/// The simple signing payload.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Payload {
-    critical: Critical,
-    #[serde(default)]
-    #[allow(dead_code)]
-    optional: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Critical {
-    #[serde(rename = "type")]
-    kind: String,
-    image: CriticalImage,
-    identity: CriticalIdentity,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CriticalImage {
-    #[serde(rename = "docker-manifest-digest")]
-    digest: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CriticalIdentity {
-    #[serde(rename = "docker-reference")]
-    reference: String,
-}
-
-/// Checks one signature: made by one of `keys`, over a payload that names `digest` and
-/// an identity that `identity` accepts for `r`.
-fn verify_signature(
-    sig: &[u8],
-    keys: &[pgp::composed::SignedPublicKey],
-    r: &DockerRef,
-    digest: &Digest,
-    identity: &SignedIdentity,
-) -> Result<()> {
-    let payload = signed_payload(sig, keys)?;
-    let p: Payload = serde_json::from_slice(&payload)
-        .map_err(|e| anyhow!("the signed payload is not a simple signing payload: {e}"))?;
-    if p.critical.kind != SIGNATURE_TYPE {
-        bail!("the signed payload's type is {:?}", p.critical.kind);
-    }
-    if p.critical.image.digest != digest.to_string() {
-        bail!(
-            "it signs manifest {}, the image is {digest}",
-            p.critical.image.digest
-        );
-    }
-    let signed: DockerRef = p
-        .critical
-        .identity
-        .reference
-        .parse()
-        .map_err(|e| anyhow!("the signed docker-reference is invalid: {e}"))?;
-    if !identity_matches(identity, r, &signed)? {
-        bail!(
-            "it signs the identity {}, which does not match {r} ({identity:?})",
-            p.critical.identity.reference
-        );
-    }
-    Ok(())
-}
-
-/// The payload of an OpenPGP signed message, if one of `keys` (or a subkey) signed it.
-fn signed_payload(sig: &[u8], keys: &[pgp::composed::SignedPublicKey]) -> Result<Vec<u8>> {
-    use pgp::types::KeyDetails as _;
-    let mut msg = pgp::composed::Message::from_bytes(sig)
-        .map_err(|e| anyhow!("not an OpenPGP message: {}", brief(&e.to_string())))?;
-    for _ in 0..4 {
-        if !msg.is_compressed() {
-            break;
+        "exactReference" => {
+            o.exactly(&["type", "dockerReference"]).map_err(at)?;
+            let s: String = o.require("dockerReference").map_err(at)?;
+            let r = DockerRef::parse_normalized_named(&s)
+                .map_err(|e| anyhow!("exactReference: invalid dockerReference: {e}"))?;
+            if name_only(&r) {
+                bail!("exactReference: dockerReference {s:?} has neither a tag nor a digest");
+            }
+            Identity::ExactReference(r)
         }
-        msg = msg
-            .decompress()
-            .map_err(|e| anyhow!("cannot decompress the signature: {}", brief(&e.to_string())))?;
-    }
-    if !msg.is_signed() {
-        bail!("the OpenPGP message is not signed");
-    }
-    let payload = read_at_most(&mut msg, MAX_SIGNATURE_BYTES)
-        .map_err(|e| anyhow!("cannot read the signed message: {}", brief(&e.to_string())))?
-        .ok_or_else(|| anyhow!("the signed payload is too big"))?;
-    for k in keys {
-        if msg.verify(k).is_ok() {
-            return Ok(payload);
+        "exactRepository" => {
+            o.exactly(&["type", "dockerRepository"]).map_err(at)?;
+            let s: String = o.require("dockerRepository").map_err(at)?;
+            let r = DockerRef::parse_normalized_named(&s)
+                .map_err(|e| anyhow!("exactRepository: invalid dockerRepository: {e}"))?;
+            Identity::ExactRepository(r)
         }
-        for sub in &k.public_subkeys {
-            if sub.verify_bindings(&k.primary_key).is_ok() && msg.verify(sub).is_ok() {
-                return Ok(payload);
+        "remapIdentity" => {
+            o.exactly(&["type", "prefix", "signedPrefix"]).map_err(at)?;
+            let prefix: String = o.require("prefix").map_err(at)?;
+            let signed_prefix: String = o.require("signedPrefix").map_err(at)?;
+            for p in [&prefix, &signed_prefix] {
+                if !valid_remap_prefix(p) {
+                    bail!("remapIdentity: prefix {p:?} is not valid (a registry, or a registry and repository path, with no trailing /)");
+                }
+            }
+            Identity::RemapIdentity {
+                prefix,
+                signed_prefix,
             }
         }
+        other => bail!("signedIdentity: unknown type {}", parse::name_shown(other)),
+    })
+}
+
+/// A host name or address with an optional port, as docker/reference's `DomainRegexp`.
+fn valid_domain(d: &str) -> bool {
+    let (host, port) = match d.rsplit_once(':') {
+        Some((h, p)) if !h.contains(']') || h.ends_with(']') => (h, Some(p)),
+        _ => (d, None),
+    };
+    if port.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return false;
     }
-    let fps: Vec<String> = keys.iter().map(|k| k.fingerprint().to_string()).collect();
-    bail!(
-        "it is not a valid signature by any of the policy's keys ({})",
-        fps.join(", ")
-    )
+    if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':');
+    }
+    !host.is_empty()
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
 }
 
-/// An OpenPGP library message without the debugging detail some of them carry.
-fn brief(s: &str) -> String {
-    let s = s.split(", backtrace").next().unwrap_or(s);
-    let s: String = s.chars().take(200).collect();
-    s.replace('\n', " ")
-}
-
-fn same_repo(a: &DockerRef, b: &DockerRef) -> bool {
-    a.registry == b.registry && a.repository == b.repository
-}
-
-fn same_exact(a: &DockerRef, b: &DockerRef) -> bool {
-    same_repo(a, b) && a.tag == b.tag && a.digest == b.digest
-}
-
-fn identity_matches(id: &SignedIdentity, r: &DockerRef, signed: &DockerRef) -> Result<bool> {
-    Ok(match id {
-        SignedIdentity::MatchExact => same_exact(r, signed),
-        SignedIdentity::MatchRepoDigestOrExact => {
-            if r.digest.is_some() {
-                same_repo(r, signed)
-            } else {
-                same_exact(r, signed)
-            }
+/// A repository path component, as docker/reference's `PathComponent`.
+fn valid_component(c: &str) -> bool {
+    let b = c.as_bytes();
+    if b.is_empty() || !b[0].is_ascii_alphanumeric() || !b[b.len() - 1].is_ascii_alphanumeric() {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        let x = b[i];
+        if x.is_ascii_lowercase() || x.is_ascii_digit() {
+            i += 1;
+            continue;
         }
-        SignedIdentity::MatchRepository => same_repo(r, signed),
-        SignedIdentity::ExactReference { docker_reference } => {
-            let want: DockerRef = docker_reference
-                .parse()
-                .map_err(|e| anyhow!("exactReference {docker_reference:?}: {e}"))?;
-            same_exact(&want, signed)
+        // A separator: `.`, `_`, `__` or a run of `-`, between alphanumerics.
+        let start = i;
+        while i < b.len() && !(b[i].is_ascii_lowercase() || b[i].is_ascii_digit()) {
+            i += 1;
         }
-        SignedIdentity::ExactRepository { docker_repository } => {
-            let want: DockerRef = docker_repository
-                .parse()
-                .map_err(|e| anyhow!("exactRepository {docker_repository:?}: {e}"))?;
-            same_repo(&want, signed)
+        let sep = &c[start..i];
+        let ok = sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|s| s == b'-');
+        if !ok {
+            return false;
         }
-        SignedIdentity::RemapIdentity {
+    }
+    true
+}
+
+/// containers/image's `validateIdentityRemappingPrefix`.
+fn valid_remap_prefix(s: &str) -> bool {
+    if valid_domain(s) {
+        return true;
+    }
+    match s.split_once('/') {
+        Some((domain, path)) => valid_domain(domain) && path.split('/').all(valid_component),
+        None => false,
+    }
+}
+
+fn name_only(r: &DockerRef) -> bool {
+    r.tag.is_none() && r.digest.is_none()
+}
+
+/// `matchRepoDigestOrExactReferenceValues`.
+fn repo_digest_or_exact(intended: &DockerRef, signed: &DockerRef) -> bool {
+    if name_only(signed) {
+        return false;
+    }
+    if intended.tag.is_some() {
+        signed.to_string() == intended.to_string()
+    } else if intended.digest.is_some() {
+        signed.name() == intended.name()
+    } else {
+        false
+    }
+}
+
+/// Whether `identity` accepts the signed reference `signed` (unparsed, as signed) for
+/// the image asked for as `intended`.
+fn identity_matches(identity: &Identity, intended: &DockerRef, signed: &str) -> bool {
+    let Ok(signed) = DockerRef::parse_normalized_named(signed) else {
+        return false;
+    };
+    match identity {
+        Identity::MatchExact => {
+            !name_only(intended)
+                && !name_only(&signed)
+                && signed.to_string() == intended.to_string()
+        }
+        Identity::MatchRepoDigestOrExact => repo_digest_or_exact(intended, &signed),
+        Identity::MatchRepository => signed.name() == intended.name(),
+        Identity::ExactReference(want) => {
+            !name_only(&signed) && signed.to_string() == want.to_string()
+        }
+        Identity::ExactRepository(want) => signed.name() == want.name(),
+        Identity::RemapIdentity {
             prefix,
             signed_prefix,
         } => {
-            let name = format!("{}/{}", r.registry, r.repository);
-            let remapped = match name.strip_prefix(prefix.as_str()) {
-                Some(rest) if rest.is_empty() || rest.starts_with('/') || prefix.ends_with('/') => {
-                    let mut s = format!("{signed_prefix}{rest}");
-                    if let Some(t) = &r.tag {
-                        s.push_str(&format!(":{t}"));
-                    }
-                    if let Some(d) = &r.digest {
-                        s.push_str(&format!("@{d}"));
-                    }
-                    s.parse::<DockerRef>()
-                        .map_err(|e| anyhow!("remapIdentity gives {s:?}: {e}"))?
+            let name = intended.name();
+            let matches = name == *prefix
+                || (name.starts_with(prefix.as_str())
+                    && name.as_bytes().get(prefix.len()) == Some(&b'/'));
+            let remapped = if matches {
+                let s = intended
+                    .to_string()
+                    .replacen(prefix.as_str(), signed_prefix, 1);
+                // reference.ParseNamed: the rewritten reference must be in canonical form.
+                match DockerRef::parse_normalized_named(&s) {
+                    Ok(r) if r.to_string() == s => r,
+                    _ => return false,
                 }
-                _ => r.clone(),
+            } else {
+                intended.clone()
             };
-            identity_matches(&SignedIdentity::MatchRepoDigestOrExact, &remapped, signed)?
+            repo_digest_or_exact(&remapped, &signed)
         }
+    }
+}
+
+/// The bytes of a `signedBy` requirement's keys.
+fn key_blobs(keys: &KeySource) -> Result<Vec<(String, Vec<u8>)>> {
+    let read = |p: &Path| -> Result<(String, Vec<u8>)> {
+        let b = std::fs::read(p).with_context(|| format!("reading key {}", p.display()))?;
+        Ok((p.display().to_string(), b))
+    };
+    Ok(match keys {
+        KeySource::Path(p) => vec![read(p)?],
+        KeySource::Paths(ps) => ps.iter().map(|p| read(p)).collect::<Result<_>>()?,
+        KeySource::Data(d) => vec![("keyData".to_string(), d.clone())],
     })
+}
+
+/// Whether the manifest's digest, computed with `claimed`'s algorithm, is `claimed`
+/// (`manifest.MatchesDigest`).
+fn manifest_matches(manifest: &[u8], claimed: &str) -> bool {
+    let computed = match claimed.split_once(':') {
+        Some(("sha256", _)) => format!("sha256:{}", hex::encode(sha2::Sha256::digest(manifest))),
+        Some(("sha384", _)) => format!("sha384:{}", hex::encode(sha2::Sha384::digest(manifest))),
+        Some(("sha512", _)) => format!("sha512:{}", hex::encode(sha2::Sha512::digest(manifest))),
+        _ => return false,
+    };
+    computed == claimed
+}
+
+/// One `signedBy` requirement: `Ok` when one simple signing signature is acceptable,
+/// else why none is.
+fn signed_by(sb: &SignedBy, image: &Judged, sigs: &[Signature]) -> Result<(), String> {
+    let simple: Vec<&[u8]> = sigs
+        .iter()
+        .filter_map(|s| match s {
+            Signature::SimpleSigning(b) => Some(b.as_slice()),
+            Signature::Sigstore { .. } => None,
+        })
+        .collect();
+    if simple.is_empty() {
+        return Err("a signature was required, but no signature exists".into());
+    }
+    let judge = |sig: &[u8]| -> Result<()> {
+        if sb.key_type != "GPGKeys" {
+            bail!("keyType {:?} is not implemented", sb.key_type);
+        }
+        let keyring = simple_signing::load_keys(&key_blobs(&sb.keys)?)?;
+        let payload = simple_signing::verify(sig, &keyring)?;
+        let claims = simple_signing::claims(&payload)?;
+        if !manifest_matches(image.manifest, &claims.digest) {
+            bail!(
+                "it signs digest {}, not the image's {}",
+                claims.digest,
+                image.digest
+            );
+        }
+        if !identity_matches(&sb.identity, image.logical, &claims.reference) {
+            bail!(
+                "it signs the identity {:?}, which signedIdentity does not accept for {}",
+                claims.reference,
+                image.logical
+            );
+        }
+        Ok(())
+    };
+    let mut whys = Vec::new();
+    for (i, sig) in simple.iter().enumerate() {
+        match judge(sig) {
+            Ok(()) => return Ok(()),
+            Err(e) => whys.push(format!("signature {}: {e:#}", i + 1)),
+        }
+    }
+    Err(format!("no signature is acceptable: {}", whys.join("; ")))
 }
 
 #[cfg(test)]
@@ -632,19 +583,13 @@ mod tests {
 
     const D: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
 
-    #[test]
-    fn scopes_most_specific_first() {
-        assert_eq!(
-            scopes(&r(&format!("reg.example.com:5000/ocp/release@{D}"))),
-            [
-                format!("reg.example.com:5000/ocp/release@{D}"),
-                "reg.example.com:5000/ocp/release".into(),
-                "reg.example.com:5000/ocp".into(),
-                "reg.example.com:5000".into(),
-                "*.example.com".into(),
-                "*.com".into(),
-            ]
-        );
+    fn judged<'a>(r: &'a DockerRef, d: &'a Digest) -> Judged<'a> {
+        Judged {
+            logical: r,
+            physical: r,
+            digest: d,
+            manifest: b"{}",
+        }
     }
 
     #[test]
@@ -669,22 +614,32 @@ mod tests {
             "transports.docker.\"*.example.com\""
         );
         assert_eq!(scope("docker.io/library/x:1"), "default");
-        let e = p
-            .check(&r("docker.io/library/x:1"), &D.parse().unwrap())
-            .unwrap_err();
+        let d: Digest = D.parse().unwrap();
+        let refused = r("docker.io/library/x:1");
+        let e = p.check(&judged(&refused, &d)).unwrap_err();
         assert!(e.downcast_ref::<PolicyRejected>().is_some());
         assert!(format!("{e}").contains("rejected"), "{e}");
-        p.check(&r("registry.example/ocp/release:1"), &D.parse().unwrap())
-            .unwrap();
+        let accepted = r("registry.example/ocp/release:1");
+        p.check(&judged(&accepted, &d)).unwrap();
     }
 
     #[test]
-    fn malformed_policies_are_refused() {
+    fn invalid_policies_are_refused_whole() {
         for (text, want) in [
-            (r#"{"default":[]}"#, "no requirements"),
+            (r#"{"default":[]}"#, "must not be empty"),
+            (r#"{}"#, "\"default\" is missing"),
             (
                 r#"{"default":[{"type":"maybe"}]}"#,
-                "not a valid signature policy",
+                "unknown requirement type",
+            ),
+            (r#"{"default":[{"type":"reject"}],"x":1}"#, "unknown key"),
+            (
+                r#"{"default":[{"type":"reject"}],"default":[]}"#,
+                "duplicate key",
+            ),
+            (
+                r#"{"default":[{"type":"insecureAcceptAnything","keyPath":"/k"}]}"#,
+                "unknown key",
             ),
             (
                 r#"{"default":[{"type":"signedBy","keyType":"X509","keyPath":"/k"}]}"#,
@@ -694,6 +649,18 @@ mod tests {
                 r#"{"default":[{"type":"signedBy","keyType":"GPGKeys"}]}"#,
                 "exactly one of",
             ),
+            (
+                r#"{"default":[{"type":"signedBy","keyType":"GPGKeys","keyPath":"/k","signedIdentty":{"type":"matchExact"}}]}"#,
+                "unknown key",
+            ),
+            (
+                r#"{"default":[{"type":"signedBy","keyType":"GPGKeys","keyPath":"/k","signedIdentity":{"type":"exactReference","dockerReference":"reg.example/a"}}]}"#,
+                "neither a tag nor a digest",
+            ),
+            (
+                r#"{"default":[{"type":"signedBy","keyType":"GPGKeys","keyPath":"/k","signedIdentity":{"type":"remapIdentity","prefix":"reg.example/a/","signedPrefix":"reg.example/b"}}]}"#,
+                "not valid",
+            ),
         ] {
             let e = format!(
                 "{:#}",
@@ -701,31 +668,63 @@ mod tests {
             );
             assert!(e.contains("p.json") && e.contains(want), "{text}: {e}");
         }
+        // Another transport's scopes are checked too; a key type containers/image parses
+        // but does not implement is valid until an image needs it.
+        Policy::parse(
+            br#"{"default":[{"type":"signedBy","keyType":"X509Certificates","keyPath":"/k"}],
+                "transports":{"atomic":{"x":[{"type":"insecureAcceptAnything"}]}}}"#,
+            "p.json",
+            None,
+        )
+        .unwrap();
     }
 
     #[test]
     fn identities() {
         let by_digest = r(&format!("registry.example/ocp/release@{D}"));
         let tagged = r("registry.example/ocp/release:4.16.3");
-        let signed = r("registry.example/ocp/release:4.16.3");
-        let other = r("registry.example/ocp/other:4.16.3");
-        let m =
-            |id: &SignedIdentity, a: &DockerRef, s: &DockerRef| identity_matches(id, a, s).unwrap();
-        use SignedIdentity::*;
-        assert!(m(&MatchRepoDigestOrExact, &by_digest, &signed));
-        assert!(!m(&MatchRepoDigestOrExact, &by_digest, &other));
-        assert!(m(&MatchRepoDigestOrExact, &tagged, &signed));
+        let signed = "registry.example/ocp/release:4.16.3";
+        let other = "registry.example/ocp/other:4.16.3";
+        use Identity::*;
+        let m = identity_matches;
+        assert!(m(&MatchRepoDigestOrExact, &by_digest, signed));
+        assert!(!m(&MatchRepoDigestOrExact, &by_digest, other));
+        assert!(m(&MatchRepoDigestOrExact, &tagged, signed));
+        // A signed identity without tag or digest matches nothing here.
+        assert!(!m(
+            &MatchRepoDigestOrExact,
+            &by_digest,
+            "registry.example/ocp/release"
+        ));
+        assert!(!m(
+            &MatchRepoDigestOrExact,
+            &r("registry.example/ocp/release:latest"),
+            "registry.example/ocp/release"
+        ));
         assert!(!m(
             &MatchRepoDigestOrExact,
             &r("registry.example/ocp/release:4.16.4"),
-            &signed
+            signed
         ));
-        assert!(!m(&MatchExact, &by_digest, &signed));
+        assert!(!m(&MatchExact, &by_digest, signed));
         assert!(m(
             &MatchRepository,
             &r("registry.example/ocp/release:x"),
-            &signed
+            signed
         ));
+        // registry-1.docker.io is not docker.io in a signed identity; index.docker.io is.
+        let hub = r("docker.io/library/busybox:1");
+        assert!(!m(
+            &MatchRepoDigestOrExact,
+            &hub,
+            "registry-1.docker.io/library/busybox:1"
+        ));
+        assert!(m(
+            &MatchRepoDigestOrExact,
+            &hub,
+            "index.docker.io/library/busybox:1"
+        ));
+        assert!(m(&MatchRepoDigestOrExact, &hub, "busybox:1"));
         let remap = RemapIdentity {
             prefix: "mirror.example/ocp".into(),
             signed_prefix: "registry.example/ocp".into(),
@@ -733,12 +732,34 @@ mod tests {
         assert!(m(
             &remap,
             &r(&format!("mirror.example/ocp/release@{D}")),
-            &signed
+            signed
         ));
         assert!(!m(
             &remap,
             &r(&format!("mirror.example/ocpx/release@{D}")),
-            &signed
+            signed
         ));
+    }
+
+    #[test]
+    fn remap_prefixes() {
+        for ok in [
+            "reg.example",
+            "reg.example:5000",
+            "reg.example/ocp",
+            "ocp/release",
+            "[::1]:5000/a",
+        ] {
+            assert!(valid_remap_prefix(ok), "{ok}");
+        }
+        for bad in [
+            "reg.example/",
+            "reg.example/ocp/",
+            "reg.example/UP",
+            "",
+            "a//b",
+        ] {
+            assert!(!valid_remap_prefix(bad), "{bad}");
+        }
     }
 }

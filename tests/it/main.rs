@@ -20,6 +20,7 @@ mod inject_select;
 mod layering;
 mod node_view;
 mod outputs;
+mod policy_conformance;
 mod registry;
 mod release;
 mod reproducible;

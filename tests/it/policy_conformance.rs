@@ -1,0 +1,1210 @@
+//! Signature policy conformance: skopeo (containers/image, which defines
+//! containers-policy.json(5) and containers-registries.d(5)) and mcd-inject judge the
+//! same image, pulled from the same loopback registry, under the same policy,
+//! registries.d, registries.conf and signatures, case by case; any disagreement fails
+//! the test. Cases where containers/image changed after the skopeo on the machine
+//! (Debian's 1.9.3) carry the newer behaviour and the release that brought it.
+//!
+//! Keys and signatures are made here with gpg: good, unknown, expired, revoked keys,
+//! signing subkeys (valid, expired, revoked), expired signatures, messages with two
+//! signers, and payloads written by hand (missing `optional`, unknown keys, identities
+//! without tag, Docker Hub spellings).
+//!
+//! Needs `skopeo`, `gpg` and the loopback registries (`scripts/registry-services.sh`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+use crate::harness::registry::{registries, Sandbox};
+use crate::harness::{require_tools, run_ok, sha256_hex};
+
+/// A GnuPG home with every signing key of the cases.
+struct Gpg {
+    home: PathBuf,
+    keys: PathBuf,
+}
+
+impl Gpg {
+    fn new(dir: &Path) -> Gpg {
+        let home = dir.join("gnupg");
+        fs::create_dir_all(&home).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        let keys = dir.join("keys");
+        fs::create_dir_all(&keys).unwrap();
+        Gpg { home, keys }
+    }
+
+    fn gpg(&self, args: &[&str]) -> Output {
+        run_ok(
+            Command::new("gpg")
+                .env("GNUPGHOME", &self.home)
+                .args([
+                    "--batch",
+                    "--yes",
+                    "--pinentry-mode",
+                    "loopback",
+                    "--passphrase",
+                    "",
+                ])
+                .args(args),
+        )
+    }
+
+    /// Fingerprints of the key whose user ID is `name`: primary first, then subkeys.
+    fn fingerprints(&self, name: &str) -> Vec<String> {
+        let out = self.gpg(&[
+            "--with-colons",
+            "--list-keys",
+            &format!("<{name}@example.com>"),
+        ]);
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("fpr:"))
+            .map(|l| l.split(':').nth(9).unwrap().to_string())
+            .collect()
+    }
+
+    /// A key `name` (made at `faked` time, when given), usage `usage`, expiring `expire`.
+    fn key(&self, name: &str, usage: &str, expire: &str, faked: Option<&str>) -> String {
+        let uid = format!("{name} <{name}@example.com>");
+        let mut args = vec![];
+        if let Some(t) = faked {
+            args.extend(["--faked-system-time", t]);
+        }
+        args.extend(["--quick-gen-key", &uid, "rsa2048", usage, expire]);
+        self.gpg(&args);
+        self.fingerprints(name)[0].clone()
+    }
+
+    fn add_signing_subkey(&self, fpr: &str, expire: &str, faked: Option<&str>) -> String {
+        let mut args = vec![];
+        if let Some(t) = faked {
+            args.extend(["--faked-system-time", t]);
+        }
+        args.extend(["--quick-add-key", fpr, "rsa2048", "sign", expire]);
+        self.gpg(&args);
+        let all = self.gpg(&["--with-colons", "--list-keys", fpr]);
+        String::from_utf8(all.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("fpr:"))
+            .map(|l| l.split(':').nth(9).unwrap().to_string())
+            .last()
+            .unwrap()
+    }
+
+    /// Revokes key `fpr` with the revocation certificate gpg made with it.
+    fn revoke_key(&self, fpr: &str) {
+        let rev = self.home.join(format!("openpgp-revocs.d/{fpr}.rev"));
+        let text = fs::read_to_string(&rev).unwrap();
+        // gpg writes ":-----BEGIN" so that the file is not imported by accident.
+        let cert = self.home.join("revoke.asc");
+        fs::write(&cert, text.replace(":-----BEGIN", "-----BEGIN")).unwrap();
+        self.gpg(&["--import", cert.to_str().unwrap()]);
+    }
+
+    /// Revokes the first subkey of `fpr`.
+    fn revoke_first_subkey(&self, fpr: &str) {
+        let mut child = Command::new("gpg")
+            .env("GNUPGHOME", &self.home)
+            .args([
+                "--batch",
+                "--yes",
+                "--pinentry-mode",
+                "loopback",
+                "--passphrase",
+                "",
+            ])
+            .args(["--command-fd", "0", "--status-fd", "2", "--edit-key", fpr])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"key 1\nrevkey\ny\n0\n\ny\nsave\n")
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+
+    /// The armored public key `fpr` (with its revocations), as a file.
+    fn export(&self, fpr: &str, file: &str) -> PathBuf {
+        let out = self.gpg(&["--armor", "--export", fpr]);
+        let p = self.keys.join(file);
+        fs::write(&p, out.stdout).unwrap();
+        p
+    }
+
+    /// Signs `payload` with `signers` (one `-u` each), plus `extra` gpg options.
+    fn sign(&self, payload: &[u8], signers: &[&str], extra: &[&str]) -> Vec<u8> {
+        let dir = tempfile::tempdir_in(&self.keys).unwrap();
+        let input = dir.path().join("payload");
+        let output = dir.path().join("signature");
+        fs::write(&input, payload).unwrap();
+        let mut args: Vec<&str> = extra.to_vec();
+        for s in signers {
+            args.extend(["-u", s]);
+        }
+        args.extend([
+            "--sign",
+            "-o",
+            output.to_str().unwrap(),
+            input.to_str().unwrap(),
+        ]);
+        self.gpg(&args);
+        fs::read(&output).unwrap()
+    }
+}
+
+/// A simple signing payload as containers/image writes one.
+fn payload(digest: &str, identity: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "critical": {
+            "identity": {"docker-reference": identity},
+            "image": {"docker-manifest-digest": digest},
+            "type": "atomic container signature"
+        },
+        "optional": {"creator": "mcd-inject conformance test", "timestamp": 1_700_000_000}
+    }))
+    .unwrap()
+}
+
+/// One case: the same inputs for both tools.
+struct Case {
+    name: String,
+    policy: String,
+    /// registries.d files; `None`: one `default-docker` lookaside for every image.
+    registries_d: Option<Vec<(&'static str, String)>>,
+    /// Signature files by repository path, in order (`signature-1`, ...).
+    signatures: Vec<(String, Vec<Vec<u8>>)>,
+    image: String,
+    registries_conf: String,
+    /// containers/image changed after skopeo 1.9.3: what the current release decides,
+    /// and the release that changed it.
+    newer: Option<(bool, &'static str)>,
+}
+
+const LOOKASIDE: &str = "@LOOKASIDE@";
+
+fn requirement_by(key: &Path, identity: Option<Value>) -> Value {
+    let mut r = json!({"type": "signedBy", "keyType": "GPGKeys", "keyPath": key});
+    if let Some(i) = identity {
+        r["signedIdentity"] = i;
+    }
+    r
+}
+
+fn default_policy(reqs: Value) -> String {
+    serde_json::to_string(&json!({"default": reqs})).unwrap()
+}
+
+/// Runs one tool on one case: whether it accepted the image, and what it said.
+fn outcome(out: Output) -> (bool, String) {
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).trim().to_string(),
+    )
+}
+
+#[test]
+fn signature_policies_are_decided_as_containers_image_decides_them() {
+    require_tools(&["skopeo", "gpg"]);
+    let regs = registries();
+    let reg = regs.anon.clone();
+    let sb = Sandbox::new();
+    let dir = sb.path("conformance");
+    fs::create_dir_all(&dir).unwrap();
+
+    // The image, under the names the cases pull.
+    let accept_all = dir.join("accept.json");
+    fs::write(
+        &accept_all,
+        r#"{"default":[{"type":"insecureAcceptAnything"}]}"#,
+    )
+    .unwrap();
+    for tag in ["v1", "v2", "latest"] {
+        run_ok(
+            Command::new("skopeo")
+                .args([
+                    "copy",
+                    "-q",
+                    "--src-tls-verify=false",
+                    "--dest-tls-verify=false",
+                ])
+                .arg("--policy")
+                .arg(&accept_all)
+                .arg(format!("docker://{reg}/mco/small:v1"))
+                .arg(format!("docker://{reg}/conformance/app:{tag}")),
+        );
+    }
+    let raw = run_ok(
+        Command::new("skopeo")
+            .args(["inspect", "--raw", "--tls-verify=false"])
+            .arg(format!("docker://{reg}/conformance/app:v1")),
+    )
+    .stdout;
+    let digest = format!("sha256:{}", sha256_hex(&raw));
+    let other_digest = format!("sha256:{}", sha256_hex(b"another manifest"));
+    let app = format!("{reg}/conformance/app");
+    let v1 = format!("{app}:v1");
+    let by_digest = format!("{app}@{digest}");
+
+    // Keys.
+    let g = Gpg::new(&dir);
+    let good = g.key("good", "sign", "never", None);
+    let other = g.key("other", "sign", "never", None);
+    let expired = g.key("expired", "sign", "1y", Some("20200101T000000"));
+    let revoked = g.key("revoked", "sign", "never", None);
+    let old = g.key("old", "sign", "never", Some("20200101T000000"));
+    let with_sub = g.key("withsub", "cert", "never", None);
+    let sub = g.add_signing_subkey(&with_sub, "never", None);
+    let with_expired_sub = g.key("expiredsub", "cert", "never", Some("20200101T000000"));
+    let expired_sub = g.add_signing_subkey(&with_expired_sub, "1y", Some("20200101T000000"));
+    let with_revoked_sub = g.key("revokedsub", "cert", "never", None);
+    let revoked_sub = g.add_signing_subkey(&with_revoked_sub, "never", None);
+
+    let p = payload(&digest, &v1);
+    let sig_good = g.sign(&p, &[&good], &[]);
+    let sig_other = g.sign(&p, &[&other], &[]);
+    let sig_expired_key = g.sign(&p, &[&expired], &["--faked-system-time", "20200601T000000"]);
+    let sig_revoked = g.sign(&p, &[&revoked], &[]);
+    let sig_old = g.sign(&p, &[&old], &[]);
+    let sig_expired = g.sign(
+        &p,
+        &[&old],
+        &[
+            "--faked-system-time",
+            "20200102T000000",
+            "--default-sig-expire",
+            "1d",
+        ],
+    );
+    let sig_sub = g.sign(&p, &[&format!("{sub}!")], &[]);
+    let sig_expired_sub = g.sign(
+        &p,
+        &[&format!("{expired_sub}!")],
+        &["--faked-system-time", "20200601T000000"],
+    );
+    let sig_revoked_sub = g.sign(&p, &[&format!("{revoked_sub}!")], &[]);
+    let sig_two = g.sign(&p, &[&good, &other], &[]);
+    g.revoke_key(&revoked);
+    g.revoke_first_subkey(&with_revoked_sub);
+
+    let k_good = g.export(&good, "good.asc");
+    let k_other = g.export(&other, "other.asc");
+    let k_expired = g.export(&expired, "expired.asc");
+    let k_revoked = g.export(&revoked, "revoked.asc");
+    let k_old = g.export(&old, "old.asc");
+    let k_with_sub = g.export(&with_sub, "withsub.asc");
+    let k_expired_sub = g.export(&with_expired_sub, "expiredsub.asc");
+    let k_revoked_sub = g.export(&with_revoked_sub, "revokedsub.asc");
+    let both_keys = g.keys.join("both.asc");
+    fs::write(
+        &both_keys,
+        [fs::read(&k_other).unwrap(), fs::read(&k_good).unwrap()].concat(),
+    )
+    .unwrap();
+
+    let sign_good = |payload: &[u8]| g.sign(payload, &[&good], &[]);
+    let by_good =
+        |identity: Option<Value>| default_policy(json!([requirement_by(&k_good, identity)]));
+    let plain_conf = String::new();
+    let repo = "conformance/app".to_string();
+
+    let mut cases: Vec<Case> = Vec::new();
+    let mut case = |name: &str, policy: String, sigs: Vec<Vec<u8>>, image: &str| {
+        cases.push(Case {
+            name: name.to_string(),
+            policy,
+            registries_d: None,
+            signatures: vec![(repo.clone(), sigs)],
+            image: image.to_string(),
+            registries_conf: plain_conf.clone(),
+            newer: None,
+        });
+    };
+
+    // --- requirements without signatures
+    case(
+        "insecureAcceptAnything",
+        default_policy(json!([{"type": "insecureAcceptAnything"}])),
+        vec![],
+        &v1,
+    );
+    case(
+        "reject",
+        default_policy(json!([{"type": "reject"}])),
+        vec![],
+        &v1,
+    );
+    case(
+        "accept, then reject",
+        default_policy(json!([{"type": "insecureAcceptAnything"}, {"type": "reject"}])),
+        vec![],
+        &v1,
+    );
+    case(
+        "signedBaseLayer",
+        default_policy(
+            json!([{"type": "signedBaseLayer", "baseLayerIdentity": {"type": "matchRepository"}}]),
+        ),
+        vec![],
+        &v1,
+    );
+
+    // --- policy files containers/image refuses as a whole
+    let accept = json!([{"type": "insecureAcceptAnything"}]);
+    for (name, text) in [
+        ("no default", json!({"transports": {}}).to_string()),
+        ("empty default", json!({"default": []}).to_string()),
+        ("unknown top-level key", json!({"default": accept, "defaults": accept}).to_string()),
+        (
+            "duplicate key",
+            r#"{"default":[{"type":"insecureAcceptAnything"}],"default":[{"type":"insecureAcceptAnything"}]}"#.to_string(),
+        ),
+        ("unknown requirement type", default_policy(json!([{"type": "insecureAcceptEverything"}]))),
+        ("requirement without type", default_policy(json!([{}]))),
+        (
+            "keyPath on insecureAcceptAnything",
+            default_policy(json!([{"type": "insecureAcceptAnything", "keyPath": k_good}])),
+        ),
+        (
+            "unknown key on reject",
+            default_policy(json!([{"type": "reject", "why": "no"}])),
+        ),
+        (
+            "signedIdentty typo",
+            default_policy(json!([{"type": "insecureAcceptAnything"}])).replace(
+                r#"[{"type":"insecureAcceptAnything"}]"#,
+                &json!([{"type": "signedBy", "keyType": "GPGKeys", "keyPath": k_good,
+                         "signedIdentty": {"type": "matchRepository"}}])
+                .to_string(),
+            ),
+        ),
+        (
+            "signedBy without keyType",
+            default_policy(json!([{"type": "signedBy", "keyPath": k_good}])),
+        ),
+        (
+            "unknown keyType",
+            default_policy(json!([{"type": "signedBy", "keyType": "PGPKeys", "keyPath": k_good}])),
+        ),
+        (
+            "signedBy without keys",
+            default_policy(json!([{"type": "signedBy", "keyType": "GPGKeys"}])),
+        ),
+        (
+            "keyPath and keyData",
+            default_policy(json!([{"type": "signedBy", "keyType": "GPGKeys", "keyPath": k_good, "keyData": "AAAA"}])),
+        ),
+        (
+            "exactReference without tag or digest",
+            by_good(Some(json!({"type": "exactReference", "dockerReference": app}))),
+        ),
+        (
+            "remapIdentity prefix ending in /",
+            by_good(Some(json!({"type": "remapIdentity", "prefix": format!("{reg}/conformance/"), "signedPrefix": format!("{reg}/conformance")}))),
+        ),
+        (
+            "unknown signedIdentity type",
+            by_good(Some(json!({"type": "matchEverything"}))),
+        ),
+        (
+            "matchRepository with an extra key",
+            by_good(Some(json!({"type": "matchRepository", "dockerRepository": app}))),
+        ),
+        (
+            "invalid policy in another transport",
+            json!({"default": accept, "transports": {"atomic": {"x": [{"type": "maybe"}]}}}).to_string(),
+        ),
+        ("scopes not an object", json!({"default": accept, "transports": {"docker": []}}).to_string()),
+    ] {
+        case(&format!("invalid policy: {name}"), text, vec![sig_good.clone()], &v1);
+    }
+
+    // --- simple signing signatures and keys
+    case(
+        "signed by the policy's key",
+        by_good(None),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "signed, pulled by digest",
+        by_good(None),
+        vec![sig_good.clone()],
+        &by_digest,
+    );
+    case("no signature", by_good(None), vec![], &v1);
+    case(
+        "signed by another key",
+        by_good(None),
+        vec![sig_other.clone()],
+        &v1,
+    );
+    case(
+        "one of two keys in keyPath",
+        default_policy(json!([requirement_by(&both_keys, None)])),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "keyData",
+        default_policy(json!([{"type": "signedBy", "keyType": "GPGKeys",
+            "keyData": base64_of(&fs::read(&k_good).unwrap())}])),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "keyPaths, the second file holds the key",
+        default_policy(
+            json!([{"type": "signedBy", "keyType": "GPGKeys", "keyPaths": [k_other, k_good]}]),
+        ),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "keyPaths empty",
+        default_policy(json!([{"type": "signedBy", "keyType": "GPGKeys", "keyPaths": []}])),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "key file that holds no key",
+        default_policy(json!([requirement_by(&accept_all, None)])),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "missing key file",
+        default_policy(json!([requirement_by(&dir.join("absent.asc"), None)])),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "X509Certificates keyType",
+        default_policy(
+            json!([{"type": "signedBy", "keyType": "X509Certificates", "keyPath": k_good}]),
+        ),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "X509Certificates keyType in a scope not used",
+        json!({"default": [requirement_by(&k_good, None)], "transports": {"docker": {
+            format!("{reg}/elsewhere"): [{"type": "signedBy", "keyType": "X509Certificates", "keyPath": k_good}]}}})
+        .to_string(),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "two signatures, the first by another key",
+        by_good(None),
+        vec![sig_other.clone(), sig_good.clone()],
+        &v1,
+    );
+    case(
+        "two signatures, the second by another key",
+        by_good(None),
+        vec![sig_good.clone(), sig_other.clone()],
+        &v1,
+    );
+    let mut tampered = sig_good.clone();
+    let mid = tampered.len() / 2;
+    tampered[mid] ^= 0x55;
+    case("tampered signature", by_good(None), vec![tampered], &v1);
+    case(
+        "two requirements, both met",
+        default_policy(json!([
+            requirement_by(&k_good, None),
+            requirement_by(&both_keys, None)
+        ])),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "two requirements, one not met",
+        default_policy(json!([
+            requirement_by(&k_good, None),
+            requirement_by(&k_other, None)
+        ])),
+        vec![sig_good.clone()],
+        &v1,
+    );
+    case(
+        "expired key",
+        default_policy(json!([requirement_by(&k_expired, None)])),
+        vec![sig_expired_key],
+        &v1,
+    );
+    case(
+        "revoked key",
+        default_policy(json!([requirement_by(&k_revoked, None)])),
+        vec![sig_revoked],
+        &v1,
+    );
+    case(
+        "old key, signature without expiry",
+        default_policy(json!([requirement_by(&k_old, None)])),
+        vec![sig_old],
+        &v1,
+    );
+    case(
+        "expired signature",
+        default_policy(json!([requirement_by(&k_old, None)])),
+        vec![sig_expired],
+        &v1,
+    );
+    case(
+        "expired signing subkey",
+        default_policy(json!([requirement_by(&k_expired_sub, None)])),
+        vec![sig_expired_sub],
+        &v1,
+    );
+    case(
+        "revoked signing subkey",
+        default_policy(json!([requirement_by(&k_revoked_sub, None)])),
+        vec![sig_revoked_sub],
+        &v1,
+    );
+    cases.push(Case {
+        name: "signed by a signing subkey of the policy's key".into(),
+        policy: default_policy(json!([requirement_by(&k_with_sub, None)])),
+        registries_d: None,
+        signatures: vec![(repo.clone(), vec![sig_sub])],
+        image: v1.clone(),
+        registries_conf: plain_conf.clone(),
+        newer: Some((true, "containers/image pull request 2905, July 2025")),
+    });
+    let mut case = |name: &str, policy: String, sigs: Vec<Vec<u8>>, image: &str| {
+        cases.push(Case {
+            name: name.to_string(),
+            policy,
+            registries_d: None,
+            signatures: vec![(repo.clone(), sigs)],
+            image: image.to_string(),
+            registries_conf: plain_conf.clone(),
+            newer: None,
+        });
+    };
+    case(
+        "a message with two signers",
+        default_policy(json!([requirement_by(&both_keys, None)])),
+        vec![sig_two],
+        &v1,
+    );
+
+    // --- payloads
+    let raw_payload = |critical: Value, optional: Option<Value>| {
+        let mut v = json!({"critical": critical});
+        if let Some(o) = optional {
+            v["optional"] = o;
+        }
+        serde_json::to_vec(&v).unwrap()
+    };
+    let critical = |digest: &str, identity: &str| {
+        json!({"type": "atomic container signature",
+               "image": {"docker-manifest-digest": digest},
+               "identity": {"docker-reference": identity}})
+    };
+    case(
+        "payload without optional",
+        by_good(None),
+        vec![sign_good(&raw_payload(critical(&digest, &v1), None))],
+        &v1,
+    );
+    case(
+        "payload with empty optional",
+        by_good(None),
+        vec![sign_good(&raw_payload(
+            critical(&digest, &v1),
+            Some(json!({})),
+        ))],
+        &v1,
+    );
+    case(
+        "payload with a fractional timestamp",
+        by_good(None),
+        vec![sign_good(&raw_payload(
+            critical(&digest, &v1),
+            Some(json!({"timestamp": 1.5})),
+        ))],
+        &v1,
+    );
+    let mut extra = critical(&digest, &v1);
+    extra["note"] = json!("x");
+    case(
+        "payload with an unknown critical key",
+        by_good(None),
+        vec![sign_good(&raw_payload(extra, Some(json!({}))))],
+        &v1,
+    );
+    let mut kind = critical(&digest, &v1);
+    kind["type"] = json!("cosign container image signature");
+    case(
+        "payload of another type",
+        by_good(None),
+        vec![sign_good(&raw_payload(kind, Some(json!({}))))],
+        &v1,
+    );
+    case(
+        "payload of another manifest",
+        by_good(None),
+        vec![sign_good(&payload(&other_digest, &v1))],
+        &v1,
+    );
+    case(
+        "payload with an invalid digest",
+        by_good(None),
+        vec![sign_good(&payload("sha256:1234", &v1))],
+        &v1,
+    );
+    case(
+        "payload that is not JSON",
+        by_good(None),
+        vec![sign_good(b"not json")],
+        &v1,
+    );
+
+    // --- signed identities
+    let v2 = format!("{app}:v2");
+    let name_only = app.clone();
+    for (name, identity, signed, image) in [
+        (
+            "default identity, other tag signed",
+            None,
+            v2.clone(),
+            v1.clone(),
+        ),
+        (
+            "default identity, name only signed",
+            None,
+            name_only.clone(),
+            v1.clone(),
+        ),
+        (
+            "default identity, name only signed, pulled by digest",
+            None,
+            name_only.clone(),
+            by_digest.clone(),
+        ),
+        (
+            "default identity, other tag signed, pulled by digest",
+            None,
+            v2.clone(),
+            by_digest.clone(),
+        ),
+        (
+            "default identity, other repository signed",
+            None,
+            format!("{reg}/conformance/other:v1"),
+            v1.clone(),
+        ),
+        (
+            "default identity, :latest signed for a name-only pull",
+            None,
+            format!("{app}:latest"),
+            name_only.clone(),
+        ),
+        (
+            "matchExact, by tag",
+            Some(json!({"type": "matchExact"})),
+            v1.clone(),
+            v1.clone(),
+        ),
+        (
+            "matchExact, by digest",
+            Some(json!({"type": "matchExact"})),
+            v1.clone(),
+            by_digest.clone(),
+        ),
+        (
+            "matchExact, digest signed, by digest",
+            Some(json!({"type": "matchExact"})),
+            by_digest.clone(),
+            by_digest.clone(),
+        ),
+        (
+            "matchRepository, other tag",
+            Some(json!({"type": "matchRepository"})),
+            v2.clone(),
+            v1.clone(),
+        ),
+        (
+            "matchRepository, name only signed",
+            Some(json!({"type": "matchRepository"})),
+            name_only.clone(),
+            v1.clone(),
+        ),
+        (
+            "exactReference, matching",
+            Some(json!({"type": "exactReference", "dockerReference": v1})),
+            v1.clone(),
+            v2.clone(),
+        ),
+        (
+            "exactReference, not matching",
+            Some(json!({"type": "exactReference", "dockerReference": v2})),
+            v1.clone(),
+            v1.clone(),
+        ),
+        (
+            "exactRepository, Docker Hub signed as docker.io",
+            Some(json!({"type": "exactRepository", "dockerRepository": "docker.io/library/app"})),
+            "docker.io/library/app:v1".to_string(),
+            v1.clone(),
+        ),
+        (
+            "exactRepository, Docker Hub signed as a short name",
+            Some(json!({"type": "exactRepository", "dockerRepository": "app"})),
+            "app:v1".to_string(),
+            v1.clone(),
+        ),
+        (
+            "exactRepository, Docker Hub signed as index.docker.io",
+            Some(json!({"type": "exactRepository", "dockerRepository": "docker.io/library/app"})),
+            "index.docker.io/library/app:v1".to_string(),
+            v1.clone(),
+        ),
+        (
+            "exactRepository, Docker Hub signed as registry-1.docker.io",
+            Some(json!({"type": "exactRepository", "dockerRepository": "docker.io/library/app"})),
+            "registry-1.docker.io/library/app:v1".to_string(),
+            v1.clone(),
+        ),
+        (
+            "remapIdentity, remapped",
+            Some(
+                json!({"type": "remapIdentity", "prefix": format!("{reg}/conformance"), "signedPrefix": "registry.example/ocp"}),
+            ),
+            "registry.example/ocp/app:v1".to_string(),
+            v1.clone(),
+        ),
+        (
+            "remapIdentity, prefix not at a path boundary",
+            Some(
+                json!({"type": "remapIdentity", "prefix": format!("{reg}/conf"), "signedPrefix": "registry.example/ocp"}),
+            ),
+            "registry.example/ocpormance/app:v1".to_string(),
+            v1.clone(),
+        ),
+        (
+            "remapIdentity, prefix not matching keeps the identity",
+            Some(
+                json!({"type": "remapIdentity", "prefix": "registry.other/x", "signedPrefix": "registry.example/ocp"}),
+            ),
+            v1.clone(),
+            v1.clone(),
+        ),
+        (
+            "remapIdentity, by digest",
+            Some(
+                json!({"type": "remapIdentity", "prefix": format!("{reg}/conformance"), "signedPrefix": "registry.example/ocp"}),
+            ),
+            "registry.example/ocp/app:anything".to_string(),
+            by_digest.clone(),
+        ),
+        (
+            "invalid signed identity",
+            None,
+            "Not A/Reference".to_string(),
+            v1.clone(),
+        ),
+    ] {
+        case(
+            name,
+            by_good(identity),
+            vec![sign_good(&payload(&digest, &signed))],
+            &image,
+        );
+    }
+
+    // --- policy scopes
+    let scoped = |scopes: Value| {
+        json!({"default": [{"type": "reject"}], "transports": {"docker": scopes}}).to_string()
+    };
+    let ok = json!([{"type": "insecureAcceptAnything"}]);
+    let no = json!([{"type": "reject"}]);
+    let host = reg.split(':').next().unwrap().to_string();
+    let last_labels = host.split_once('.').map(|(_, r)| format!("*.{r}")).unwrap();
+    for (name, scopes, image) in [
+        (
+            "scope host/repo:tag",
+            json!({v1.clone(): ok, app.clone(): no}),
+            v1.clone(),
+        ),
+        (
+            "scope host/repo:tag, other tag",
+            json!({v2.clone(): ok}),
+            v1.clone(),
+        ),
+        (
+            "scope host/repo@digest",
+            json!({by_digest.clone(): ok, app.clone(): no}),
+            by_digest.clone(),
+        ),
+        (
+            "scope host/repo",
+            json!({app.clone(): ok, format!("{reg}/conformance"): no}),
+            v1.clone(),
+        ),
+        (
+            "scope namespace",
+            json!({format!("{reg}/conformance"): ok, reg.clone(): no}),
+            v1.clone(),
+        ),
+        ("scope host:port", json!({reg.clone(): ok}), v1.clone()),
+        (
+            "scope host without port",
+            json!({host.clone(): ok}),
+            v1.clone(),
+        ),
+        (
+            "scope wildcard domain",
+            json!({last_labels.clone(): ok}),
+            v1.clone(),
+        ),
+        ("scope empty string", json!({"": ok}), v1.clone()),
+        (
+            "scope of another repository",
+            json!({format!("{reg}/conformance/other"): ok}),
+            v1.clone(),
+        ),
+        (
+            "scope prefix that is no path component",
+            json!({format!("{reg}/conf"): ok}),
+            v1.clone(),
+        ),
+    ] {
+        case(name, scoped(scopes), vec![], &image);
+    }
+
+    // --- registries.d and the lookaside store
+    let mut lookaside = |name: &str, files: Vec<(&'static str, String)>, sigs: Vec<Vec<u8>>| {
+        cases.push(Case {
+            name: name.to_string(),
+            policy: by_good(None),
+            registries_d: Some(files),
+            signatures: vec![(repo.clone(), sigs)],
+            image: v1.clone(),
+            registries_conf: plain_conf.clone(),
+            newer: None,
+        });
+    };
+    let ns =
+        |scope: &str, key: &str| format!("docker:\n  {scope}:\n    {key}: file://{LOOKASIDE}\n");
+    lookaside(
+        "registries.d: namespace of the repository",
+        vec![("a.yaml", ns(&app, "lookaside"))],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: old key name sigstore",
+        vec![("a.yaml", ns(&app, "sigstore"))],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: host/repo:tag namespace",
+        vec![("a.yaml", ns(&v1, "lookaside"))],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: wildcard namespace",
+        vec![("a.yaml", ns(&last_labels, "lookaside"))],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: .yml files are not read",
+        vec![("a.yml", ns(&app, "lookaside"))],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: a namespace in two files",
+        vec![
+            ("a.yaml", ns(&app, "lookaside")),
+            ("b.yaml", ns(&app, "lookaside")),
+        ],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: default-docker in two files",
+        vec![
+            (
+                "a.yaml",
+                format!("default-docker:\n  lookaside: file://{LOOKASIDE}\n"),
+            ),
+            (
+                "b.yaml",
+                format!("default-docker:\n  lookaside: file://{LOOKASIDE}\n"),
+            ),
+        ],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: a namespace without lookaside falls through",
+        vec![(
+            "a.yaml",
+            format!("docker:\n  {app}:\n    lookaside-staging: file:///nowhere\n  {reg}:\n    lookaside: file://{LOOKASIDE}\n"),
+        )],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: unknown keys are ignored",
+        vec![(
+            "a.yaml",
+            format!("default-docker:\n  lookaside: file://{LOOKASIDE}\n  colour: blue\n"),
+        )],
+        vec![sig_good.clone()],
+    );
+    lookaside(
+        "registries.d: no lookaside for the image",
+        vec![("a.yaml", ns(&format!("{reg}/elsewhere"), "lookaside"))],
+        vec![sig_good.clone()],
+    );
+    let mut not_a_signature = b"this is no signature".to_vec();
+    not_a_signature.push(b'\n');
+    lookaside(
+        "lookaside: a file in no signature format, then a valid one",
+        vec![("a.yaml", ns(&app, "lookaside"))],
+        vec![not_a_signature, sig_good.clone()],
+    );
+    lookaside(
+        "lookaside: an empty file",
+        vec![("a.yaml", ns(&app, "lookaside"))],
+        vec![vec![]],
+    );
+    let mut prefixed = b"\x00simple-signing\n".to_vec();
+    prefixed.extend_from_slice(&sig_good);
+    lookaside(
+        "lookaside: the prefixed simple signing format",
+        vec![("a.yaml", ns(&app, "lookaside"))],
+        vec![prefixed.clone()],
+    );
+    prefixed.splice(1..15, b"atomic".iter().copied());
+    lookaside(
+        "lookaside: a prefixed format of another name",
+        vec![("a.yaml", ns(&app, "lookaside"))],
+        vec![prefixed],
+    );
+    lookaside(
+        "lookaside: an unknown prefixed format",
+        vec![("a.yaml", ns(&app, "lookaside"))],
+        vec![b"\x00sigstore-yaml\nx".to_vec(), sig_good.clone()],
+    );
+
+    // --- mirrors: the policy judges the image asked for; signatures are where the
+    // registry that served it keeps them.
+    let src = format!("{reg}/conformance/src");
+    let mirror_conf = format!(
+        "[[registry]]\nlocation = \"{src}\"\ninsecure = true\n\n[[registry.mirror]]\nlocation = \"{app}\"\ninsecure = true\n"
+    );
+    let src_digest = format!("{src}@{digest}");
+    let src_signed = sign_good(&payload(&digest, &format!("{src}:v1")));
+    for (name, files, sig_repo, sig) in [
+        (
+            "mirror: lookaside for the mirror's repository",
+            vec![("a.yaml", ns(&app, "lookaside"))],
+            repo.clone(),
+            src_signed.clone(),
+        ),
+        (
+            "mirror: lookaside for the source's repository only",
+            vec![("a.yaml", ns(&src, "lookaside"))],
+            "conformance/src".to_string(),
+            src_signed.clone(),
+        ),
+        (
+            "mirror: default lookaside, signature under the mirror's path",
+            vec![(
+                "a.yaml",
+                format!("default-docker:\n  lookaside: file://{LOOKASIDE}\n"),
+            )],
+            repo.clone(),
+            src_signed.clone(),
+        ),
+        (
+            "mirror: default lookaside, signature under the source's path",
+            vec![(
+                "a.yaml",
+                format!("default-docker:\n  lookaside: file://{LOOKASIDE}\n"),
+            )],
+            "conformance/src".to_string(),
+            src_signed.clone(),
+        ),
+        (
+            "mirror: signature of the mirror's identity",
+            vec![("a.yaml", ns(&app, "lookaside"))],
+            repo.clone(),
+            sig_good.clone(),
+        ),
+    ] {
+        cases.push(Case {
+            name: name.to_string(),
+            policy: by_good(None),
+            registries_d: Some(files),
+            signatures: vec![(sig_repo, vec![sig])],
+            image: src_digest.clone(),
+            registries_conf: mirror_conf.clone(),
+            newer: None,
+        });
+    }
+    cases.push(Case {
+        name: "mirror: policy scope of the mirror does not apply".into(),
+        policy: scoped(json!({app.clone(): ok})),
+        registries_d: None,
+        signatures: vec![],
+        image: src_digest.clone(),
+        registries_conf: mirror_conf.clone(),
+        newer: None,
+    });
+    cases.push(Case {
+        name: "mirror: policy scope of the source applies".into(),
+        policy: scoped(json!({src.clone(): ok})),
+        registries_d: None,
+        signatures: vec![],
+        image: src_digest.clone(),
+        registries_conf: mirror_conf.clone(),
+        newer: None,
+    });
+
+    // --- run both tools on every case
+    let mut divergences = Vec::new();
+    let (mut accepted, mut refused) = (0, 0);
+    for (i, c) in cases.iter().enumerate() {
+        let cdir = dir.join(format!("case-{i}"));
+        let lookaside = cdir.join("lookaside");
+        for (path, sigs) in &c.signatures {
+            let at = lookaside.join(format!(
+                "{path}@sha256={}",
+                digest.trim_start_matches("sha256:")
+            ));
+            fs::create_dir_all(&at).unwrap();
+            for (n, s) in sigs.iter().enumerate() {
+                fs::write(at.join(format!("signature-{}", n + 1)), s).unwrap();
+            }
+        }
+        let regd = cdir.join("registries.d");
+        fs::create_dir_all(&regd).unwrap();
+        let files = c.registries_d.clone().unwrap_or_else(|| {
+            vec![(
+                "default.yaml",
+                format!("default-docker:\n  lookaside: file://{LOOKASIDE}\n"),
+            )]
+        });
+        for (name, text) in files {
+            fs::write(
+                regd.join(name),
+                text.replace(LOOKASIDE, lookaside.to_str().unwrap()),
+            )
+            .unwrap();
+        }
+        let policy = cdir.join("policy.json");
+        fs::write(&policy, &c.policy).unwrap();
+        let conf = cdir.join("registries.conf");
+        fs::write(&conf, &c.registries_conf).unwrap();
+        let home = cdir.join("home");
+        fs::create_dir_all(&home).unwrap();
+
+        let skopeo = outcome(
+            Command::new("skopeo")
+                .env("HOME", &home)
+                .arg("--registries-conf")
+                .arg(&conf)
+                .args(["copy", "-q", "--src-tls-verify=false"])
+                .arg("--policy")
+                .arg(&policy)
+                .arg("--registries.d")
+                .arg(&regd)
+                .arg(format!("docker://{}", c.image))
+                .arg(format!("dir:{}", cdir.join("skopeo-out").display()))
+                .output()
+                .unwrap(),
+        );
+        let image = format!("docker://{}", c.image);
+        let cache = cdir.join("cache");
+        let ours = outcome(
+            sb.bin(&[
+                "pull",
+                "--image",
+                &image,
+                "--tls-verify=false",
+                "-q",
+                "--signature-policy",
+                policy.to_str().unwrap(),
+                "--registries.d",
+                regd.to_str().unwrap(),
+                "--registries-conf",
+                conf.to_str().unwrap(),
+                "--cache-dir",
+                cache.to_str().unwrap(),
+            ])
+            .env("HOME", &home)
+            .run()
+            .into_output(),
+        );
+        let expected = match c.newer {
+            Some((accepts, _)) => accepts,
+            None => skopeo.0,
+        };
+        if let Some((accepts, since)) = c.newer {
+            // The difference is real: skopeo decides the other way.
+            if skopeo.0 == accepts {
+                divergences.push(format!(
+                    "{}: marked as changed in {since}, but skopeo already decides so",
+                    c.name
+                ));
+            }
+        }
+        if ours.0 != expected {
+            divergences.push(format!(
+                "{}: containers/image {}, mcd-inject {}\n    skopeo: {}\n    mcd-inject: {}",
+                c.name,
+                if expected { "accepts" } else { "refuses" },
+                if ours.0 { "accepts" } else { "refuses" },
+                skopeo.1,
+                ours.1
+            ));
+        }
+        // A refusal is the policy's, not a fault of the case.
+        if !ours.0 && !ours.1.contains("signature policy") {
+            divergences.push(format!(
+                "{}: mcd-inject failed for another reason: {}",
+                c.name, ours.1
+            ));
+        }
+        if expected {
+            accepted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    assert!(
+        divergences.is_empty(),
+        "{} of {} cases diverge from containers/image:\n  {}",
+        divergences.len(),
+        cases.len(),
+        divergences.join("\n  ")
+    );
+    // Both outcomes are exercised, broadly.
+    assert!(
+        accepted >= 20 && refused >= 40,
+        "accepted {accepted}, refused {refused}"
+    );
+}
+
+fn base64_of(b: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
