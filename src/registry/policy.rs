@@ -549,7 +549,7 @@ fn signed_by(sb: &SignedBy, image: &Judged, sigs: &[Signature]) -> Result<(), St
         let claims = simple_signing::claims(&payload)?;
         if !manifest_matches(image.manifest, &claims.digest) {
             bail!(
-                "it signs digest {}, not the image's {}",
+                "it signs manifest {}, not the image's {}",
                 claims.digest,
                 image.digest
             );
