@@ -185,7 +185,7 @@ impl Policy {
             }
             .into()
         };
-        let mut signatures: Option<Vec<Signature>> = None;
+        let mut signatures: Option<(Vec<Signature>, String)> = None;
         for req in reqs {
             match req {
                 Requirement::InsecureAcceptAnything => {}
@@ -208,22 +208,24 @@ impl Policy {
                             reject(format!("reading the image's signatures: {e:#}"))
                         })?);
                     }
-                    let sigs = signatures.as_deref().expect("just read");
-                    signed_by(sb, image, sigs).map_err(reject)?;
+                    let (sigs, store) = signatures.as_ref().expect("just read");
+                    signed_by(sb, image, sigs, store).map_err(reject)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// The image's signatures, from the lookaside store of the registry that served it.
-    fn signatures(&self, image: &Judged) -> Result<Vec<Signature>> {
+    /// The image's signatures, from the lookaside store of the registry that served it,
+    /// and that store's address.
+    fn signatures(&self, image: &Judged) -> Result<(Vec<Signature>, String)> {
         let config = match &self.registries_d {
             Some(d) => RegistriesD::load(d)?,
             None => RegistriesD::default(),
         };
         let base = config.lookaside_base(image.physical)?;
-        registries_d::lookaside_signatures(&base, image.digest)
+        let sigs = registries_d::lookaside_signatures(&base, image.digest)?;
+        Ok((sigs, parse::url_shown(base.as_str())))
     }
 }
 
@@ -529,7 +531,7 @@ fn manifest_matches(manifest: &[u8], claimed: &str) -> bool {
 
 /// One `signedBy` requirement: `Ok` when one simple signing signature is acceptable,
 /// else why none is.
-fn signed_by(sb: &SignedBy, image: &Judged, sigs: &[Signature]) -> Result<(), String> {
+fn signed_by(sb: &SignedBy, image: &Judged, sigs: &[Signature], store: &str) -> Result<(), String> {
     let simple: Vec<&[u8]> = sigs
         .iter()
         .filter_map(|s| match s {
@@ -538,7 +540,11 @@ fn signed_by(sb: &SignedBy, image: &Judged, sigs: &[Signature]) -> Result<(), St
         })
         .collect();
     if simple.is_empty() {
-        return Err("a signature was required, but no signature exists".into());
+        return Err(format!(
+            "a signature was required, but none was found (in the signature store {store}, \
+             which registries.d gives for {})",
+            image.physical.name()
+        ));
     }
     let judge = |sig: &[u8]| -> Result<()> {
         if sb.key_type != "GPGKeys" {
