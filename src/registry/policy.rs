@@ -71,8 +71,9 @@ enum KeySource {
     Data(Vec<u8>),
 }
 
-/// A `signedIdentity` (containers-policy.json(5)).
+/// A `signedIdentity` (containers-policy.json(5)), named as there.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)]
 enum Identity {
     MatchExact,
     MatchRepoDigestOrExact,

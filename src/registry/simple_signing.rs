@@ -140,9 +140,7 @@ fn key_unusable(k: &SignedPublicKey, sub: Option<&SignedPublicSubKey>, at: u64) 
             return Some(format!("key {fpr} expired (at {exp}, Unix time)"));
         }
     }
-    let Some(sub) = sub else {
-        return None;
-    };
+    let sub = sub?;
     let sfpr = sub.key.fingerprint().to_string().to_uppercase();
     let mut bindings = Vec::new();
     for s in &sub.signatures {
