@@ -430,6 +430,26 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
             json!({"default": accept, "transports": {"atomic": {"x": [{"type": "maybe"}]}}}).to_string(),
         ),
         ("scopes not an object", json!({"default": accept, "transports": {"docker": []}}).to_string()),
+        (
+            "keyData not base64",
+            default_policy(json!([{"type": "signedBy", "keyType": "GPGKeys", "keyData": "not base64!"}])),
+        ),
+        (
+            "keyPath empty",
+            default_policy(json!([{"type": "signedBy", "keyType": "GPGKeys", "keyPath": ""}])),
+        ),
+        (
+            "keyPath null",
+            default_policy(json!([{"type": "signedBy", "keyType": "GPGKeys", "keyPath": null}])),
+        ),
+        (
+            "keyPath not a string",
+            default_policy(json!([{"type": "signedBy", "keyType": "GPGKeys", "keyPath": 7}])),
+        ),
+        (
+            "type not a string",
+            default_policy(json!([{"type": ["reject"]}])),
+        ),
     ] {
         case(&format!("invalid policy: {name}"), text, vec![sig_good.clone()], &v1);
     }
@@ -1196,6 +1216,10 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
         divergences.len(),
         cases.len(),
         divergences.join("\n  ")
+    );
+    eprintln!(
+        "{} cases, as containers/image decides them: {accepted} accepted, {refused} refused",
+        cases.len()
     );
     // Both outcomes are exercised, broadly.
     assert!(
