@@ -40,7 +40,17 @@ pub fn open(reference: &ImageRef, opts: &OpenOptions, warnings: &Warnings) -> Re
         ImageRef::Docker(docker) => {
             registry::open(reference, docker, &opts.platform, &opts.registry, warnings)?
         }
-        _ => image::open_local(reference, &opts.platform)?,
+        _ => {
+            if let Some(policy) = &opts.registry.policy {
+                let (transport, path) = match reference {
+                    ImageRef::Oci { dir, .. } => ("oci", Some(dir.as_path())),
+                    ImageRef::OciArchive { file, .. } => ("oci-archive", Some(file.as_path())),
+                    _ => ("docker-archive", None),
+                };
+                policy.check_local(transport, path, &reference.to_string())?;
+            }
+            image::open_local(reference, &opts.platform)?
+        }
     };
     image.set_max_file_size(opts.max_file_size);
     Ok(image)

@@ -90,8 +90,8 @@ enum Identity {
 #[derive(Clone, Debug)]
 pub struct Policy {
     default: Vec<Requirement>,
-    /// `transports.docker`, scope by scope.
-    docker: Vec<(String, Vec<Requirement>)>,
+    /// `transports`: each transport's scopes, in order.
+    transports: Vec<(String, Vec<(String, Vec<Requirement>)>)>,
     origin: String,
     registries_d: Option<PathBuf>,
 }
@@ -134,7 +134,7 @@ impl Policy {
             }
             _ => return Err(invalid(origin, "the top level", "\"default\" is missing")),
         };
-        let mut docker = Vec::new();
+        let mut all = Vec::new();
         if let Some(t) = top.get("transports") {
             let transports =
                 strict_json::object(t.get()).map_err(|e| invalid(origin, "transports", e))?;
@@ -142,36 +142,85 @@ impl Policy {
                 let at = format!("transports.{}", parse::name_shown(name));
                 let scopes =
                     strict_json::object(scopes.get()).map_err(|e| invalid(origin, &at, e))?;
+                let mut these = Vec::new();
                 for (scope, reqs) in scopes.fields() {
                     let at = format!("{at}.{}", parse::name_shown(scope));
+                    if !scope.is_empty() {
+                        valid_scope(name, scope).map_err(|e| invalid(origin, &at, e))?;
+                    }
                     let reqs = requirements(reqs.get())
                         .map_err(|e| invalid(origin, &at, format!("{e:#}")))?;
-                    if name == "docker" {
-                        docker.push((scope.to_string(), reqs));
-                    }
+                    these.push((scope.to_string(), reqs));
                 }
+                all.push((name.to_string(), these));
             }
         }
         Ok(Policy {
             default,
-            docker,
+            transports: all,
             origin: origin.to_string(),
             registries_d,
         })
     }
 
-    /// The requirements for a registry reference, and the scope they come from.
-    fn requirements(&self, r: &DockerRef) -> (&[Requirement], String) {
-        let find = |s: &str| self.docker.iter().find(|(k, _)| k == s).map(|(_, v)| v);
-        for s in registries_d::scopes(r) {
-            if let Some(reqs) = find(&s) {
-                return (reqs, format!("transports.docker.{s:?}"));
+    /// The requirements of `transport` for an image whose scopes, most specific first,
+    /// are `scopes`, and the scope they come from.
+    fn requirements_in(&self, transport: &str, scopes: &[String]) -> (&[Requirement], String) {
+        if let Some((_, t)) = self.transports.iter().find(|(n, _)| n == transport) {
+            let find = |s: &str| t.iter().find(|(k, _)| k == s).map(|(_, v)| v);
+            for s in scopes.iter().map(String::as_str).chain([""]) {
+                if let Some(reqs) = find(s) {
+                    return (reqs, format!("transports.{transport}.{s:?}"));
+                }
             }
         }
-        if let Some(reqs) = find("") {
-            return (reqs, "transports.docker.\"\"".to_string());
-        }
         (&self.default, "default".to_string())
+    }
+
+    /// The requirements for a registry reference, and the scope they come from.
+    fn requirements(&self, r: &DockerRef) -> (&[Requirement], String) {
+        self.requirements_in("docker", &registries_d::scopes(r))
+    }
+
+    /// Whether the policy accepts an image read from disk: `transport` is its
+    /// containers-transports(5) name (`oci`, `oci-archive`, `docker-archive`) and `path`
+    /// the layout or archive (`None` for `docker-archive`, which has no scopes). Such
+    /// images carry no signatures, so only `insecureAcceptAnything` lets them through,
+    /// as in containers/image.
+    pub fn check_local(&self, transport: &str, path: Option<&Path>, shown: &str) -> Result<()> {
+        let scopes: Vec<String> = match path {
+            Some(p) => {
+                let resolved = std::fs::canonicalize(p)
+                    .with_context(|| format!("resolving {}", p.display()))?;
+                let mut out = Vec::new();
+                let mut s = resolved.to_string_lossy().into_owned();
+                while s != "/" && !s.is_empty() {
+                    out.push(s.clone());
+                    match s.rfind('/') {
+                        Some(i) => s.truncate(i),
+                        None => break,
+                    }
+                }
+                out
+            }
+            None => Vec::new(),
+        };
+        let (reqs, scope) = self.requirements_in(transport, &scopes);
+        for req in reqs {
+            let why = match req {
+                Requirement::InsecureAcceptAnything => continue,
+                Requirement::Reject => "images here are rejected",
+                Requirement::SignedBaseLayer => "signedBaseLayer accepts no image",
+                _ => "a signature was required, but an image read from disk has none",
+            };
+            return Err(PolicyRejected {
+                reference: shown.to_string(),
+                policy: self.origin.clone(),
+                why: format!("{scope}: {why}"),
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// Whether the policy accepts the image. An error that is a [`PolicyRejected`] when
@@ -227,6 +276,70 @@ impl Policy {
         let base = config.lookaside_base(image.physical)?;
         let sigs = registries_d::lookaside_signatures(&base, image.digest)?;
         Ok((sigs, parse::url_shown(base.as_str())))
+    }
+}
+
+/// Whether `scope` (not `""`) is a valid scope of `transport`, as that transport's
+/// `ValidatePolicyConfigurationScope` in containers/image says; transports it does not
+/// know take any scope.
+fn valid_scope(transport: &str, scope: &str) -> Result<(), String> {
+    let absolute_clean = |s: &str| -> Result<(), String> {
+        if !s.starts_with('/') {
+            return Err("must be an absolute path".into());
+        }
+        if s == "/" {
+            return Err("\"/\" is not a scope: use the default scope \"\"".into());
+        }
+        let clean = s.len() > 1
+            && !s.ends_with('/')
+            && !s.contains("//")
+            && !s.split('/').any(|c| c == "." || c == "..");
+        if !clean {
+            return Err("not a canonical path".into());
+        }
+        Ok(())
+    };
+    match transport {
+        "dir" | "oci" | "oci-archive" | "sif" => absolute_clean(scope),
+        "docker-archive" | "tarball" => Err(format!(
+            "{transport}: does not support any scope but the default \"\""
+        )),
+        "docker-daemon" if simple_signing::valid_digest(scope).is_ok() => {
+            Err("docker-daemon: a digest is not a scope".into())
+        }
+        "containers-storage" => {
+            // `[STORE]NAME...`: STORE is `DRIVER@/PATH` or `/PATH`.
+            let store = scope
+                .strip_prefix('[')
+                .and_then(|r| r.split_once(']'))
+                .map(|(store, _)| store)
+                .filter(|s| !s.is_empty())
+                .ok_or("not a valid containers-storage scope ([STORE]NAME)")?;
+            let path = match store.split_once('@') {
+                Some((d, p)) if !d.is_empty() && !p.is_empty() => p,
+                Some(_) => return Err("not a valid containers-storage scope ([STORE]NAME)".into()),
+                None => store,
+            };
+            if !path.starts_with('/') {
+                return Err("containers-storage: the store path must be absolute".into());
+            }
+            Ok(())
+        }
+        "openshift" => {
+            // ^[^/]*(/[^:/]*(/[^:/]*(:[^:/]*)?)?)?$
+            let parts: Vec<&str> = scope.split('/').collect();
+            let ok = parts.len() <= 3
+                && parts[1..].iter().enumerate().all(|(i, p)| {
+                    let colons = p.matches(':').count();
+                    colons == 0 || (i == 1 && colons == 1)
+                });
+            if ok {
+                Ok(())
+            } else {
+                Err("not a valid openshift scope".into())
+            }
+        }
+        _ => Ok(()),
     }
 }
 

@@ -19,7 +19,7 @@ use std::process::{Command, Output};
 use serde_json::{json, Value};
 
 use crate::harness::registry::{registries, Sandbox};
-use crate::harness::{require_tools, run_ok, sha256_hex};
+use crate::harness::{fixture, require_tools, run_ok, sha256_hex};
 
 /// A GnuPG home with every signing key of the cases.
 struct Gpg {
@@ -1231,4 +1231,171 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
 fn base64_of(b: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+/// Images read from disk (`oci:`, `oci-archive:`, `docker-archive:`): their transports'
+/// scopes (paths and their parents), `""`, `default`; they carry no signatures, so only
+/// `insecureAcceptAnything` lets them through. Invalid scopes of these transports make the
+/// whole policy invalid.
+#[test]
+fn local_images_are_judged_as_containers_image_judges_them() {
+    require_tools(&["skopeo"]);
+    let sb = Sandbox::new();
+    let dir = sb.path("local");
+    fs::create_dir_all(&dir).unwrap();
+    let small = fixture("mco-small");
+    let layout = fs::canonicalize(small.location("oci")).unwrap();
+    let parent = layout.parent().unwrap().display().to_string();
+    let oci = layout.display().to_string();
+    let ok = json!([{"type": "insecureAcceptAnything"}]);
+    let no = json!([{"type": "reject"}]);
+    let signed = json!([{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/dev/null"}]);
+    let with = |default: &Value, transports: Value| {
+        json!({"default": default, "transports": transports}).to_string()
+    };
+    let cases: Vec<(&str, &str, String)> = vec![
+        ("oci, default accepts", "oci", with(&ok, json!({}))),
+        ("oci, default rejects", "oci", with(&no, json!({}))),
+        (
+            "oci, \"\" accepts",
+            "oci",
+            with(&no, json!({"oci": {"": ok}})),
+        ),
+        (
+            "oci, the layout's scope rejects",
+            "oci",
+            with(&ok, json!({"oci": {oci.clone(): no}})),
+        ),
+        (
+            "oci, the parent's scope rejects",
+            "oci",
+            with(&ok, json!({"oci": {parent.clone(): no}})),
+        ),
+        (
+            "oci, the layout's scope accepts",
+            "oci",
+            with(&no, json!({"oci": {oci.clone(): ok, parent.clone(): no}})),
+        ),
+        ("oci, signedBy", "oci", with(&signed, json!({}))),
+        (
+            "oci, a relative scope",
+            "oci",
+            with(&ok, json!({"oci": {"relative/dir": ok}})),
+        ),
+        (
+            "oci, a scope with a trailing slash",
+            "oci",
+            with(&ok, json!({"oci": {format!("{oci}/"): ok}})),
+        ),
+        (
+            "oci, the root as a scope",
+            "oci",
+            with(&ok, json!({"oci": {"/": ok}})),
+        ),
+        (
+            "oci, docker scopes do not apply",
+            "oci",
+            with(&no, json!({"docker": {"": ok}})),
+        ),
+        (
+            "docker-archive, \"\" accepts",
+            "docker-archive",
+            with(&no, json!({"docker-archive": {"": ok}})),
+        ),
+        (
+            "docker-archive, default rejects",
+            "docker-archive",
+            with(&no, json!({})),
+        ),
+        (
+            "docker-archive, a named scope",
+            "docker-archive",
+            with(&ok, json!({"docker-archive": {"/x": ok}})),
+        ),
+        (
+            "oci-archive, \"\" rejects",
+            "oci-archive",
+            with(&ok, json!({"oci-archive": {"": no}})),
+        ),
+        (
+            "oci-archive, the archive's directory accepts",
+            "oci-archive",
+            with(
+                &no,
+                json!({"oci-archive": {
+            fs::canonicalize(small.location("oci-archive")).unwrap().parent().unwrap().display().to_string(): ok}}),
+            ),
+        ),
+        (
+            "another transport's invalid scope",
+            "oci",
+            with(&ok, json!({"dir": {"relative": ok}})),
+        ),
+        (
+            "docker-daemon, a digest as scope",
+            "oci",
+            with(
+                &ok,
+                json!({"docker-daemon": {
+            "sha256:2222222222222222222222222222222222222222222222222222222222222222": ok}}),
+            ),
+        ),
+        (
+            "containers-storage, a scope without a store",
+            "oci",
+            with(&ok, json!({"containers-storage": {"busybox": ok}})),
+        ),
+        (
+            "containers-storage, a valid scope",
+            "oci",
+            with(
+                &ok,
+                json!({"containers-storage": {"[overlay@/var/lib/containers/storage]busybox": no}}),
+            ),
+        ),
+    ];
+    let mut divergences = Vec::new();
+    for (i, (name, transport, policy_text)) in cases.iter().enumerate() {
+        let policy = dir.join(format!("policy-{i}.json"));
+        fs::write(&policy, policy_text).unwrap();
+        let reference = small.reference(transport);
+        let skopeo = outcome(
+            Command::new("skopeo")
+                .env("HOME", sb.path("home"))
+                .args(["copy", "-q", "--policy"])
+                .arg(&policy)
+                .arg(&reference)
+                .arg(format!("dir:{}", dir.join(format!("out-{i}")).display()))
+                .output()
+                .unwrap(),
+        );
+        let ours = outcome(sb.run(&[
+            "inspect",
+            "--image",
+            &reference,
+            "--signature-policy",
+            policy.to_str().unwrap(),
+        ]));
+        if skopeo.0 != ours.0 {
+            divergences.push(format!(
+                "{name}: skopeo {}, mcd-inject {}\n    skopeo: {}\n    mcd-inject: {}",
+                if skopeo.0 { "accepts" } else { "refuses" },
+                if ours.0 { "accepts" } else { "refuses" },
+                skopeo.1,
+                ours.1
+            ));
+        } else if !ours.0 && !ours.1.contains("signature policy") {
+            divergences.push(format!(
+                "{name}: mcd-inject failed for another reason: {}",
+                ours.1
+            ));
+        }
+    }
+    assert!(
+        divergences.is_empty(),
+        "{} of {} cases diverge from containers/image:\n  {}",
+        divergences.len(),
+        cases.len(),
+        divergences.join("\n  ")
+    );
 }
