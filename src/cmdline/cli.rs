@@ -312,7 +312,8 @@ pub struct MirrorArgs {
     /// terminal when missing); before any auth file.
     #[arg(long, value_name = "USER[:PASSWORD]")]
     pub creds: Option<String>,
-    /// A containers-policy.json(5) signature policy for registry images. Default:
+    /// A containers-policy.json(5) signature policy, decided as containers/image decides
+    /// it, for every image (images read from disk carry no signatures). Default:
     /// ~/.config/containers/policy.json, else /etc/containers/policy.json.
     #[arg(long, value_name = "FILE")]
     pub signature_policy: Option<PathBuf>,
