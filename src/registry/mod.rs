@@ -301,6 +301,7 @@ fn open_with(
             physical,
             digest: &top_digest,
             manifest: &top_bytes,
+            offline: ropts.offline,
         })?;
     }
     let what = docker.to_string();

@@ -108,6 +108,8 @@ pub struct Judged<'a> {
     pub digest: &'a Digest,
     /// The top-level manifest's bytes.
     pub manifest: &'a [u8],
+    /// Whether the network may not be used (signatures then come from files only).
+    pub offline: bool,
 }
 
 fn invalid(origin: &str, at: &str, why: impl std::fmt::Display) -> anyhow::Error {
@@ -274,7 +276,7 @@ impl Policy {
             None => RegistriesD::default(),
         };
         let base = config.lookaside_base(image.physical)?;
-        let sigs = registries_d::lookaside_signatures(&base, image.digest)?;
+        let sigs = registries_d::lookaside_signatures(&base, image.digest, image.offline)?;
         Ok((sigs, parse::url_shown(base.as_str())))
     }
 }
@@ -709,6 +711,7 @@ mod tests {
             physical: r,
             digest: d,
             manifest: b"{}",
+            offline: false,
         }
     }
 

@@ -274,8 +274,20 @@ fn sigstore_from_chunk(chunk: &[u8]) -> Result<Signature> {
     })
 }
 
-/// The signatures of manifest `digest` in the lookaside store at `base`.
-pub(crate) fn lookaside_signatures(base: &url::Url, digest: &Digest) -> Result<Vec<Signature>> {
+/// The signatures of manifest `digest` in the lookaside store at `base`. `offline`: a
+/// store on the network is an error, not a store without signatures.
+pub(crate) fn lookaside_signatures(
+    base: &url::Url,
+    digest: &Digest,
+    offline: bool,
+) -> Result<Vec<Signature>> {
+    if offline && base.scheme() != "file" {
+        bail!(
+            "the signature store {} is on the network and --offline forbids the network; \
+             run once online, or keep the signatures in a file:// store",
+            parse::url_shown(base.as_str())
+        );
+    }
     let mut out = Vec::new();
     for n in 1..=MAX_LOOKASIDE_SIGNATURES + 1 {
         if n > MAX_LOOKASIDE_SIGNATURES {

@@ -1152,6 +1152,53 @@ fn release_signatures_under_a_signed_by_policy() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Offline, a store on the network is not read: the run says so; the file:// store
+    // still serves.
+    let cache = dir.join("offline-cache").display().to_string();
+    let out = w.run(&w.rel(
+        "pull",
+        &[
+            "--signature-policy",
+            &release_policy,
+            "--registries.d",
+            &regd,
+            "--cache-dir",
+            &cache,
+        ],
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let offline = |regd: &str| {
+        w.run(&w.rel(
+            "inspect",
+            &[
+                "--offline",
+                "--cache-dir",
+                &cache,
+                "--signature-policy",
+                &release_policy,
+                "--registries.d",
+                regd,
+            ],
+        ))
+    };
+    let out = offline(&http_regd.display().to_string());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("signature store http://127.0.0.1")
+            && err.contains("is on the network and --offline forbids the network"),
+        "{err}"
+    );
+    let out = offline(&regd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     drop(server);
 
     // Refused, each with its reason, and skopeo agrees.
