@@ -113,7 +113,7 @@ pub struct Judged<'a> {
 }
 
 fn invalid(origin: &str, at: &str, why: impl std::fmt::Display) -> anyhow::Error {
-    anyhow!("signature policy {origin} is not valid (nothing is accepted under it): {at}: {why}")
+    anyhow!("{origin} is not a valid signature policy (nothing is accepted under it): {at}: {why}")
 }
 
 impl Policy {
