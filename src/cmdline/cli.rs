@@ -317,8 +317,8 @@ pub struct MirrorArgs {
     /// ~/.config/containers/policy.json, else /etc/containers/policy.json.
     #[arg(long, value_name = "FILE")]
     pub signature_policy: Option<PathBuf>,
-    /// Where the lookaside (signature store) configuration is read, as skopeo's
-    /// --registries.d. Default: ~/.config/containers/registries.d, else
+    /// Where the lookaside (signature store) and sigstore attachment configuration is
+    /// read, as skopeo's --registries.d. Default: ~/.config/containers/registries.d, else
     /// /etc/containers/registries.d.
     #[arg(long = "registries.d", value_name = "DIR")]
     pub registries_d: Option<PathBuf>,

@@ -480,6 +480,16 @@ impl Client {
     /// Sends a request with authentication and retries; returns a success response.
     /// `what` names the object for messages (`tag "v1"`, `blob sha256:...`).
     fn send(&self, what: &str, build: &dyn Fn() -> RequestBuilder) -> Result<Response> {
+        self.try_send(what, build)
+            .map_err(|e| self.explain(e, what))
+    }
+
+    /// [`Client::send`], its failure not yet explained.
+    fn try_send(
+        &self,
+        what: &str,
+        build: &dyn Fn() -> RequestBuilder,
+    ) -> std::result::Result<Response, RegistryError> {
         let mut timeouts = 0;
         let mut authenticated = false;
         let result = self.retrying(what, || loop {
@@ -542,7 +552,36 @@ impl Client {
                 status => RegistryError::Status { status, code: None },
             });
         });
-        result.map_err(|e| self.explain(e, what))
+        result
+    }
+
+    /// A manifest by tag, with the media type it is served as (`Content-Type`); `None`
+    /// when the registry answers 404 (as containers/image's `isManifestUnknownError`).
+    pub fn manifest_if_any(
+        &self,
+        tag: &str,
+        what: &str,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>> {
+        let url = format!("{}/v2/{}/manifests/{tag}", self.base, self.repository);
+        let resp = match self.try_send(what, &|| {
+            self.http.get(&url).header(ACCEPT, MANIFEST_ACCEPT)
+        }) {
+            Ok(r) => r,
+            Err(RegistryError::Status {
+                status: StatusCode::NOT_FOUND,
+                ..
+            }) => return Ok(None),
+            Err(e) => return Err(self.explain(e, what)),
+        };
+        let media_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = LowSpeedReader::new(resp, self.retry.low_speed_limit, self.retry.low_speed_time);
+        let bytes = read_limited(body, MAX_METADATA_BYTES, what)
+            .with_context(|| format!("{}: fetching {what}", self.describe()))?;
+        Ok(Some((bytes, media_type)))
     }
 
     /// The message of a request for `what` that failed for good.

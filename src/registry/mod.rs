@@ -15,6 +15,7 @@ pub(crate) mod mirrors;
 pub(crate) mod policy;
 pub(crate) mod progress;
 mod registries_d;
+pub(crate) mod sigstore;
 mod simple_signing;
 mod strict_json;
 mod verify;
@@ -180,6 +181,49 @@ impl Fetcher {
     }
 }
 
+/// Sigstore attachments come from the endpoint that served the image, and are kept in the
+/// cache (the manifest under `HOST/REPO:sha256-HEX.sig` of the source reference, among
+/// the partial references) for `--offline` runs, which read them from there.
+impl sigstore::AttachmentSource for Fetcher {
+    fn tagged_manifest(&self, tag: &str) -> Result<Option<(Vec<u8>, Option<String>)>> {
+        let what = format!("sigstore attachments {tag:?}");
+        let r = &self.reference;
+        let name = format!("{}/{}:{tag}", r.registry, r.repository);
+        let Some(client) = &self.client else {
+            let cached = self
+                .cache
+                .lookup(&name)?
+                .ok_or_else(|| self.offline_error(&what))?;
+            let (_, bytes) = self.by_digest(&cached.digest, Some(cached.size), &what)?;
+            return Ok(Some((bytes, Some(cached.media_type))));
+        };
+        let got = client.manifest_if_any(tag, &what)?;
+        if let Some((bytes, media_type)) = &got {
+            let digest = Digest::of(bytes);
+            self.cache.put_bytes(&digest, bytes)?;
+            let entry = CachedRef {
+                media_type: media_type.clone().unwrap_or_default(),
+                digest,
+                size: bytes.len() as u64,
+            };
+            self.cache.tag(&name, &entry)?;
+        }
+        Ok(got)
+    }
+
+    fn blob(&self, digest: &Digest) -> Result<Vec<u8>> {
+        if let Some(bytes) = self.cache.read_metadata(digest)? {
+            return Ok(bytes);
+        }
+        let what = format!("sigstore signature {digest}");
+        let bytes = self.client(&what)?.small_blob(digest)?;
+        if Digest::of(&bytes) == *digest {
+            self.cache.put_bytes(digest, &bytes)?;
+        }
+        Ok(bytes)
+    }
+}
+
 /// The media type to record for a top-level document.
 fn media_type_of(bytes: &[u8], doc: &Document) -> String {
     let declared = serde_json::from_slice::<serde_json::Value>(bytes)
@@ -296,13 +340,14 @@ fn open_with(
     // The policy is checked on the digest the top manifest has, before anything else
     // of the image is read.
     if let Some(p) = &ropts.policy {
-        p.check(&policy::Judged {
+        let judged = policy::Judged {
             logical: docker,
             physical,
             digest: &top_digest,
             manifest: &top_bytes,
             offline: ropts.offline,
-        })?;
+        };
+        p.check_with(&judged, &fetcher)?;
     }
     let what = docker.to_string();
     let top_doc = parse_document(&top_bytes, &what)?;

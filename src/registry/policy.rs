@@ -15,7 +15,11 @@
 //!   containers/image, which does not implement it; `signedBy` needs one simple signing
 //!   signature ([`super::simple_signing`]) by its keys (keyType `GPGKeys`; the other key
 //!   types parse and then refuse, as there) over the image's manifest digest and an
-//!   identity its `signedIdentity` accepts (default `matchRepoDigestOrExact`).
+//!   identity its `signedIdentity` accepts (default `matchRepoDigestOrExact`);
+//!   `sigstoreSigned` needs one cosign signature by its public keys
+//!   ([`super::sigstore`]), from the lookaside store or the image's sigstore attachments.
+//!   Its keyless forms (`fulcio`, `pki`, keys with Rekor) are valid but not implemented:
+//!   a policy holding one is refused when it is loaded.
 //! - Signatures are read once per image from the lookaside store that registries.d
 //!   gives for the registry that served it ([`super::registries_d`]).
 
@@ -26,6 +30,7 @@ use base64::Engine as _;
 use sha2::Digest as _;
 
 use super::registries_d::{self, RegistriesD, Signature};
+use super::sigstore::{self, AttachmentSource, Attachments, SigstoreSigned};
 use super::simple_signing;
 use super::strict_json::{self, Object};
 use crate::image::{Digest, DockerRef};
@@ -54,7 +59,7 @@ enum Requirement {
     Reject,
     SignedBy(SignedBy),
     SignedBaseLayer,
-    SigstoreSigned,
+    SigstoreSigned(Box<SigstoreSigned<Identity>>),
 }
 
 #[derive(Clone, Debug)]
@@ -86,12 +91,15 @@ enum Identity {
     },
 }
 
+/// One transport's scopes and their requirements, in order.
+type Scopes = Vec<(String, Vec<Requirement>)>;
+
 /// A signature policy and where its signatures are looked up.
 #[derive(Clone, Debug)]
 pub struct Policy {
     default: Vec<Requirement>,
     /// `transports`: each transport's scopes, in order.
-    transports: Vec<(String, Vec<(String, Vec<Requirement>)>)>,
+    transports: Vec<(String, Scopes)>,
     origin: String,
     registries_d: Option<PathBuf>,
 }
@@ -155,6 +163,34 @@ impl Policy {
                     these.push((scope.to_string(), reqs));
                 }
                 all.push((name.to_string(), these));
+            }
+        }
+        // Valid, but not implemented here: refused now rather than image by image.
+        let unsupported = |reqs: &[Requirement], at: &str| -> Result<()> {
+            for (i, r) in reqs.iter().enumerate() {
+                if let Some(why) = match r {
+                    Requirement::SigstoreSigned(s) => s.unsupported(),
+                    _ => None,
+                } {
+                    bail!(
+                        "signature policy {origin}: {at}: requirement {}: {why}",
+                        i + 1
+                    );
+                }
+            }
+            Ok(())
+        };
+        unsupported(&default, "default")?;
+        for (name, scopes) in &all {
+            for (scope, reqs) in scopes {
+                unsupported(
+                    reqs,
+                    &format!(
+                        "transports.{}.{}",
+                        parse::name_shown(name),
+                        parse::name_shown(scope)
+                    ),
+                )?;
             }
         }
         Ok(Policy {
@@ -228,6 +264,16 @@ impl Policy {
     /// Whether the policy accepts the image. An error that is a [`PolicyRejected`] when
     /// it does not.
     pub fn check(&self, image: &Judged) -> Result<()> {
+        self.check_with(image, &sigstore::NoAttachments)
+    }
+
+    /// [`Policy::check`], with the endpoint that served the image, from which its
+    /// sigstore attachments are read.
+    pub(crate) fn check_with(
+        &self,
+        image: &Judged,
+        served_by: &dyn AttachmentSource,
+    ) -> Result<()> {
         let (reqs, scope) = self.requirements(image.logical);
         let reject = |why: String| -> anyhow::Error {
             PolicyRejected {
@@ -249,10 +295,21 @@ impl Policy {
                             .into(),
                     ))
                 }
-                Requirement::SigstoreSigned => {
-                    return Err(reject(
-                        "sigstoreSigned requirements are not supported by mcd-inject".into(),
-                    ))
+                Requirement::SigstoreSigned(s) => {
+                    if signatures.is_none() {
+                        signatures = Some(self.signatures(image).map_err(|e| {
+                            reject(format!("reading the image's signatures: {e:#}"))
+                        })?);
+                    }
+                    let (sigs, store) = signatures.as_ref().expect("just read");
+                    let config = match &self.registries_d {
+                        Some(d) => RegistriesD::load(d),
+                        None => Ok(RegistriesD::default()),
+                    }
+                    .map_err(|e| reject(format!("reading registries.d: {e:#}")))?;
+                    let attachments = config.use_sigstore_attachments(image.physical);
+                    sigstore_signed(s, image, sigs, store, attachments.then_some(served_by))
+                        .map_err(reject)?;
                 }
                 Requirement::SignedBy(sb) => {
                     if signatures.is_none() {
@@ -375,23 +432,10 @@ fn requirement(text: &str) -> Result<Requirement> {
             identity(o.get("baseLayerIdentity").expect("checked").get())?;
             Requirement::SignedBaseLayer
         }
-        "sigstoreSigned" => {
-            o.only(&[
-                "type",
-                "keyPath",
-                "keyPaths",
-                "keyData",
-                "keyDatas",
-                "fulcio",
-                "rekorPublicKeyPath",
-                "rekorPublicKeyPaths",
-                "rekorPublicKeyData",
-                "rekorPublicKeyDatas",
-                "pki",
-                "signedIdentity",
-            ])?;
-            Requirement::SigstoreSigned
-        }
+        "sigstoreSigned" => Requirement::SigstoreSigned(Box::new(
+            SigstoreSigned::parse(&o, identity, Identity::MatchRepoDigestOrExact)
+                .context("sigstoreSigned")?,
+        )),
         other => bail!("unknown requirement type {}", parse::name_shown(other)),
     })
 }
@@ -643,6 +687,107 @@ fn manifest_matches(manifest: &[u8], claimed: &str) -> bool {
         _ => return false,
     };
     computed == claimed
+}
+
+/// One `sigstoreSigned` requirement, as `prSigstoreSigned.isRunningImageAllowed`
+/// decides it: `Ok` when one sigstore signature (from the lookaside store, then from the
+/// attachments of `attachments`, the endpoint that served the image, when registries.d
+/// enables them) is acceptable, else why none is. Simple signing signatures do not count.
+fn sigstore_signed(
+    req: &SigstoreSigned<Identity>,
+    image: &Judged,
+    sigs: &[Signature],
+    store: &str,
+    attachments: Option<&dyn AttachmentSource>,
+) -> Result<(), String> {
+    // A key that cannot be read or parsed refuses the image (prepareTrustRoot).
+    let keys = req.public_keys().map_err(|e| format!("{e:#}"))?;
+    let digest_ok = |claimed: &str| -> Result<()> {
+        if !manifest_matches(image.manifest, claimed) {
+            bail!(
+                "it signs manifest {claimed}, not the image's {}",
+                image.digest
+            );
+        }
+        Ok(())
+    };
+    let identity_ok = |signed: &str| -> Result<()> {
+        if !identity_matches(req.signed_identity(), image.logical, signed) {
+            bail!(
+                "it signs the identity {signed:?}, which signedIdentity does not accept for {}",
+                image.logical
+            );
+        }
+        Ok(())
+    };
+    let mut whys = Vec::new();
+    let (mut simple, mut others) = (0, 0);
+    for (i, sig) in sigs.iter().enumerate() {
+        match sig {
+            Signature::SimpleSigning(_) => simple += 1,
+            Signature::Sigstore {
+                media_type,
+                payload,
+                annotations,
+            } => {
+                if media_type != sigstore::SIGNATURE_MEDIA_TYPE {
+                    others += 1;
+                    continue;
+                }
+                match sigstore::verify(payload, annotations, &keys, &digest_ok, &identity_ok) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => whys.push(format!("signature {} in {store}: {e:#}", i + 1)),
+                }
+            }
+        }
+    }
+    let name = image.physical.name();
+    let looked = match attachments {
+        None => format!(
+            "sigstore attachments are not read for {name}: registries.d does not set \
+             use-sigstore-attachments: true for it"
+        ),
+        Some(src) => {
+            let found = Attachments::read(src, &name, image.digest)
+                .map_err(|e| format!("reading the image's sigstore attachments: {e:#}"))?;
+            match found {
+                None => format!(
+                    "{name} has no tag {}",
+                    sigstore::attachment_tag(image.digest)
+                ),
+                Some(a) => {
+                    others += a.others;
+                    for i in 0..a.len() {
+                        let sig = a.fetch(src, i).map_err(|e| {
+                            format!("reading the image's sigstore attachments: {e:#}")
+                        })?;
+                        match sigstore::verify(
+                            &sig.payload,
+                            &sig.annotations,
+                            &keys,
+                            &digest_ok,
+                            &identity_ok,
+                        ) {
+                            Ok(()) => return Ok(()),
+                            Err(e) => whys.push(format!("{}: {e:#}", sig.origin)),
+                        }
+                    }
+                    format!("{} holds no signature", a.origin)
+                }
+            }
+        }
+    };
+    if whys.is_empty() {
+        return Err(format!(
+            "a sigstore signature was required, but none was found ({looked}; the signature \
+             store {store} holds {simple} simple signing signature(s), and {others} other \
+             attachment(s) were not signatures)"
+        ));
+    }
+    Err(format!(
+        "no sigstore signature is acceptable: {}",
+        whys.join("; ")
+    ))
 }
 
 /// One `signedBy` requirement: `Ok` when one simple signing signature is acceptable,

@@ -136,6 +136,19 @@ fn shapes(registry: &str) -> Vec<Shape> {
         ),
         shape("policy of an unknown type", format!(r#"{{"default": [{{"type": "{m}"}}]}}"#), false),
         shape(
+            "sigstoreSigned with secrets in values",
+            format!(r#"{{"default": [{{"type": "sigstoreSigned", "keyData": "{a}", "fulcio": {{"caPath": "{m}", "oidcIssuer": "{m}", "subjectEmail": "{m}"}}, "{m}": "{a}"}}]}}"#),
+            false,
+        ),
+        shape(
+            "sigstoreSigned keyData that is no key",
+            format!(
+                r#"{{"default": [{{"type": "sigstoreSigned", "keyData": "{}"}}]}}"#,
+                b64(&format!("-----BEGIN {m}-----\n{a}\n-----END {m}-----\n"))
+            ),
+            false,
+        ),
+        shape(
             "signedBy keyData that is no key",
             format!(r#"{{"default": [{{"type": "signedBy", "keyType": "GPGKeys", "keyData": "{a}"}}]}}"#),
             false,
