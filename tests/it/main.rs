@@ -25,3 +25,4 @@ mod registry;
 mod release;
 mod reproducible;
 mod secrets;
+mod sigstore;

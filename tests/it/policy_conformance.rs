@@ -97,7 +97,7 @@ impl Gpg {
             .lines()
             .filter(|l| l.starts_with("fpr:"))
             .map(|l| l.split(':').nth(9).unwrap().to_string())
-            .last()
+            .next_back()
             .unwrap()
     }
 

@@ -340,7 +340,7 @@ fn sigstore_signed_policies_on_a_registry() {
     let err = case.refused(&sigstore_policy, &attachments);
     assert!(
         err.contains("refused by the signature policy")
-            && err.contains("a sigstore signature is required and none was found")
+            && err.contains("a sigstore signature was required, but none was found")
             && err.contains(&format!(
                 "has no tag sha256-{}.sig",
                 digest.trim_start_matches("sha256:")
@@ -422,7 +422,7 @@ fn sigstore_signed_policies_on_a_registry() {
         (
             "identity mismatch",
             sign(&key, &payload(&digest, &format!("{}/{repo}:v2", r.basic))),
-            "which does not match",
+            "which signedIdentity does not accept",
         ),
     ] {
         reg.attach(&repo, &digest, &[sig], &[]);
@@ -520,7 +520,7 @@ fn sigstore_signed_policies_on_a_registry() {
     case.accepted(&gpg_policy, &both);
     let err = case.refused(&sigstore_policy, &both);
     assert!(
-        err.contains("none was found") && err.contains("1 simple signing signature(s)"),
+        err.contains("none was found") && err.contains("holds 1 simple signing signature(s)"),
         "{err}"
     );
     fs::remove_file(at.join("signature-1")).unwrap();
