@@ -386,16 +386,33 @@ fn first_pem_block(text: &[u8]) -> Result<(String, Vec<u8>)> {
     Ok((kind, der))
 }
 
+/// A PKCS #1 RSA public key, of 1024 to 16384 bits (Go's crypto/rsa refuses smaller
+/// ones; the rsa crate's default limit, 4096, would refuse keys Go takes).
+fn rsa_key(der: &[u8]) -> Result<rsa::RsaPublicKey> {
+    use rsa::pkcs1::der::Decode as _;
+    use rsa::traits::PublicKeyParts as _;
+    let k = rsa::pkcs1::RsaPublicKey::from_der(der)
+        .map_err(|e| anyhow!("not a PKCS #1 RSA public key: {e}"))?;
+    let n = rsa::BigUint::from_bytes_be(k.modulus.as_bytes());
+    let e = rsa::BigUint::from_bytes_be(k.public_exponent.as_bytes());
+    let key = rsa::RsaPublicKey::new_with_max_size(n, e, 16384)
+        .map_err(|e| anyhow!("not a valid RSA key: {e}"))?;
+    if key.n().bits() < 1024 {
+        bail!(
+            "an RSA key of {} bits is refused (less than 1024)",
+            key.n().bits()
+        );
+    }
+    Ok(key)
+}
+
 impl PublicKey {
     /// A key as `cryptoutils.UnmarshalPEMToPublicKey` reads it.
     pub(crate) fn from_pem(pem: &[u8]) -> Result<PublicKey> {
-        use rsa::pkcs1::DecodeRsaPublicKey as _;
         let (kind, der) = first_pem_block(pem)?;
         match kind.as_str() {
             "PUBLIC KEY" => Self::from_spki(&der),
-            "RSA PUBLIC KEY" => rsa::RsaPublicKey::from_pkcs1_der(&der)
-                .map(PublicKey::Rsa)
-                .map_err(|e| anyhow!("not a PKCS #1 RSA public key: {e}")),
+            "RSA PUBLIC KEY" => rsa_key(&der).map(PublicKey::Rsa),
             other => bail!(
                 "unknown public key PEM type {} (expected PUBLIC KEY)",
                 pem_label_shown(other)
@@ -404,7 +421,6 @@ impl PublicKey {
     }
 
     fn from_spki(der: &[u8]) -> Result<PublicKey> {
-        use rsa::pkcs1::DecodeRsaPublicKey as _;
         let info = spki::SubjectPublicKeyInfoRef::try_from(der)
             .map_err(|e| anyhow!("not a PKIX public key: {e}"))?;
         let bits = info
@@ -439,9 +455,7 @@ impl PublicKey {
                     .map(PublicKey::Ed25519)
                     .map_err(|_| anyhow!("not a valid Ed25519 key"))
             }
-            OID_RSA => rsa::RsaPublicKey::from_pkcs1_der(bits)
-                .map(PublicKey::Rsa)
-                .map_err(|e| anyhow!("not a valid RSA key: {e}")),
+            OID_RSA => rsa_key(bits).map(PublicKey::Rsa),
             other => bail!("public key algorithm {other} is not supported (ECDSA P-256/P-384, Ed25519, RSA are)"),
         }
     }
@@ -1137,6 +1151,15 @@ cOW6vWRDLtyrJG6bY+h5f8tXQEre/9eGr3U54XMhWJQ=
 -----END PUBLIC KEY-----
 ",
                 "ECDSA P-224 keys are not supported",
+            ),
+            (
+                "-----BEGIN PUBLIC KEY-----
+MHwwDQYJKoZIhvcNAQEBBQADawAwaAJhAMpu5+glFMHe9wVM/R6hIv3HYbADaD5y
+KWA3vQlXXNuPqMWaV/ByJ53kcZcOk2AatoHud6rtdzsisxwOWJDL6iO5JWucSaF0
+JbanvZAU0hS8forSO8rLX07mDSadKRoF0QIDAQAB
+-----END PUBLIC KEY-----
+",
+                "an RSA key of 768 bits is refused",
             ),
             (
                 "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
