@@ -247,14 +247,17 @@ pub(crate) fn from_blob(blob: &[u8]) -> Result<Signature> {
 /// The lookaside form of a sigstore signature: JSON with `mimeType`, `payload` (base64)
 /// and `annotations` (containers/image's `internal/signature/sigstore.go`).
 fn sigstore_from_chunk(chunk: &[u8]) -> Result<Signature> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
+    // Missing fields are empty, as Go's json.Unmarshal leaves them: such a signature
+    // then fails on its own, without refusing the others.
+    #[derive(Default, Deserialize)]
+    #[serde(rename_all = "camelCase", default)]
     struct Stored {
         mime_type: String,
         #[serde(with = "base64_bytes")]
         payload: Vec<u8>,
         annotations: BTreeMap<String, String>,
     }
+
     mod base64_bytes {
         use base64::Engine as _;
         use serde::{Deserialize, Deserializer};
