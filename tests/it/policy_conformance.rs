@@ -13,160 +13,14 @@
 //! Needs `skopeo`, `gpg` and the loopback registries (`scripts/registry-services.sh`).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
+use crate::harness::gpg::Gpg;
 use crate::harness::registry::{registries, Sandbox};
 use crate::harness::{fixture, require_tools, run_ok, sha256_hex};
-
-/// A GnuPG home with every signing key of the cases.
-struct Gpg {
-    home: PathBuf,
-    keys: PathBuf,
-}
-
-impl Gpg {
-    fn new(dir: &Path) -> Gpg {
-        let home = dir.join("gnupg");
-        fs::create_dir_all(&home).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        let keys = dir.join("keys");
-        fs::create_dir_all(&keys).unwrap();
-        Gpg { home, keys }
-    }
-
-    fn gpg(&self, args: &[&str]) -> Output {
-        run_ok(
-            Command::new("gpg")
-                .env("GNUPGHOME", &self.home)
-                .args([
-                    "--batch",
-                    "--yes",
-                    "--pinentry-mode",
-                    "loopback",
-                    "--passphrase",
-                    "",
-                ])
-                .args(args),
-        )
-    }
-
-    /// Fingerprints of the key whose user ID is `name`: primary first, then subkeys.
-    fn fingerprints(&self, name: &str) -> Vec<String> {
-        let out = self.gpg(&[
-            "--with-colons",
-            "--list-keys",
-            &format!("<{name}@example.com>"),
-        ]);
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .filter(|l| l.starts_with("fpr:"))
-            .map(|l| l.split(':').nth(9).unwrap().to_string())
-            .collect()
-    }
-
-    /// A key `name` (made at `faked` time, when given), usage `usage`, expiring `expire`.
-    fn key(&self, name: &str, usage: &str, expire: &str, faked: Option<&str>) -> String {
-        let uid = format!("{name} <{name}@example.com>");
-        let mut args = vec![];
-        if let Some(t) = faked {
-            args.extend(["--faked-system-time", t]);
-        }
-        args.extend(["--quick-gen-key", &uid, "rsa2048", usage, expire]);
-        self.gpg(&args);
-        self.fingerprints(name)[0].clone()
-    }
-
-    fn add_signing_subkey(&self, fpr: &str, expire: &str, faked: Option<&str>) -> String {
-        let mut args = vec![];
-        if let Some(t) = faked {
-            args.extend(["--faked-system-time", t]);
-        }
-        args.extend(["--quick-add-key", fpr, "rsa2048", "sign", expire]);
-        self.gpg(&args);
-        let all = self.gpg(&["--with-colons", "--list-keys", fpr]);
-        String::from_utf8(all.stdout)
-            .unwrap()
-            .lines()
-            .filter(|l| l.starts_with("fpr:"))
-            .map(|l| l.split(':').nth(9).unwrap().to_string())
-            .next_back()
-            .unwrap()
-    }
-
-    /// Revokes key `fpr` with the revocation certificate gpg made with it.
-    fn revoke_key(&self, fpr: &str) {
-        let rev = self.home.join(format!("openpgp-revocs.d/{fpr}.rev"));
-        let text = fs::read_to_string(&rev).unwrap();
-        // gpg writes ":-----BEGIN" so that the file is not imported by accident.
-        let cert = self.home.join("revoke.asc");
-        fs::write(&cert, text.replace(":-----BEGIN", "-----BEGIN")).unwrap();
-        self.gpg(&["--import", cert.to_str().unwrap()]);
-    }
-
-    /// Revokes the first subkey of `fpr`.
-    fn revoke_first_subkey(&self, fpr: &str) {
-        let mut child = Command::new("gpg")
-            .env("GNUPGHOME", &self.home)
-            .args([
-                "--batch",
-                "--yes",
-                "--pinentry-mode",
-                "loopback",
-                "--passphrase",
-                "",
-            ])
-            .args(["--command-fd", "0", "--status-fd", "2", "--edit-key", fpr])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"key 1\nrevkey\ny\n0\n\ny\nsave\n")
-            .unwrap();
-        assert!(child.wait().unwrap().success());
-    }
-
-    /// The armored public key `fpr` (with its revocations), as a file.
-    fn export(&self, fpr: &str, file: &str) -> PathBuf {
-        let out = self.gpg(&["--armor", "--export", fpr]);
-        let p = self.keys.join(file);
-        fs::write(&p, out.stdout).unwrap();
-        p
-    }
-
-    /// Signs `payload` with `signers` (one `-u` each), plus `extra` gpg options.
-    fn sign(&self, payload: &[u8], signers: &[&str], extra: &[&str]) -> Vec<u8> {
-        let dir = tempfile::tempdir_in(&self.keys).unwrap();
-        let input = dir.path().join("payload");
-        let output = dir.path().join("signature");
-        fs::write(&input, payload).unwrap();
-        let mut args: Vec<&str> = extra.to_vec();
-        for s in signers {
-            args.extend(["-u", s]);
-        }
-        args.extend([
-            "--sign",
-            "-o",
-            output.to_str().unwrap(),
-            input.to_str().unwrap(),
-        ]);
-        self.gpg(&args);
-        fs::read(&output).unwrap()
-    }
-}
 
 /// A simple signing payload as containers/image writes one.
 fn payload(digest: &str, identity: &str) -> Vec<u8> {
@@ -563,42 +417,22 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
         vec![sig_good.clone()],
         &v1,
     );
-    case(
-        "expired key",
-        default_policy(json!([requirement_by(&k_expired, None)])),
-        vec![sig_expired_key],
-        &v1,
-    );
-    case(
-        "revoked key",
-        default_policy(json!([requirement_by(&k_revoked, None)])),
-        vec![sig_revoked],
-        &v1,
-    );
-    case(
-        "old key, signature without expiry",
-        default_policy(json!([requirement_by(&k_old, None)])),
-        vec![sig_old],
-        &v1,
-    );
-    case(
-        "expired signature",
-        default_policy(json!([requirement_by(&k_old, None)])),
-        vec![sig_expired],
-        &v1,
-    );
-    case(
-        "expired signing subkey",
-        default_policy(json!([requirement_by(&k_expired_sub, None)])),
-        vec![sig_expired_sub],
-        &v1,
-    );
-    case(
-        "revoked signing subkey",
-        default_policy(json!([requirement_by(&k_revoked_sub, None)])),
-        vec![sig_revoked_sub],
-        &v1,
-    );
+    // Keys and signatures in every state, each under a policy asking for its key.
+    for (name, key, sig) in [
+        ("expired key", &k_expired, sig_expired_key),
+        ("revoked key", &k_revoked, sig_revoked),
+        ("old key, signature without expiry", &k_old, sig_old),
+        ("expired signature", &k_old, sig_expired),
+        ("expired signing subkey", &k_expired_sub, sig_expired_sub),
+        ("revoked signing subkey", &k_revoked_sub, sig_revoked_sub),
+    ] {
+        case(
+            name,
+            default_policy(json!([requirement_by(key, None)])),
+            vec![sig],
+            &v1,
+        );
+    }
     cases.push(Case {
         name: "signed by a signing subkey of the policy's key".into(),
         policy: default_policy(json!([requirement_by(&k_with_sub, None)])),
@@ -639,64 +473,38 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
                "image": {"docker-manifest-digest": digest},
                "identity": {"docker-reference": identity}})
     };
-    case(
-        "payload without optional",
-        by_good(None),
-        vec![sign_good(&raw_payload(critical(&digest, &v1), None))],
-        &v1,
-    );
-    case(
-        "payload with empty optional",
-        by_good(None),
-        vec![sign_good(&raw_payload(
-            critical(&digest, &v1),
-            Some(json!({})),
-        ))],
-        &v1,
-    );
-    case(
-        "payload with a fractional timestamp",
-        by_good(None),
-        vec![sign_good(&raw_payload(
-            critical(&digest, &v1),
-            Some(json!({"timestamp": 1.5})),
-        ))],
-        &v1,
-    );
     let mut extra = critical(&digest, &v1);
     extra["note"] = json!("x");
-    case(
-        "payload with an unknown critical key",
-        by_good(None),
-        vec![sign_good(&raw_payload(extra, Some(json!({}))))],
-        &v1,
-    );
     let mut kind = critical(&digest, &v1);
     kind["type"] = json!("cosign container image signature");
-    case(
-        "payload of another type",
-        by_good(None),
-        vec![sign_good(&raw_payload(kind, Some(json!({}))))],
-        &v1,
-    );
-    case(
-        "payload of another manifest",
-        by_good(None),
-        vec![sign_good(&payload(&other_digest, &v1))],
-        &v1,
-    );
-    case(
-        "payload with an invalid digest",
-        by_good(None),
-        vec![sign_good(&payload("sha256:1234", &v1))],
-        &v1,
-    );
-    case(
-        "payload that is not JSON",
-        by_good(None),
-        vec![sign_good(b"not json")],
-        &v1,
-    );
+    let plain = || critical(&digest, &v1);
+    for (name, signed) in [
+        ("payload without optional", raw_payload(plain(), None)),
+        (
+            "payload with empty optional",
+            raw_payload(plain(), Some(json!({}))),
+        ),
+        (
+            "payload with a fractional timestamp",
+            raw_payload(plain(), Some(json!({"timestamp": 1.5}))),
+        ),
+        (
+            "payload with an unknown critical key",
+            raw_payload(extra, Some(json!({}))),
+        ),
+        (
+            "payload of another type",
+            raw_payload(kind, Some(json!({}))),
+        ),
+        ("payload of another manifest", payload(&other_digest, &v1)),
+        (
+            "payload with an invalid digest",
+            payload("sha256:1234", &v1),
+        ),
+        ("payload that is not JSON", b"not json".to_vec()),
+    ] {
+        case(name, by_good(None), vec![sign_good(&signed)], &v1);
+    }
 
     // --- signed identities
     let v2 = format!("{app}:v2");

@@ -946,39 +946,7 @@ fn echo_is_off(tty: &Path) -> bool {
 
 /// A GnuPG home with a signing key: (home, fingerprint, armored public key file).
 fn gpg_key(dir: &Path, name: &str) -> (PathBuf, String, PathBuf) {
-    let home = dir.join(format!("gnupg-{name}"));
-    fs::create_dir_all(&home).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
-    }
-    let gpg = |args: &[&str]| {
-        run_ok(
-            Command::new("gpg")
-                .env("GNUPGHOME", &home)
-                .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
-                .args(args),
-        )
-    };
-    gpg(&[
-        "--quick-gen-key",
-        &format!("{name} <{name}@example.com>"),
-        "rsa2048",
-        "sign",
-        "never",
-    ]);
-    let listing = String::from_utf8(gpg(&["--with-colons", "--list-keys"]).stdout).unwrap();
-    let fpr = listing
-        .lines()
-        .find(|l| l.starts_with("fpr:"))
-        .and_then(|l| l.split(':').nth(9))
-        .expect("a fingerprint")
-        .to_string();
-    let public = dir.join(format!("{name}.asc"));
-    let out = gpg(&["--armor", "--export", &fpr]);
-    fs::write(&public, out.stdout).unwrap();
-    (home, fpr, public)
+    crate::harness::gpg::signing_key(dir, name)
 }
 
 /// `skopeo standalone-verify`: whether it accepts the signature.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 
 use crate::harness::registry::{registries, Sandbox};
-use crate::harness::{crate_root, run_ok, Run};
+use crate::harness::{crate_root, Run};
 
 /// The secret. Mixed case and digits, like a token.
 const MARKER: &str = "Mq7vSecr3tZx9Lw2Kp";
@@ -720,30 +720,7 @@ fn ca_directories_never_echo_a_secret() {
 
 /// A GnuPG public key to ask signatures of.
 fn public_key(dir: &Path) -> PathBuf {
-    let home = dir.join("gnupg");
-    fs::create_dir_all(&home).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
-    }
-    let gpg = |args: &[&str]| {
-        run_ok(
-            std::process::Command::new("gpg")
-                .env("GNUPGHOME", &home)
-                .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
-                .args(args),
-        )
-    };
-    gpg(&[
-        "--quick-gen-key",
-        "signer <signer@example.com>",
-        "rsa2048",
-        "sign",
-        "never",
-    ]);
-    let key = dir.join("signer.asc");
-    fs::write(&key, gpg(&["--armor", "--export"]).stdout).unwrap();
-    key
+    crate::harness::gpg::signing_key(dir, "signer").2
 }
 
 #[test]

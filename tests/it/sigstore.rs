@@ -166,38 +166,7 @@ impl Registry<'_> {
 
 /// A GnuPG key (home, fingerprint, armored public key), as the release tests make them.
 fn gpg_key(dir: &Path) -> (PathBuf, String, PathBuf) {
-    let home = dir.join("gnupg");
-    fs::create_dir_all(&home).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
-    }
-    let gpg = |args: &[&str]| {
-        run_ok(
-            Command::new("gpg")
-                .env("GNUPGHOME", &home)
-                .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
-                .args(args),
-        )
-    };
-    gpg(&[
-        "--quick-gen-key",
-        "signer <signer@example.com>",
-        "rsa2048",
-        "sign",
-        "never",
-    ]);
-    let listing = String::from_utf8(gpg(&["--with-colons", "--list-keys"]).stdout).unwrap();
-    let fpr = listing
-        .lines()
-        .find(|l| l.starts_with("fpr:"))
-        .and_then(|l| l.split(':').nth(9))
-        .unwrap()
-        .to_string();
-    let public = dir.join("gpg.asc");
-    fs::write(&public, gpg(&["--armor", "--export", &fpr]).stdout).unwrap();
-    (home, fpr, public)
+    crate::harness::gpg::signing_key(dir, "signer")
 }
 
 struct Case<'a> {

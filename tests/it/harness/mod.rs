@@ -8,6 +8,7 @@
 //! into a private temporary directory that is then renamed into place, so test runs in
 //! parallel never see a half-written tree.
 
+pub mod gpg;
 pub mod node;
 pub mod registry;
 
