@@ -733,31 +733,35 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
     };
     let ns =
         |scope: &str, key: &str| format!("docker:\n  {scope}:\n    {key}: file://{LOOKASIDE}\n");
-    lookaside(
-        "registries.d: namespace of the repository",
-        vec![("a.yaml", ns(&app, "lookaside"))],
-        vec![sig_good.clone()],
-    );
-    lookaside(
-        "registries.d: old key name sigstore",
-        vec![("a.yaml", ns(&app, "sigstore"))],
-        vec![sig_good.clone()],
-    );
-    lookaside(
-        "registries.d: host/repo:tag namespace",
-        vec![("a.yaml", ns(&v1, "lookaside"))],
-        vec![sig_good.clone()],
-    );
-    lookaside(
-        "registries.d: wildcard namespace",
-        vec![("a.yaml", ns(&last_labels, "lookaside"))],
-        vec![sig_good.clone()],
-    );
-    lookaside(
-        "registries.d: .yml files are not read",
-        vec![("a.yml", ns(&app, "lookaside"))],
-        vec![sig_good.clone()],
-    );
+    for (name, file, text) in [
+        (
+            "registries.d: namespace of the repository",
+            "a.yaml",
+            ns(&app, "lookaside"),
+        ),
+        (
+            "registries.d: old key name sigstore",
+            "a.yaml",
+            ns(&app, "sigstore"),
+        ),
+        (
+            "registries.d: host/repo:tag namespace",
+            "a.yaml",
+            ns(&v1, "lookaside"),
+        ),
+        (
+            "registries.d: wildcard namespace",
+            "a.yaml",
+            ns(&last_labels, "lookaside"),
+        ),
+        (
+            "registries.d: .yml files are not read",
+            "a.yml",
+            ns(&app, "lookaside"),
+        ),
+    ] {
+        lookaside(name, vec![(file, text)], vec![sig_good.clone()]);
+    }
     lookaside(
         "registries.d: a namespace in two files",
         vec![

@@ -28,20 +28,22 @@ impl Gpg {
         Gpg { home, keys }
     }
 
+    /// gpg on this home, in batch mode, with the keys' empty passphrase.
+    fn command(&self) -> Command {
+        let mut c = Command::new("gpg");
+        c.env("GNUPGHOME", &self.home).args([
+            "--batch",
+            "--yes",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase",
+            "",
+        ]);
+        c
+    }
+
     pub fn gpg(&self, args: &[&str]) -> Output {
-        run_ok(
-            Command::new("gpg")
-                .env("GNUPGHOME", &self.home)
-                .args([
-                    "--batch",
-                    "--yes",
-                    "--pinentry-mode",
-                    "loopback",
-                    "--passphrase",
-                    "",
-                ])
-                .args(args),
-        )
+        run_ok(self.command().args(args))
     }
 
     /// Fingerprints of the key whose user ID is `name`: primary first, then subkeys.
@@ -100,16 +102,8 @@ impl Gpg {
 
     /// Revokes the first subkey of `fpr`.
     pub fn revoke_first_subkey(&self, fpr: &str) {
-        let mut child = Command::new("gpg")
-            .env("GNUPGHOME", &self.home)
-            .args([
-                "--batch",
-                "--yes",
-                "--pinentry-mode",
-                "loopback",
-                "--passphrase",
-                "",
-            ])
+        let mut child = self
+            .command()
             .args(["--command-fd", "0", "--status-fd", "2", "--edit-key", fpr])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
