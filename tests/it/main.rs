@@ -24,3 +24,4 @@ mod registry;
 mod release;
 mod reproducible;
 mod secrets;
+mod vm;

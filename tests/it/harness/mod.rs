@@ -10,6 +10,7 @@
 
 pub mod node;
 pub mod registry;
+pub mod vm;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
