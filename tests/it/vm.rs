@@ -31,6 +31,7 @@ use crate::harness::node::{self, HttpsServer};
 use crate::harness::vm::{self, guest_url, VmBoot, VmOptions};
 use crate::harness::{crate_root, mcd_inject};
 use base64::Engine as _;
+use sha2::Digest as _;
 use serde_json::{json, Value};
 
 const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
@@ -159,6 +160,8 @@ impl Mcd {
 struct VmNode {
     _dir: tempfile::TempDir,
     cfg: Value,
+    /// The config as handed over.
+    cfg_bytes: Vec<u8>,
     /// The served payload's URL, as the guest fetched it.
     payload_url: String,
     vm: VmBoot,
@@ -240,6 +243,7 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
     VmNode {
         _dir: dir,
         cfg,
+        cfg_bytes: bytes,
         payload_url,
         vm,
     }
@@ -258,14 +262,20 @@ fn provenance_sha256(cfg: &Value) -> String {
     p["binary_sha256"].as_str().unwrap().to_string()
 }
 
-/// Ignition ran in the initramfs, read the config from fw_cfg, fetched the payload from
-/// the host, and ran all its stages.
+/// Ignition ran in the initramfs, read our config from fw_cfg (the journal names its
+/// sha512), fetched the payload from the host, and ran all its stages.
 fn assert_ignition_in_initramfs(n: &VmNode) {
     let j = &n.vm.boot.journal;
     let why = || n.vm.describe();
     assert!(
-        j.contains("fetched user config from \"qemu\""),
-        "Ignition did not read the config from fw_cfg\n{}",
+        j.contains("loading QEMU firmware config module"),
+        "Ignition did not read fw_cfg\n{}",
+        why()
+    );
+    let sha512 = hex::encode(sha2::Sha512::digest(&n.cfg_bytes));
+    assert!(
+        j.contains(&format!("parsing config with SHA512: {sha512}")),
+        "Ignition did not parse the config handed over fw_cfg\n{}",
         why()
     );
     assert!(
@@ -274,14 +284,18 @@ fn assert_ignition_in_initramfs(n: &VmNode) {
         n.payload_url,
         why()
     );
-    for stage in ["fetch-offline", "disks", "mount", "files"] {
+    for stage in ["fetch-offline", "kargs", "disks", "mount", "files"] {
         assert!(
-            j.contains(&format!("Ignition finished successfully"))
-                && j.contains(&format!("Ignition ({stage})")),
+            j.contains(&format!("Stage: {stage}\n")),
             "no Ignition {stage} stage\n{}",
             why()
         );
     }
+    assert!(
+        j.matches("Ignition finished successfully").count() >= 5,
+        "an Ignition stage did not finish\n{}",
+        why()
+    );
 }
 
 /// Our binary installed before the firstboot ran, from our drop-in; no pull, no podman.
