@@ -45,8 +45,9 @@ pub const USER_DATA_LIMITS: [(&str, u64); 3] = [
 /// Seconds Ignition's qemu provider spends reading a config of 1 MB (10^6 bytes) from
 /// fw_cfg under TCG; the time grows with the square of the size (the driver re-reads
 /// from the start of the item for each 4 KiB page). Measured with `benches/fwcfg.sh`
-/// (BENCHMARKS.md, "fw_cfg"): FWCFG_MEASURED.
-const FW_CFG_S_PER_MB2: f64 = 12.0;
+/// (BENCHMARKS.md, "fw_cfg"): 15.0-18.7 s per MB² for items of 0.25-2 MB on a shared
+/// 2-core machine; a 28.9 MB inline config had 2.3 MB read after 61 s (11.5).
+const FW_CFG_S_PER_MB2: f64 = 15.0;
 
 /// Remote mode: the config references a served copy of the payload.
 #[derive(Clone, Debug)]

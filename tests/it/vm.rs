@@ -20,7 +20,7 @@
 //! files or the programs our script runs.
 //!
 //! Needs root, qemu-system-x86 and e2fsprogs beside what `boot.rs` needs. Each boot takes
-//! a minute or two under TCG: the suite boots three.
+//! a minute or two under TCG: the suite boots four.
 
 use std::fs;
 use std::path::PathBuf;
@@ -31,8 +31,8 @@ use crate::harness::node::{self, HttpsServer};
 use crate::harness::vm::{self, guest_url, VmBoot, VmOptions};
 use crate::harness::{crate_root, mcd_inject};
 use base64::Engine as _;
-use sha2::Digest as _;
 use serde_json::{json, Value};
+use sha2::Digest as _;
 
 const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
 const INSTALL: &str = "mco-mcd-install.service";
@@ -380,13 +380,16 @@ fn assert_selinux(n: &VmNode) {
         "comm=\"mv\"",
         "comm=\"selinuxenabled\"",
     ];
-    let ours: Vec<&String> = n
-        .vm
-        .denials
-        .iter()
-        .filter(|d| OURS.iter().any(|o| d.contains(o)))
-        .collect();
-    assert!(ours.is_empty(), "SELinux denials of ours: {ours:#?}\n{}", why());
+    let ours: Vec<&String> =
+        n.vm.denials
+            .iter()
+            .filter(|d| OURS.iter().any(|o| d.contains(o)))
+            .collect();
+    assert!(
+        ours.is_empty(),
+        "SELinux denials of ours: {ours:#?}\n{}",
+        why()
+    );
 }
 
 /// The probe MCD completed the first boot with our command line and the re-exec guard;
@@ -473,4 +476,20 @@ fn vm_real_main_mcd_spec3_standalone_selinux_enforcing() {
     assert_delivered(&n);
     assert_real_mcd_ran(&n, Mcd::RealMain);
     assert_selinux(&n);
+}
+
+/// Without SELinux (`selinux=0`): Ignition's files stage and our install script's
+/// labelling both do without it.
+#[test]
+fn vm_spec3_standalone_without_selinux() {
+    let n = first_boot("4.8", Flow::Standalone, Mcd::Probe, false);
+    assert_ignition_in_initramfs(&n);
+    assert_delivered(&n);
+    assert_completed(&n);
+    assert_eq!(
+        n.vm.boot.get("selinux.enforce"),
+        "",
+        "SELinux is on\n{}",
+        n.vm.describe()
+    );
 }
