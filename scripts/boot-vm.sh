@@ -32,6 +32,7 @@
 set -euo pipefail
 
 die() { echo "boot-vm.sh: $*" >&2; exit 2; }
+server_pid=""
 here=$(cd "$(dirname "$0")" && pwd)
 support=$here/../tests/support
 
@@ -141,13 +142,12 @@ boot() {
     qemu-img create -q -f qcow2 -F qcow2 -b "$(realpath "$disk")" "$drive"
     format=qcow2
   fi
-  local server_pid=""
   if [[ -n $serve ]]; then
     local dir=${serve%:*} port=${serve##*:}
     python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$port" \
       >"$work/http.log" 2>&1 &
     server_pid=$!
-    trap '[[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null' EXIT
+    trap 'kill "$server_pid" 2>/dev/null || true' EXIT
   fi
   local args=(-accel "$accel" -m "$memory" -smp "$cpus" -display none -monitor none
     -serial "file:$work/console.log" -no-reboot
