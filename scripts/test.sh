@@ -40,6 +40,7 @@ fi
 # Debian sources; the machine's apt configuration is left as it is.
 if ! command -v qemu-system-x86_64 >/dev/null; then
   apt_dir=$(mktemp -d)
+  chmod 0755 "$apt_dir"
   uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
     tr ' ' '\n' | grep -v -- '-security' | head -n1 || true)
   if [[ -z $uri && -r /etc/apt/sources.list ]]; then
