@@ -58,8 +58,11 @@ base() {
   # a change to the steps below does not install them again.
   local root=$dir.packages
   trap unmount_all EXIT
+  trap 'unmount_all; exit 1' INT TERM HUP
   if [[ ! -e $root/.packages ]]; then
-    rm -rf "$root"
+    # A run that was stopped may have left its mounts: never remove through them.
+    for m in proc sys dev; do umount -l "$root/$m" 2>/dev/null || true; done
+    rm -rf --one-file-system "$root"
     cp -a "$nspawn_base" "$root"
     for m in proc sys dev; do
       mount --bind "/$m" "$root/$m"
@@ -76,11 +79,11 @@ base() {
       "$root"/boot/initrd.img-*
     touch "$root/.packages"
   fi
-  rm -rf "$tmp"
+  for m in proc sys dev; do umount -l "$tmp/vmroot/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$tmp"
   mkdir -p "$tmp"
 
   # The RHCOS look of the nspawn boots, the probe unit included.
-  rm -rf "$tmp/vmroot"
   bash "$here/boot-root.sh" prepare "$root" "$tmp/vmroot" >/dev/null
   root=$tmp/vmroot
   rm -f "$root/.packages"
@@ -120,14 +123,14 @@ EOF
     labels+=("$m=$con")
   done
   unmount_all
-  trap - EXIT
+  trap - EXIT INT TERM HUP
   for m in "${labels[@]}"; do
     python3 -c 'import os, sys; os.setxattr(sys.argv[1], "security.selinux", sys.argv[2].encode() + b"\0")' \
       "$root${m%%=*}" "${m#*=}"
   done
   mke2fs -q -t ext4 -L root -d "$root" "$tmp/disk.img" 3G >"$tmp/mke2fs.log" 2>&1 ||
     die "mke2fs failed; see $tmp/mke2fs.log"
-  rm -rf "$root"
+  rm -rf --one-file-system "$root"
   touch "$tmp/.complete"
   rm -rf "$dir"
   mv "$tmp" "$dir"
