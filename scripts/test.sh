@@ -2,13 +2,14 @@
 # Runs every test of mcd-inject on a fresh Debian machine: installs the real components
 # the tests use, generates the fixtures, starts the loopback registries (127.0.0.1,
 # ports picked at run time), runs lints and the whole suite, and stops the registries.
-# Needs root for apt-get, the Ignition apply tests and the boot tests (systemd-nspawn).
+# Needs root for apt-get, the Ignition apply tests and the boot tests (systemd-nspawn, and
+# qemu for the VM boots).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(gcc git libc6-dev python3 skopeo umoci zstd xz-utils jq ignition systemd systemd-container
   debootstrap time docker-registry apache2-utils openssl curl gpg gpg-agent bsdutils
-  zsh fish man-db groff-base)
+  zsh fish man-db groff-base e2fsprogs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,6 +34,42 @@ if ((${#missing[@]})); then
   if $own_policy; then rm -f "$policy"; fi
 fi
 
+# qemu-system-x86 for the VM boot tests (tests/it/vm.rs), from bookworm-backports: the
+# machine's qemu-utils may come from there, and bookworm's own qemu-system-x86 does not go
+# with it. A private apt configuration adds that suite to the URI of the machine's own
+# Debian sources; the machine's apt configuration is left as it is.
+if ! command -v qemu-system-x86_64 >/dev/null; then
+  apt_dir=$(mktemp -d)
+  chmod 0755 "$apt_dir"
+  uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
+    tr ' ' '\n' | grep -v -- '-security' | head -n1 || true)
+  if [[ -z $uri && -r /etc/apt/sources.list ]]; then
+    uri=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/) { print $i; exit } }' /etc/apt/sources.list)
+  fi
+  [[ -n $uri ]] || { echo "test.sh: no Debian mirror in the machine's apt sources" >&2; exit 1; }
+  mkdir -p "$apt_dir/parts" "$apt_dir/lists/partial"
+  cp /etc/apt/sources.list.d/*.sources "$apt_dir/parts/" 2>/dev/null || true
+  [[ -r /etc/apt/sources.list ]] && cp /etc/apt/sources.list "$apt_dir/parts/machine.list"
+  printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$uri" >"$apt_dir/parts/backports.sources"
+  printf 'Dir::Etc::SourceList "/dev/null";\nDir::Etc::SourceParts "%s/parts";\nDir::State::Lists "%s/lists";\nDir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\n' \
+    "$apt_dir" "$apt_dir" >"$apt_dir/apt.conf"
+  APT_CONFIG=$apt_dir/apt.conf apt-get update -qq
+  APT_CONFIG=$apt_dir/apt.conf DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends -t bookworm-backports qemu-system-x86
+  rm -rf "$apt_dir"
+fi
+
+# The roots of the boot tests, made in the background while the lints run: the nspawn
+# base root, then the VM (kernel, initramfs and disk) from it. The tests wait for them
+# (the scripts take a lock) or make them if this did not.
+boot_base=${MCD_INJECT_BOOT_BASE:-$PWD/target/boot-base}
+vm_base=${MCD_INJECT_VM_BASE:-$PWD/target/vm-base}
+mkdir -p "$(dirname "$vm_base")"
+(bash tests/support/boot-root.sh base "$boot_base" &&
+  bash tests/support/vm-root.sh base "$boot_base" "$vm_base") >"$vm_base.build.log" 2>&1 &
+roots_pid=$!
+
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 bash scripts/msrv.sh
@@ -54,6 +91,8 @@ bash scripts/registry-services.sh start "$state"
 . "$state/env"
 
 cargo test --all-targets 2>&1 | tee "$log"
+# The roots were made (or failed, and the boot tests said so).
+wait "$roots_pid" || echo "making the boot roots failed: $vm_base.build.log"
 
 # The fuzz targets, briefly (a fixed number of runs each), where a nightly toolchain and
 # cargo-fuzz are installed; their kept inputs are replayed on stable by

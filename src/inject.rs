@@ -20,7 +20,7 @@ use crate::io::Input;
 use crate::payload::{threads, Early, Payload};
 use crate::release::Release;
 use crate::transport::{self, OpenOptions};
-use crate::warnings::{Warning, Warnings};
+use crate::warnings::{UserDataLimit, Warning, Warnings};
 
 /// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
 /// (about 8 s of CPU and 210 MB of RAM at the rates below): every inline config of a
@@ -33,6 +33,21 @@ pub const V2_INLINE_WARN_BYTES: u64 = 10_000_000;
 /// between runs; `files`: 4.3-5.4).
 const V0_CPU_S_PER_MB: f64 = 0.8;
 const V0_RSS_PER_BYTE: f64 = 21.0;
+
+/// What cloud user data carries at most (AWS user data, Azure custom data, a GCP metadata
+/// value), smallest first. An inline config over the smallest gets the hand-over
+/// warning, listing the limits it exceeds.
+pub const USER_DATA_LIMITS: [(&str, u64); 3] = [
+    ("AWS", 16 * 1024),
+    ("Azure custom data", 64 * 1024),
+    ("GCP metadata", 256 * 1024),
+];
+/// Seconds Ignition's qemu provider spends reading a config of 1 MB (10^6 bytes) from
+/// fw_cfg under TCG; the time grows with the square of the size (the driver re-reads
+/// from the start of the item for each 4 KiB page). Measured with `benches/fwcfg.sh`
+/// (BENCHMARKS.md, "fw_cfg"): 15.0-18.7 s per MB² for items of 0.25-2 MB on a shared
+/// 2-core machine; a 28.9 MB inline config had 2.3 MB read after 61 s (11.5).
+const FW_CFG_S_PER_MB2: f64 = 15.0;
 
 /// Remote mode: the config references a served copy of the payload.
 #[derive(Clone, Debug)]
@@ -385,6 +400,9 @@ fn write(
     let size = w.len;
     let sha256 = w.hex();
     log::info!("config written: {size} bytes");
+    if cfg.remote.is_none() && size > USER_DATA_LIMITS[0].1 {
+        warnings.warn(hand_over_warning(size));
+    }
     if plan.target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
         warnings.warn(v2_size_warning(size));
     }
@@ -396,6 +414,25 @@ fn write(
         out.commit(t, 0o644)?;
     }
     Ok(Written { size, sha256 })
+}
+
+/// The warning for inline configs too big to hand over: the user-data limits the
+/// config exceeds, and what reading it from fw_cfg costs.
+pub fn hand_over_warning(len: u64) -> Warning {
+    let mb = len as f64 / 1e6;
+    Warning::InlineConfigTooBigToHandOver {
+        bytes: len,
+        user_data_exceeded: USER_DATA_LIMITS
+            .iter()
+            .filter(|(_, limit)| len > *limit)
+            .map(|(platform, limit)| UserDataLimit {
+                platform: platform.to_string(),
+                bytes: *limit,
+            })
+            .collect(),
+        fw_cfg_seconds_per_mb_squared: FW_CFG_S_PER_MB2,
+        fw_cfg_seconds: FW_CFG_S_PER_MB2 * mb * mb,
+    }
 }
 
 /// The warning for big inline spec 2.x configs: what Ignition v0.x will spend on it,
@@ -424,6 +461,30 @@ mod tests {
         assert!(w.contains("0.61 GB"), "{w}");
         assert!(w.contains("--payload-url"), "{w}");
         const { assert!(V2_INLINE_WARN_BYTES < 18_000_000) };
+    }
+
+    #[test]
+    fn hand_over_warning_names_the_limits_fw_cfg_and_remote_mode() {
+        let w = hand_over_warning(28_870_000).to_string();
+        assert!(w.contains("28.9 MB"), "{w}");
+        assert!(
+            w.contains("AWS 16 KB, Azure custom data 64 KB, GCP metadata 256 KB"),
+            "{w}"
+        );
+        assert!(w.contains("fw_cfg") && w.contains("hours"), "{w}");
+        assert!(w.contains("--payload-url"), "{w}");
+        // Between the limits: only those exceeded are named.
+        let Warning::InlineConfigTooBigToHandOver {
+            user_data_exceeded, ..
+        } = hand_over_warning(100_000)
+        else {
+            unreachable!()
+        };
+        let names: Vec<&str> = user_data_exceeded
+            .iter()
+            .map(|l| l.platform.as_str())
+            .collect();
+        assert_eq!(names, ["AWS", "Azure custom data"]);
     }
 
     #[test]

@@ -48,6 +48,20 @@ pub enum Warning {
         /// Bytes of RAM it is expected to need.
         ram_bytes: u64,
     },
+    /// A config with the payload inline, too big for the ways a config is usually
+    /// handed to a node: cloud user data, and qemu's firmware config (fw_cfg), which
+    /// Ignition reads in quadratic time.
+    InlineConfigTooBigToHandOver {
+        /// The config's size in bytes.
+        bytes: u64,
+        /// The user-data limits it exceeds.
+        user_data_exceeded: Vec<UserDataLimit>,
+        /// Seconds Ignition spent reading 1 MB (10^6 bytes) from fw_cfg under qemu's
+        /// TCG, as measured; the time grows with the square of the size.
+        fw_cfg_seconds_per_mb_squared: f64,
+        /// Seconds Ignition is expected to spend reading this config from fw_cfg.
+        fw_cfg_seconds: f64,
+    },
     /// A cached blob failed its digest; it was removed and is fetched again.
     CacheBlobDamaged {
         /// The blob's digest.
@@ -106,6 +120,38 @@ impl fmt::Display for Warning {
                 *bytes as f64 / 1e6,
                 *ram_bytes as f64 / 1e9
             ),
+            Warning::InlineConfigTooBigToHandOver {
+                bytes,
+                user_data_exceeded,
+                fw_cfg_seconds_per_mb_squared,
+                fw_cfg_seconds,
+            } => {
+                let limits: Vec<String> = user_data_exceeded
+                    .iter()
+                    .map(|l| format!("{} {} KB", l.platform, l.bytes / 1024))
+                    .collect();
+                write!(
+                    f,
+                    "the config is {} with the payload inline: over the user-data limit of {}",
+                    human_bytes(*bytes),
+                    limits.join(", ")
+                )?;
+                if *fw_cfg_seconds >= 1.0 {
+                    write!(
+                        f,
+                        "; handed over qemu's fw_cfg (-fw_cfg name=opt/com.coreos/config), \
+                         which Ignition reads in quadratic time, it takes about {} under TCG \
+                         ({fw_cfg_seconds_per_mb_squared} s for 1 MB, four times as long for \
+                         each doubling)",
+                        human_seconds(*fw_cfg_seconds)
+                    )?;
+                }
+                write!(
+                    f,
+                    ". Remote mode (--payload-url URL --payload-out FILE) keeps the config \
+                     to a few kB, which every way of handing it over carries."
+                )
+            }
             Warning::CacheBlobDamaged { digest, cache, why } => write!(
                 f,
                 "cached blob {digest} in {} was damaged ({why}); fetching it again",
@@ -132,6 +178,35 @@ impl fmt::Display for Warning {
                 failed.join("; ")
             ),
         }
+    }
+}
+
+/// The most a cloud platform's user data carries.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UserDataLimit {
+    /// The platform, and what it calls user data when that differs.
+    pub platform: String,
+    /// The limit in bytes.
+    pub bytes: u64,
+}
+
+/// `BYTES` as kB or MB (powers of ten), for messages.
+fn human_bytes(bytes: u64) -> String {
+    if bytes >= 1_000_000 {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{:.0} kB", bytes as f64 / 1e3)
+    }
+}
+
+/// `SECONDS` as seconds, minutes or hours, for messages.
+fn human_seconds(s: f64) -> String {
+    if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5400.0 {
+        format!("{:.0} minutes", s / 60.0)
+    } else {
+        format!("{:.1} hours", s / 3600.0)
     }
 }
 

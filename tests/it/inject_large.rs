@@ -1,5 +1,6 @@
 //! A large payload: spec 2.2 inline configs over 10 MB get the cost warning (measured
-//! rates of Ignition v0.35), remote mode and spec 3 configs do not.
+//! rates of Ignition v0.35); every inline config over 16 KB gets the hand-over warning
+//! (cloud user-data limits, fw_cfg's quadratic read); remote mode gets neither.
 
 use std::fs;
 use std::path::Path;
@@ -67,6 +68,12 @@ fn big_inline_spec2_configs_warn_and_remote_mode_does_not() {
         "{}",
         run.describe()
     );
+    assert!(
+        run.stderr
+            .contains("with the payload inline: over the user-data limit of AWS 16 KB"),
+        "{}",
+        run.describe()
+    );
 
     let out = dir.path().join("remote.ign");
     let payload = dir.path().join("payload.gz");
@@ -86,8 +93,51 @@ fn big_inline_spec2_configs_warn_and_remote_mode_does_not() {
     assert!(fs::metadata(&out).unwrap().len() < 64 * 1024);
     assert!(fs::metadata(&payload).unwrap().len() > PAYLOAD_TAIL as u64);
 
+    // Spec 3: no Ignition v0.x cost, but the config cannot travel as user data or fw_cfg.
     let out = dir.path().join("spec3.ign");
-    let run = inject(&reference, "4.8", &out, &[]);
+    let run = inject(&reference, "4.8", &out, &["--json"]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        !run.stderr.contains("warning: the spec 2.2"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        run.stderr.matches("warning:").count(),
+        1,
+        "{}",
+        run.describe()
+    );
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let w = &v["warnings"][0];
+    assert_eq!(w["kind"], "inline-config-too-big-to-hand-over", "{v:#}");
+    assert_eq!(w["bytes"], fs::metadata(&out).unwrap().len(), "{v:#}");
+    assert_eq!(
+        w["user_data_exceeded"].as_array().unwrap().len(),
+        3,
+        "{v:#}"
+    );
+    // Quadratic: over 12 MB, an hour or more through fw_cfg.
+    assert!(w["fw_cfg_seconds"].as_f64().unwrap() > 3600.0, "{v:#}");
+    let message = w["message"].as_str().unwrap();
+    assert!(
+        message.contains("fw_cfg") && message.contains("--payload-url"),
+        "{message}"
+    );
+    assert!(
+        run.stderr.contains(&format!("warning: {message}")),
+        "{}",
+        run.describe()
+    );
+}
+
+/// A config under the smallest user-data limit (AWS, 16 KB) gets no hand-over warning.
+#[test]
+fn small_inline_configs_do_not_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("small.ign");
+    let run = inject(&fixture("mco-small").reference("oci"), "4.8", &out, &[]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(fs::metadata(&out).unwrap().len() < 16 * 1024);
     assert!(!run.stderr.contains("warning"), "{}", run.describe());
 }

@@ -26,3 +26,4 @@ mod release;
 mod reproducible;
 mod secrets;
 mod sigstore;
+mod vm;

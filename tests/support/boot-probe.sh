@@ -1,10 +1,17 @@
 #!/bin/sh
 # The probe of a test boot (tests/support/boot-root.sh): waits until the first boot
 # settles, or until the firstboot unit logs what /var/lib/boot-probe/wait-for names (a
-# real MCD retries for ever), or 90 s; records the units, the installed binary and the
-# failed units in /var/lib/boot-probe; powers off.
+# real MCD retries for ever), or 90 s; records the units, the installed binary (with its
+# SELinux labels, under SELinux) and the failed units in /var/lib/boot-probe; powers off.
+# In a VM the awaited line comes from the kernel command line, boot_probe.wait_for=LINE
+# (no spaces).
 out=/var/lib/boot-probe
 wait_for=$(cat "$out/wait-for" 2>/dev/null || true)
+if [ -z "$wait_for" ]; then
+  for arg in $(cat /proc/cmdline); do
+    case $arg in boot_probe.wait_for=*) wait_for=${arg#boot_probe.wait_for=} ;; esac
+  done
+fi
 units="mco-mcd-install.service machine-config-daemon-firstboot.service machine-config-daemon-pull.service pivot.service crio.service kubelet.service kubelet-dependencies.target firstboot-osupdate.target"
 uptime_s() { cut -d. -f1 /proc/uptime; }
 deadline=$(($(uptime_s) + 90))
@@ -33,6 +40,13 @@ done
   if [ -e /run/bin/machine-config-daemon ]; then
     echo "bin.sha256=$(sha256sum /run/bin/machine-config-daemon | cut -d' ' -f1)"
     echo "bin.mode=$(stat -c %a /run/bin/machine-config-daemon)"
+  fi
+  if [ -e /sys/fs/selinux/enforce ]; then
+    echo "selinux.enforce=$(cat /sys/fs/selinux/enforce)"
+    for p in /run/bin/machine-config-daemon /run/bin /usr/bin/true /usr/bin \
+      /var/lib/mcd-inject/machine-config-daemon.gz /var/lib/mcd-inject/mco-mcd-install.sh; do
+      echo "label.$p=$(stat -c %C "$p" 2>/dev/null)"
+    done
   fi
   systemctl list-units --failed --plain --no-legend --no-pager | sed 's/^/failed=/'
 } >"$out/report.tmp"

@@ -30,6 +30,11 @@ mirror() {
 base() {
   local dir=$1
   [[ -e $dir/.complete ]] && return 0
+  # One maker at a time (scripts/test.sh starts one early; the tests wait for it).
+  mkdir -p "$(dirname "$dir")"
+  exec 9>"$dir.lock"
+  flock 9
+  [[ -e $dir/.complete ]] && return 0
   rm -rf "$dir.tmp"
   debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libgpgme11 \
     bookworm "$dir.tmp" "$(mirror)" >"$dir.log" 2>&1 || die "debootstrap failed; see $dir.log"

@@ -11,6 +11,7 @@
 pub mod gpg;
 pub mod node;
 pub mod registry;
+pub mod vm;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};

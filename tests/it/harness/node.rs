@@ -218,7 +218,8 @@ impl HttpsServer {
                 "-subj",
                 "/CN=machine-config-server.test",
             ])
-            .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+            // 10.0.2.2: the host's loopback as a qemu guest reaches it (the VM boots).
+            .args(["-addext", "subjectAltName=IP:127.0.0.1,IP:10.0.2.2"])
             .args(["-addext", "basicConstraints=critical,CA:TRUE"])
             .arg("-keyout")
             .arg(&key)
@@ -328,6 +329,34 @@ pub struct Boot {
 }
 
 impl Boot {
+    /// A boot from what its probe left: the report, the stand-ins' calls, the firstboot
+    /// unit's journal, the whole journal and the probe MCD's record.
+    pub fn from_report(
+        report_text: &str,
+        called: String,
+        firstboot_journal: String,
+        journal: String,
+        mcd_run: Option<String>,
+    ) -> Boot {
+        let mut report = BTreeMap::new();
+        let mut failed_units = Vec::new();
+        for line in report_text.lines() {
+            if let Some(f) = line.strip_prefix("failed=") {
+                failed_units.push(f.to_string());
+            } else if let Some((k, v)) = line.split_once('=') {
+                report.insert(k.to_string(), v.to_string());
+            }
+        }
+        Boot {
+            report,
+            failed_units,
+            called,
+            firstboot_journal,
+            journal,
+            mcd_run,
+        }
+    }
+
     pub fn get(&self, key: &str) -> &str {
         self.report.get(key).map(String::as_str).unwrap_or("")
     }
@@ -389,21 +418,11 @@ pub fn boot(root: &Path, wait_for: Option<&str>) -> Boot {
             root.display()
         )
     });
-    let mut report = BTreeMap::new();
-    let mut failed_units = Vec::new();
-    for line in report_text.lines() {
-        if let Some(f) = line.strip_prefix("failed=") {
-            failed_units.push(f.to_string());
-        } else if let Some((k, v)) = line.split_once('=') {
-            report.insert(k.to_string(), v.to_string());
-        }
-    }
-    Boot {
-        report,
-        failed_units,
-        called: fs::read_to_string(probe.join("called")).unwrap_or_default(),
-        firstboot_journal: journal(&["-u", "machine-config-daemon-firstboot.service"]),
-        journal: full,
-        mcd_run: fs::read_to_string(probe.join("mcd-run")).ok(),
-    }
+    Boot::from_report(
+        &report_text,
+        fs::read_to_string(probe.join("called")).unwrap_or_default(),
+        journal(&["-u", "machine-config-daemon-firstboot.service"]),
+        full,
+        fs::read_to_string(probe.join("mcd-run")).ok(),
+    )
 }

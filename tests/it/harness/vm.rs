@@ -1,0 +1,224 @@
+//! The VM side of the boot tests: a qemu VM booted as a CI bootimage job boots one
+//! (`scripts/boot-vm.sh`): the config handed over fw_cfg, Debian's Ignition running in a
+//! dracut initramfs and writing the disk, SELinux enforcing or not, then the real root's
+//! systemd. The VM (`tests/support/vm-root.sh`: kernel, initramfs, disk image) is made
+//! once per run of the suite from the nspawn boot tests' base root, and kept in
+//! `target/vm-base` (or `MCD_INJECT_VM_BASE`); each boot copies the disk.
+//!
+//! The guest reaches the host's loopback servers through qemu's user-mode network, at
+//! 10.0.2.2 ([`guest_url`]). After the boot, the probe's report and the journal are read
+//! out of the disk image with `debugfs`, and make the same [`Boot`] the nspawn boots
+//! make, plus what only a VM shows (SELinux labels and denials, Ignition's stages).
+//!
+//! Needs root, qemu-system-x86_64, debugfs and mke2fs (e2fsprogs), and what the nspawn
+//! boots need (debootstrap for the base). KVM is used when a tiny initramfs boots under
+//! it (`boot-vm.sh probe-accel`), else TCG; `MCD_INJECT_VM_ACCEL=kvm|tcg` decides instead.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use super::crate_root;
+use super::node::{self, run, Boot};
+
+/// The kernel command line of a first boot: the disk's root, Ignition's first boot on
+/// the qemu platform, a static address on qemu's user-mode network for the initramfs
+/// (Ignition fetches the payload and the cluster's config there), and failures that
+/// power the VM off instead of waiting at a shell.
+const CMDLINE: &str = "console=ttyS0 root=LABEL=root rw ignition.firstboot \
+    ignition.platform.id=qemu rd.neednet=1 ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off \
+    net.ifnames=0 rd.shell=0 rd.emergency=poweroff panic=-1";
+
+/// Bound on a whole boot, TCG included (they take 35-100 s when nothing is wrong).
+const BOOT_TIMEOUT_SECS: &str = "600";
+
+fn require(tools: &[(&str, &str)]) {
+    for (tool, package) in tools {
+        assert!(
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .is_ok_and(|o| o.status.success()),
+            "{tool} is missing: apt-get install {package} (scripts/test.sh installs it)"
+        );
+    }
+}
+
+/// The VM: `vmlinuz`, `initrd.img` and `disk.img` in one directory, made once.
+pub fn vm_base() -> PathBuf {
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        require(&[
+            ("qemu-system-x86_64", "qemu-system-x86"),
+            ("debugfs", "e2fsprogs"),
+            ("mke2fs", "e2fsprogs"),
+            ("journalctl", "systemd"),
+        ]);
+        let dir = std::env::var_os("MCD_INJECT_VM_BASE")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate_root().join("target/vm-base"));
+        let (ok, text) = run(Command::new("bash")
+            .arg(crate_root().join("tests/support/vm-root.sh"))
+            .arg("base")
+            .arg(node::boot_base())
+            .arg(&dir));
+        assert!(ok, "making the VM (kernel, initramfs, disk): {text}");
+        dir
+    })
+    .clone()
+}
+
+fn boot_vm_script() -> PathBuf {
+    crate_root().join("scripts/boot-vm.sh")
+}
+
+/// `kvm` or `tcg`: how the VMs of this run are accelerated, probed once.
+pub fn accel() -> &'static str {
+    static ACCEL: OnceLock<String> = OnceLock::new();
+    ACCEL.get_or_init(|| {
+        if let Some(a) = std::env::var("MCD_INJECT_VM_ACCEL")
+            .ok()
+            .filter(|a| !a.is_empty())
+        {
+            return a;
+        }
+        let work = vm_base().join("accel-probe");
+        let (ok, text) = run(Command::new("bash")
+            .arg(boot_vm_script())
+            .arg("probe-accel")
+            .arg(vm_base().join("vmlinuz"))
+            .arg(&work));
+        assert!(ok, "boot-vm.sh probe-accel: {text}");
+        let accel = text.trim().to_string();
+        eprintln!("VM boots: {accel}");
+        accel
+    })
+}
+
+/// A URL of a loopback server as the guest reaches it.
+pub fn guest_url(url: &str) -> String {
+    url.replacen("://127.0.0.1:", "://10.0.2.2:", 1)
+}
+
+/// How the VM boots.
+pub struct VmOptions<'a> {
+    /// SELinux enforcing (Debian's reference policy), or no SELinux at all.
+    pub selinux: bool,
+    /// A line of the firstboot unit's journal after which the probe stops waiting (a
+    /// real MCD retries for ever on a test root); no spaces.
+    pub wait_for: Option<&'a str>,
+}
+
+/// What a VM boot left behind: the nspawn boots' [`Boot`], and what only a VM shows.
+pub struct VmBoot {
+    pub boot: Boot,
+    /// The serial console.
+    pub console: String,
+    /// The SELinux denials of the boot (`avc:  denied` lines of the journal).
+    pub denials: Vec<String>,
+    /// Wall time of the boot, qemu's start to its end.
+    pub seconds: f64,
+}
+
+impl VmBoot {
+    pub fn describe(&self) -> String {
+        let tail: Vec<&str> = self.console.lines().rev().take(60).collect();
+        format!(
+            "VM boot of {:.1} s\n{}\nSELinux denials:\n{}\nconsole (last 60 lines):\n{}",
+            self.seconds,
+            self.boot.describe(),
+            self.denials.join("\n"),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        )
+    }
+}
+
+/// Boots a copy of the VM's disk in `work` with `config` handed over fw_cfg, and
+/// reads what the boot left on the disk.
+pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
+    let base = vm_base();
+    let accel = accel();
+    let disk = work.join("disk.img");
+    let (ok, text) = run(Command::new("cp")
+        .arg("--sparse=always")
+        .arg(base.join("disk.img"))
+        .arg(&disk));
+    assert!(ok, "copying the VM disk: {text}");
+    let mut cmdline = CMDLINE.to_string();
+    cmdline.push_str(if opts.selinux {
+        " security=selinux selinux=1 enforcing=1"
+    } else {
+        " selinux=0"
+    });
+    if let Some(w) = opts.wait_for {
+        assert!(!w.contains(char::is_whitespace), "{w:?} has a space");
+        cmdline.push_str(&format!(" boot_probe.wait_for={w}"));
+    }
+    let vm_work = work.join("vm");
+    let started = Instant::now();
+    let (ok, text) = run(Command::new("bash")
+        .arg(boot_vm_script())
+        .arg("--disk")
+        .arg(&disk)
+        .arg("--config")
+        .arg(config)
+        .arg("--kernel")
+        .arg(base.join("vmlinuz"))
+        .arg("--initrd")
+        .arg(base.join("initrd.img"))
+        .arg("--append")
+        .arg(&cmdline)
+        .args(["--memory", "1024", "--accel", accel])
+        .args(["--timeout", BOOT_TIMEOUT_SECS])
+        .arg("--work")
+        .arg(&vm_work));
+    let seconds = started.elapsed().as_secs_f64();
+    let console = fs::read_to_string(vm_work.join("console.log")).unwrap_or_default();
+    eprintln!("VM boot ({accel}): {seconds:.1} s wall");
+
+    let out = work.join("from-disk");
+    fs::create_dir_all(&out).unwrap();
+    for dir in ["/var/lib/boot-probe", "/var/log/journal"] {
+        let (ok, text) = run(Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("rdump {dir} {}", out.display()))
+            .arg(&disk));
+        assert!(ok, "debugfs rdump {dir}: {text}");
+    }
+    let probe = out.join("boot-probe");
+    let journal_dir = out.join("journal");
+    let journal = |args: &[&str]| {
+        run(Command::new("journalctl")
+            .arg("-D")
+            .arg(&journal_dir)
+            .args(["--no-pager", "-o", "cat"])
+            .args(args))
+        .1
+    };
+    let full = journal(&[]);
+    let report = fs::read_to_string(probe.join("report")).unwrap_or_else(|_| {
+        panic!(
+            "the VM boot left no probe report (boot-vm.sh ok={ok}):\n{text}\nconsole:\n{console}\njournal:\n{full}"
+        )
+    });
+    let denials = full
+        .lines()
+        .filter(|l| l.contains("avc:  denied"))
+        .map(str::to_string)
+        .collect();
+    VmBoot {
+        boot: Boot::from_report(
+            &report,
+            fs::read_to_string(probe.join("called")).unwrap_or_default(),
+            journal(&["-u", "machine-config-daemon-firstboot.service"]),
+            full,
+            fs::read_to_string(probe.join("mcd-run")).ok(),
+        ),
+        console,
+        denials,
+        seconds,
+    }
+}

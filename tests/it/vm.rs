@@ -1,0 +1,495 @@
+//! The first boot as a CI bootimage job gives it: a qemu VM, the config handed over qemu's
+//! firmware config (fw_cfg), Debian's Ignition running in a dracut initramfs and writing
+//! the disk, SELinux enforcing (Debian's reference policy, the root labelled offline),
+//! then the real root's systemd (`harness::vm`, `scripts/boot-vm.sh`).
+//!
+//! Configs travel in remote mode: an inline payload cannot travel through fw_cfg, which
+//! Ignition reads in quadratic time (`inject` warns about that). The config is a few kB;
+//! a loopback server on the host serves the payload (and, in the pointer flow, the
+//! Machine Config Server's config over HTTPS), and Ignition fetches them from the
+//! initramfs through qemu's user-mode network.
+//!
+//! Each boot checks what the nspawn boots (`boot.rs`) check, read from the VM's disk
+//! afterwards: the install unit finished before the firstboot started, the installed
+//! binary has the provenance's sha256 and mode 0755, the firstboot ran through our
+//! drop-in, the pull unit never started, nothing called podman; with the probe MCD its
+//! command line and `_MCD_DID_REEXEC=1`, and no unit of ours failed; with the real MCD,
+//! that it got past its re-exec step. And what only a VM shows: Ignition ran in the
+//! initramfs and read the config from fw_cfg, `/run/bin` and the binary carry the
+//! labels of `/usr/bin` and `/usr/bin/true`, and no SELinux denial names our units,
+//! files or the programs our script runs.
+//!
+//! Needs root, qemu-system-x86 and e2fsprogs beside what `boot.rs` needs. Each boot takes
+//! a minute or two under TCG: the suite boots four.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::harness::node::{self, HttpsServer};
+use crate::harness::vm::{self, guest_url, VmBoot, VmOptions};
+use crate::harness::{crate_root, mcd_inject};
+use base64::Engine as _;
+use serde_json::{json, Value};
+use sha2::Digest as _;
+
+const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
+const INSTALL: &str = "mco-mcd-install.service";
+const PULL: &str = "machine-config-daemon-pull.service";
+const PAYLOAD: &str = "payload/machine-config-daemon.gz";
+
+/// Where the VM tests keep their images and boots (on the disk of `target/`).
+fn work_root() -> PathBuf {
+    let dir = crate_root().join("target/vm-tests");
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// An OCI layout with these builds at these paths, on a RHEL base of `rhel`.
+fn mcd_image(name: &str, rhel: &str, gzip: bool, files: &[(&str, PathBuf)]) -> String {
+    let dir = work_root().join("images").join(name);
+    if !dir.join("index.json").exists() {
+        let tmp = work_root()
+            .join("images")
+            .join(format!(".{name}.{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(tmp.parent().unwrap()).unwrap();
+        let mut cmd = Command::new("python3");
+        cmd.arg(crate_root().join("tests/support/mcd_image.py"));
+        if gzip {
+            cmd.arg("--gzip");
+        }
+        cmd.arg(&tmp).arg(rhel);
+        for (path, file) in files {
+            cmd.arg(format!("{path}={}", file.display()));
+        }
+        let (ok, text) = node::run(&mut cmd);
+        assert!(ok, "mcd_image.py: {text}");
+        let _ = fs::remove_dir_all(&dir);
+        fs::rename(&tmp, &dir).unwrap();
+    }
+    format!("oci:{}:latest", dir.display())
+}
+
+/// The probe MCD (`tests/support/mcd_probe.c`), built static, in an image of its own.
+fn probe_image() -> &'static str {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE.get_or_init(|| {
+        let bin = work_root().join("mcd-probe");
+        let (ok, text) = node::run(
+            Command::new("gcc")
+                .args(["-static", "-O2", "-o"])
+                .arg(&bin)
+                .arg(crate_root().join("tests/support/mcd_probe.c")),
+        );
+        assert!(ok, "building the probe MCD (gcc, libc6-dev): {text}");
+        let _ = fs::remove_dir_all(work_root().join("images/probe"));
+        mcd_image(
+            "probe",
+            "8.6",
+            false,
+            &[("/usr/bin/machine-config-daemon", bin)],
+        )
+    })
+}
+
+/// A 4.16-4.22 MCO image: the real RHEL 9 MCD of main and its `.rhel8` twin.
+fn real_main_image() -> &'static str {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE.get_or_init(|| {
+        let rhel9 = node::shared_program("real-mcd", "mcd-main-rhel9");
+        let rhel8 = node::shared_program("real-mcd", "mcd-main-rhel8");
+        mcd_image(
+            "real-main-gzip",
+            "9.4",
+            true,
+            &[
+                ("/usr/bin/machine-config-daemon", rhel9),
+                ("/usr/bin/machine-config-daemon.rhel8", rhel8),
+            ],
+        )
+    })
+}
+
+fn mcs_config(generation: &str) -> Value {
+    let path = crate_root().join(format!("tests/data/mcs/{generation}-worker.ign"));
+    serde_json::from_slice(&fs::read(&path).unwrap()).unwrap()
+}
+
+fn data_url(bytes: &[u8]) -> String {
+    format!(
+        "data:;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+enum Flow {
+    /// The config holds only the machine config the firstboot completes.
+    Standalone,
+    /// A pointer config: Ignition fetches the cluster's config of this MCO generation
+    /// from the loopback MCS (HTTPS) and merges it at boot.
+    Pointer(&'static str),
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mcd {
+    Probe,
+    RealMain,
+}
+
+impl Mcd {
+    fn image(self) -> &'static str {
+        match self {
+            Mcd::Probe => probe_image(),
+            Mcd::RealMain => real_main_image(),
+        }
+    }
+
+    /// The firstboot unit's journal line that shows a real MCD got past its re-exec
+    /// step and read the machine config (main then queries its rpm-ostree client,
+    /// absent on a non-CoreOS root, and panics in that frame).
+    fn past_reexec(self) -> Option<&'static str> {
+        match self {
+            Mcd::Probe => None,
+            Mcd::RealMain => Some("RunFirstbootCompleteMachineconfig"),
+        }
+    }
+}
+
+struct VmNode {
+    _dir: tempfile::TempDir,
+    cfg: Value,
+    /// The config as handed over.
+    cfg_bytes: Vec<u8>,
+    /// The served payload's URL, as the guest fetched it.
+    payload_url: String,
+    vm: VmBoot,
+}
+
+/// Writes the config for `bootimage` in remote mode, serves the payload (and the MCS
+/// config) on loopback, and boots the VM with the config handed over fw_cfg.
+fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
+    let dir = tempfile::tempdir_in(work_root()).unwrap();
+    let work = dir.path();
+    let served = work.join("srv");
+    fs::create_dir_all(served.join("payload")).unwrap();
+    let server = HttpsServer::serve(&served, work);
+    let (base, payload_url) = match flow {
+        Flow::Standalone => {
+            let mc = mcs_config("4.12")["storage"]["files"][0].clone();
+            (
+                json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [mc]}}),
+                guest_url(&server.http_url(PAYLOAD)),
+            )
+        }
+        Flow::Pointer(generation) => {
+            fs::create_dir_all(served.join("config")).unwrap();
+            fs::write(
+                served.join("config/worker"),
+                serde_json::to_vec(&mcs_config(generation)).unwrap(),
+            )
+            .unwrap();
+            // As the installer's pointer config: the MCS over HTTPS, its CA inline. The
+            // payload comes from the same server, trusted through the same CA.
+            let base = json!({"ignition": {
+                "version": "3.2.0",
+                "config": {"merge": [{"source": guest_url(&server.url("config/worker"))}]},
+                "security": {"tls": {"certificateAuthorities": [{"source": data_url(&server.ca_pem)}]}}
+            }});
+            (base, guest_url(&server.url(PAYLOAD)))
+        }
+    };
+    let base_path = work.join("base.ign");
+    fs::write(&base_path, serde_json::to_vec_pretty(&base).unwrap()).unwrap();
+    let cfg_path = work.join("node.ign");
+    let r = mcd_inject([
+        "inject",
+        "--image",
+        mcd.image(),
+        "--bootimage",
+        bootimage,
+        "--base",
+        base_path.to_str().unwrap(),
+        "--ign",
+        cfg_path.to_str().unwrap(),
+        "--payload-url",
+        &payload_url,
+        "--payload-out",
+        served.join(PAYLOAD).to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.describe());
+    assert!(
+        !r.stderr.contains("warning:"),
+        "a remote-mode config got a warning: {}",
+        r.describe()
+    );
+    let bytes = fs::read(&cfg_path).unwrap();
+    assert!(
+        bytes.len() < 16 * 1024,
+        "a remote-mode config of {} bytes",
+        bytes.len()
+    );
+    let cfg: Value = serde_json::from_slice(&bytes).unwrap();
+    let vm = vm::boot(
+        work,
+        &cfg_path,
+        &VmOptions {
+            selinux,
+            wait_for: mcd.past_reexec(),
+        },
+    );
+    drop(server);
+    VmNode {
+        _dir: dir,
+        cfg,
+        cfg_bytes: bytes,
+        payload_url,
+        vm,
+    }
+}
+
+fn provenance_sha256(cfg: &Value) -> String {
+    let file = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
+        .expect("the config carries a provenance record");
+    let bytes = mcd_inject::ignition::decode_data_url(file["contents"]["source"].as_str().unwrap())
+        .unwrap();
+    let p: Value = serde_json::from_slice(&bytes).unwrap();
+    p["binary_sha256"].as_str().unwrap().to_string()
+}
+
+/// Ignition ran in the initramfs, read our config from fw_cfg (the journal names its
+/// sha512), fetched the payload from the host, and ran all its stages.
+fn assert_ignition_in_initramfs(n: &VmNode) {
+    let j = &n.vm.boot.journal;
+    let why = || n.vm.describe();
+    assert!(
+        j.contains("loading QEMU firmware config module"),
+        "Ignition did not read fw_cfg\n{}",
+        why()
+    );
+    let sha512 = hex::encode(sha2::Sha512::digest(&n.cfg_bytes));
+    assert!(
+        j.contains(&format!("parsing config with SHA512: {sha512}")),
+        "Ignition did not parse the config handed over fw_cfg\n{}",
+        why()
+    );
+    assert!(
+        j.contains(&format!("GET {}", n.payload_url)),
+        "Ignition did not fetch the payload from {}\n{}",
+        n.payload_url,
+        why()
+    );
+    for stage in ["fetch-offline", "kargs", "disks", "mount", "files"] {
+        assert!(
+            j.contains(&format!("Stage: {stage}\n")),
+            "no Ignition {stage} stage\n{}",
+            why()
+        );
+    }
+    assert!(
+        j.matches("Ignition finished successfully").count() >= 5,
+        "an Ignition stage did not finish\n{}",
+        why()
+    );
+}
+
+/// Our binary installed before the firstboot ran, from our drop-in; no pull, no podman.
+fn assert_delivered(n: &VmNode) {
+    let b = &n.vm.boot;
+    let why = || n.vm.describe();
+    assert_eq!(b.unit(INSTALL, "Result"), "success", "{}", why());
+    assert_eq!(b.unit(INSTALL, "ActiveState"), "active", "{}", why());
+    let installed = b.at(INSTALL, "ActiveEnterTimestampMonotonic");
+    let started = b.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic");
+    assert!(
+        installed > 0 && started > 0 && installed <= started,
+        "the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
+        why()
+    );
+    assert_eq!(b.get("bin.sha256"), provenance_sha256(&n.cfg), "{}", why());
+    assert_eq!(b.get("bin.mode"), "755", "{}", why());
+    assert!(
+        b.unit(FIRSTBOOT, "DropInPaths")
+            .contains("99-mcd-inject.conf"),
+        "{}",
+        why()
+    );
+    assert_eq!(
+        b.at(PULL, "ExecMainStartTimestampMonotonic"),
+        0,
+        "the pull unit ran\n{}",
+        why()
+    );
+    assert!(!b.called.contains("podman"), "podman ran\n{}", why());
+    for unit in [INSTALL, PULL] {
+        assert!(
+            !b.failed_units.iter().any(|f| f.contains(unit)),
+            "{unit} failed\n{}",
+            why()
+        );
+    }
+}
+
+/// SELinux enforced, our script labelled `/run/bin` like `/usr/bin` and the binary like
+/// `/usr/bin/true` (`bin_t` under Debian's policy), and no denial names what is ours.
+fn assert_selinux(n: &VmNode) {
+    let b = &n.vm.boot;
+    let why = || n.vm.describe();
+    assert_eq!(b.get("selinux.enforce"), "1", "not enforcing\n{}", why());
+    let label = |p: &str| b.get(&format!("label.{p}")).to_string();
+    assert_eq!(label("/run/bin"), label("/usr/bin"), "{}", why());
+    assert_eq!(
+        label("/run/bin/machine-config-daemon"),
+        label("/usr/bin/true"),
+        "{}",
+        why()
+    );
+    assert!(
+        label("/run/bin/machine-config-daemon").contains(":bin_t:"),
+        "{}",
+        why()
+    );
+    // Files Ignition wrote were relabelled, not left unlabelled.
+    for p in [
+        "/var/lib/mcd-inject/machine-config-daemon.gz",
+        "/var/lib/mcd-inject/mco-mcd-install.sh",
+    ] {
+        let l = label(p);
+        assert!(
+            !l.is_empty() && !l.contains("unlabeled_t"),
+            "{p} is labelled {l:?}\n{}",
+            why()
+        );
+    }
+    // Ours: the units, the files, the programs the install script runs, the MCD.
+    const OURS: &[&str] = &[
+        "mco-mcd-install",
+        "machine-config",
+        "mcd-inject",
+        "comm=\"mkdir\"",
+        "comm=\"chcon\"",
+        "comm=\"mktemp\"",
+        "comm=\"gzip\"",
+        "comm=\"sha256sum\"",
+        "comm=\"chmod\"",
+        "comm=\"mv\"",
+        "comm=\"selinuxenabled\"",
+    ];
+    let ours: Vec<&String> =
+        n.vm.denials
+            .iter()
+            .filter(|d| OURS.iter().any(|o| d.contains(o)))
+            .collect();
+    assert!(
+        ours.is_empty(),
+        "SELinux denials of ours: {ours:#?}\n{}",
+        why()
+    );
+}
+
+/// The probe MCD completed the first boot with our command line and the re-exec guard;
+/// crio and kubelet started after it; the firstboot unit succeeded.
+fn assert_completed(n: &VmNode) {
+    let b = &n.vm.boot;
+    let why = || n.vm.describe();
+    let run = b
+        .mcd_run
+        .as_deref()
+        .unwrap_or_else(|| panic!("the MCD never completed\n{}", why()));
+    assert_eq!(
+        run.lines()
+            .filter(|l| l.starts_with("argv="))
+            .collect::<Vec<_>>(),
+        [
+            "argv=/run/bin/machine-config-daemon",
+            "argv=firstboot-complete-machineconfig"
+        ],
+        "{}",
+        why()
+    );
+    assert!(run.contains("_MCD_DID_REEXEC=1\n"), "{run}\n{}", why());
+    assert!(!run.contains("machine_config_bytes=0\n"), "{run}");
+    assert_eq!(b.unit(FIRSTBOOT, "Result"), "success", "{}", why());
+    let done = b.at(FIRSTBOOT, "ExecMainExitTimestampMonotonic");
+    for unit in ["crio.service", "kubelet.service"] {
+        let start = b.at(unit, "ExecMainStartTimestampMonotonic");
+        assert!(
+            done > 0 && start >= done,
+            "{unit} started at {start} us, before the firstboot finished at {done} us\n{}",
+            why()
+        );
+    }
+    assert!(
+        !b.failed_units.iter().any(|f| f.contains(FIRSTBOOT)),
+        "{}",
+        why()
+    );
+}
+
+/// A real MCD got past its re-exec step and read the machine config.
+fn assert_real_mcd_ran(n: &VmNode, mcd: Mcd) {
+    let journal = &n.vm.boot.firstboot_journal;
+    assert!(
+        !journal.contains("failed to re-exec"),
+        "the MCD could not re-exec\n{}",
+        n.vm.describe()
+    );
+    assert!(
+        journal.contains(mcd.past_reexec().unwrap()),
+        "the MCD did not reach the machine config\n{}",
+        n.vm.describe()
+    );
+}
+
+#[test]
+fn vm_spec3_standalone_selinux_enforcing() {
+    let n = first_boot("4.8", Flow::Standalone, Mcd::Probe, true);
+    assert_ignition_in_initramfs(&n);
+    assert_delivered(&n);
+    assert_completed(&n);
+    assert_selinux(&n);
+}
+
+#[test]
+fn vm_spec3_pointer_to_a_413_plus_cluster_selinux_enforcing() {
+    let n = first_boot("4.8", Flow::Pointer("4.13"), Mcd::Probe, true);
+    assert_ignition_in_initramfs(&n);
+    assert!(
+        n.vm.boot.journal.contains("config/worker"),
+        "Ignition did not fetch the MCS config\n{}",
+        n.vm.describe()
+    );
+    assert_delivered(&n);
+    assert_completed(&n);
+    assert_selinux(&n);
+}
+
+#[test]
+fn vm_real_main_mcd_spec3_standalone_selinux_enforcing() {
+    let n = first_boot("4.8", Flow::Standalone, Mcd::RealMain, true);
+    assert_ignition_in_initramfs(&n);
+    assert_delivered(&n);
+    assert_real_mcd_ran(&n, Mcd::RealMain);
+    assert_selinux(&n);
+}
+
+/// Without SELinux (`selinux=0`): Ignition's files stage and our install script's
+/// labelling both do without it.
+#[test]
+fn vm_spec3_standalone_without_selinux() {
+    let n = first_boot("4.8", Flow::Standalone, Mcd::Probe, false);
+    assert_ignition_in_initramfs(&n);
+    assert_delivered(&n);
+    assert_completed(&n);
+    assert_eq!(
+        n.vm.boot.get("selinux.enforce"),
+        "",
+        "SELinux is on\n{}",
+        n.vm.describe()
+    );
+}

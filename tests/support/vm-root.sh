@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The VM of the VM boot tests (tests/it/vm.rs): a small Debian root with a kernel, a
+# dracut initramfs holding Debian's Ignition, SELinux (Debian's reference policy) and the
+# RHCOS look of the nspawn boots (tests/support/boot-root.sh prepare), on an ext4 disk
+# image labelled offline. Made once per run of the suite; each boot copies the disk.
+#
+#   vm-root.sh base NSPAWN_BASE DIR   make DIR/{vmlinuz,initrd.img,disk.img} from a copy
+#                                     of the nspawn boot tests' debootstrapped base (the
+#                                     root with the packages is kept in DIR.packages)
+#
+# The disk's root filesystem has the label "root"; boot it with
+#   root=LABEL=root rw ignition.firstboot ignition.platform.id=qemu
+# and security=selinux selinux=1 enforcing=1 for SELinux enforcing (scripts/boot-vm.sh).
+set -euo pipefail
+
+die() { echo "vm-root.sh: $*" >&2; exit 1; }
+here=$(cd "$(dirname "$0")" && pwd)
+
+# Packages the root needs beyond the nspawn base: the kernel and dracut (installed in a
+# chroot: in one debootstrap --include they conflict with initramfs-tools), Debian's
+# Ignition and what its dracut module needs but does not depend on (url-lib, network),
+# and SELinux.
+packages=(udev kmod e2fsprogs linux-image-amd64 dracut dracut-network ignition iproute2 procps
+  curl selinux-policy-default policycoreutils selinux-utils)
+dracut_modules="base systemd systemd-initrd dracut-systemd udev-rules rootfs-block fs-lib qemu ignition"
+dracut_drivers="qemu_fw_cfg virtio_blk virtio_pci virtio_net ext4 crc32c_generic"
+
+mounts=()
+unmount_all() {
+  local m
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+    m=${mounts[i]}
+    umount -l "$m" 2>/dev/null || true
+  done
+  mounts=()
+}
+
+in_root() { # in_root ROOT CMD...: runs CMD in a chroot of ROOT with /proc, /sys, /dev
+  local root=$1
+  shift
+  # INITRD=No: no initramfs of the host's kind for the kernel package; the test makes
+  # its own.
+  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+    LANG=C.UTF-8 INITRD=No "$@"
+}
+
+base() {
+  local nspawn_base=$1 dir=$2
+  [[ -e $dir/.complete ]] && return 0
+  # One maker at a time (scripts/test.sh starts one early; the tests wait for it).
+  mkdir -p "$(dirname "$dir")"
+  exec 9>"$dir.lock"
+  flock 9
+  [[ -e $dir/.complete ]] && return 0
+  [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
+  local tmp=$dir.tmp
+  # The packages, into a copy of the nspawn base, kept beside DIR (DIR.packages) so that
+  # a change to the steps below does not install them again.
+  local root=$dir.packages
+  trap unmount_all EXIT
+  trap 'unmount_all; exit 1' INT TERM HUP
+  if [[ ! -e $root/.packages ]]; then
+    # A run that was stopped may have left its mounts: never remove through them.
+    for m in proc sys dev; do umount -l "$root/$m" 2>/dev/null || true; done
+    rm -rf --one-file-system "$root"
+    cp -a "$nspawn_base" "$root"
+    for m in proc sys dev; do
+      mount --bind "/$m" "$root/$m"
+      mounts+=("$root/$m")
+    done
+    cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+    {
+      in_root "$root" apt-get update -qq
+      in_root "$root" apt-get install -y -qq --no-install-recommends "${packages[@]}"
+      in_root "$root" apt-get clean
+    } >"$dir.apt.log" 2>&1 || die "installing the VM packages failed; see $dir.apt.log"
+    unmount_all
+    rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/* \
+      "$root"/boot/initrd.img-*
+    touch "$root/.packages"
+  fi
+  for m in proc sys dev; do umount -l "$tmp/vmroot/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$tmp"
+  mkdir -p "$tmp"
+
+  # The RHCOS look of the nspawn boots, the probe unit included.
+  bash "$here/boot-root.sh" prepare "$root" "$tmp/vmroot" >/dev/null
+  root=$tmp/vmroot
+  rm -f "$root/.packages"
+  local kver
+  kver=$(basename "$(ls -d "$root"/lib/modules/* | sort -V | tail -n1)")
+  # A VM's own bits: the console and the disk; no wait for a network nobody configures
+  # in the real root (systemd-networkd is enabled by the first boot's presets).
+  ln -sf /dev/null "$root/etc/systemd/system/systemd-networkd-wait-online.service"
+  echo 'LABEL=root / ext4 defaults 0 1' >"$root/etc/fstab"
+  cat >"$root/etc/selinux/config" <<'EOF'
+SELINUX=enforcing
+SELINUXTYPE=default
+EOF
+
+  for m in proc sys dev; do
+    mount --bind "/$m" "$root/$m"
+    mounts+=("$root/$m")
+  done
+  in_root "$root" dracut --quiet --force --no-hostonly --no-compress \
+    -m "$dracut_modules" -o "kernel-modules ifcfg" --add-drivers "$dracut_drivers" \
+    /boot/initrd-vm.img "$kver" >"$tmp/dracut.log" 2>&1 ||
+    die "dracut failed; see $tmp/dracut.log"
+  unmount_all
+  cp "$root/boot/vmlinuz-$kver" "$tmp/vmlinuz"
+  mv "$root/boot/initrd-vm.img" "$tmp/initrd.img"
+
+  # Label the root offline with its own policy, so that it boots enforcing. libselinux
+  # needs /proc: label with it mounted, then the mount points, unmounted.
+  mount -t proc proc "$root/proc"
+  mounts+=("$root/proc")
+  local contexts=/etc/selinux/default/contexts/files/file_contexts m con
+  in_root "$root" setfiles -F -e /proc -e /sys -e /dev "$contexts" / \
+    >"$tmp/setfiles.log" 2>&1 || die "setfiles failed; see $tmp/setfiles.log"
+  local labels=()
+  for m in /proc /sys /dev; do
+    con=$(in_root "$root" matchpathcon -n "$m") || die "matchpathcon $m"
+    labels+=("$m=$con")
+  done
+  unmount_all
+  trap - EXIT INT TERM HUP
+  for m in "${labels[@]}"; do
+    python3 -c 'import os, sys; os.setxattr(sys.argv[1], "security.selinux", sys.argv[2].encode() + b"\0")' \
+      "$root${m%%=*}" "${m#*=}"
+  done
+  mke2fs -q -t ext4 -L root -d "$root" "$tmp/disk.img" 3G >"$tmp/mke2fs.log" 2>&1 ||
+    die "mke2fs failed; see $tmp/mke2fs.log"
+  rm -rf --one-file-system "$root"
+  touch "$tmp/.complete"
+  rm -rf "$dir"
+  mv "$tmp" "$dir"
+}
+
+cmd=${1:-}
+shift || true
+case $cmd in
+  base) base "$@" ;;
+  *) die "usage: vm-root.sh base NSPAWN_BASE DIR" ;;
+esac
