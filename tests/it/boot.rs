@@ -448,7 +448,7 @@ macro_rules! release_boots {
             let n = first_boot($bootimage, Flow::$flow($release), Mcd::Probe, |_| {}, None);
             assert_delivered(&n, legacy);
             assert_completed(&n);
-            assert_cluster_units(&n, $release, legacy);
+            assert_cluster_units(&n, $release);
         }
     )*};
 }
@@ -474,6 +474,13 @@ release_boots! {
     spec3_offline_merge_of_release_4_16: SPEC3_BOOTIMAGE, Offline("release-4.16");
     spec3_offline_merge_of_release_4_18: SPEC3_BOOTIMAGE, Offline("release-4.18");
     spec3_offline_merge_of_main: SPEC3_BOOTIMAGE, Offline("main");
+}
+
+#[test]
+fn spec22_standalone_under_ignition_v035() {
+    let n = first_boot("4.2", Flow::Standalone, Mcd::Probe, |_| {}, None);
+    assert_delivered(&n, true);
+    assert_completed(&n);
 }
 
 #[test]
@@ -662,15 +669,41 @@ fn a_file_written_firstboot_dropin_changes_what_the_node_runs() {
     );
 }
 
-/// The cluster's own units were on the node: MCO's text of the firstboot unit (with our
-/// drop-in), and from 4.12 on its `firstboot-osupdate.target`, reached after the
-/// firstboot.
-fn assert_cluster_units(n: &Node, release: &str, _legacy: bool) {
+/// The cluster's own units were on the node, with our drop-in on its firstboot text:
+/// that text's own `ExecStartPre` ran before our `ExecStart` (every release disables the
+/// yum repos; main also binds a copy of the ostree repo config, which fails harmlessly
+/// on the test root, which has no `/sysroot`), and from 4.12 on the unit is ordered
+/// before the cluster's `kubelet-dependencies.target` and required by its
+/// `firstboot-osupdate.target`.
+fn assert_cluster_units(n: &Node, release: &str) {
     let b = &n.boot;
-    let _ = release;
+    let why = || b.describe();
+    let journal = &b.firstboot_journal;
     assert!(
-        b.unit(FIRSTBOOT, "ActiveState") == "active",
-        "{}",
-        b.describe()
+        journal.contains("/etc/yum.repos.d/"),
+        "the firstboot text's yum ExecStartPre did not run\n{}",
+        why()
     );
+    assert_eq!(
+        journal.contains("/sysroot/ostree/repo/config"),
+        release == "main",
+        "main's ostree repo config ExecStartPre, and only main's\n{}",
+        why()
+    );
+    if release != "release-4.6" {
+        let done = b.at(FIRSTBOOT, "ExecMainExitTimestampMonotonic");
+        let deps = "kubelet-dependencies.target";
+        assert_eq!(b.unit(deps, "ActiveState"), "active", "{}", why());
+        assert!(
+            b.at(deps, "ActiveEnterTimestampMonotonic") >= done,
+            "{deps} was reached before the firstboot finished\n{}",
+            why()
+        );
+        assert_eq!(
+            b.unit("firstboot-osupdate.target", "ActiveState"),
+            "active",
+            "{}",
+            why()
+        );
+    }
 }
