@@ -266,3 +266,48 @@ fn inject_onto_every_render_verifies() {
         }
     }
 }
+
+/// Our drop-in replaces only `ExecStart` of the cluster's firstboot text: a text whose
+/// other commands go through podman (as main's `ExecStartPre` might one day) would pull
+/// the MCO image on the node, and `verify` refuses it, naming the line.
+#[test]
+fn verify_refuses_a_firstboot_text_whose_other_commands_run_podman() {
+    let mut base = render("main", SPEC3);
+    let pre = "ExecStartPre=/usr/bin/podman pull registry.example.com/openshift/release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    for u in base["systemd"]["units"].as_array_mut().unwrap() {
+        if u["name"] == FIRSTBOOT {
+            let text = u["contents"]
+                .as_str()
+                .unwrap()
+                .replace("[Service]\n", &format!("[Service]\n{pre}\n"));
+            u["contents"] = Value::from(text);
+        }
+    }
+    let reference = fixture("mco-4.16").reference("oci");
+    let injected = Bin::new([
+        "inject",
+        "--image",
+        &reference,
+        "--bootimage",
+        "4.9",
+        "--ign",
+        "-",
+        "--base",
+        "-",
+    ])
+    .stdin(serde_json::to_vec(&base).unwrap())
+    .run();
+    assert_eq!(injected.code, Some(0), "{}", injected.describe());
+    let verified = Bin::new(["verify", "-"])
+        .stdin(injected.stdout.clone())
+        .run();
+    let text = String::from_utf8_lossy(&verified.stdout);
+    assert_eq!(verified.code, Some(1), "{text}{}", verified.stderr);
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("FAIL:") && l.contains(&format!("{FIRSTBOOT} {pre} runs podman"))
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("no other command of"), "{text}");
+}
