@@ -306,9 +306,6 @@ fn provenance_sha256(cfg: &Value) -> String {
     p["binary_sha256"].as_str().unwrap().to_string()
 }
 
-/// The MCO image of the clusters' configs (`tests/data/mcs/render/inputs`).
-const MCO_IMAGE: &str = "registry.example.com/openshift/release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
-
 /// The calls of podman (the stand-in records them all) that pulled or ran the MCO image
 /// or an MCD: the path the delivered binary replaces. The cluster's other units may run
 /// other images through podman.
@@ -317,7 +314,7 @@ fn mcd_podman_calls(b: &Boot) -> Vec<&str> {
         .lines()
         .filter(|l| l.contains("/usr/bin/podman "))
         .filter(|l| {
-            l.contains(MCO_IMAGE)
+            l.contains(mcs_renders::MCO_IMAGE)
                 || l.contains("machine-config-daemon")
                 || l.contains("firstboot-complete-machineconfig")
         })

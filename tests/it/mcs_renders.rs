@@ -26,6 +26,9 @@ pub const SPEC2: &str = "worker-spec2.2.ign";
 /// The render served to Ignition 2.14 (spec 3, up to 3.3).
 pub const SPEC3: &str = "worker-spec3.ign";
 
+/// The MCO image the inputs name (`inputs/manifests/controllerconfig.yaml`).
+pub const MCO_IMAGE: &str = "registry.example.com/openshift/release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+
 const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
 const PULL: &str = "machine-config-daemon-pull.service";
 
@@ -161,7 +164,6 @@ fn renders_validate_with_the_ignition_they_are_served_to() {
 /// facts the config this tool writes is built against.
 #[test]
 fn each_release_serves_its_firstboot_and_pull_units() {
-    const MCO_IMAGE: &str = "registry.example.com/openshift/release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
     for release in RELEASES {
         for name in [SPEC2, SPEC3] {
             let cfg = render(release, name);
@@ -273,7 +275,7 @@ fn inject_onto_every_render_verifies() {
 #[test]
 fn verify_refuses_a_firstboot_text_whose_other_commands_run_podman() {
     let mut base = render("main", SPEC3);
-    let pre = "ExecStartPre=/usr/bin/podman pull registry.example.com/openshift/release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    let pre = format!("ExecStartPre=/usr/bin/podman pull {MCO_IMAGE}");
     for u in base["systemd"]["units"].as_array_mut().unwrap() {
         if u["name"] == FIRSTBOOT {
             let text = u["contents"]

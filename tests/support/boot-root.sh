@@ -70,7 +70,7 @@ STUB
   chmod 0755 "$1$2"
 }
 
-# The MCO image of the test clusters' configs (tests/data/mcs/render/inputs).
+# The MCO image of the test clusters' configs (tests/data/mcs/inputs).
 MCO_IMAGE=registry.example.com/openshift/release@sha256:1111111111111111111111111111111111111111111111111111111111111111
 
 podman_stub() { # podman_stub ROOT: records every call; fails those that would pull or
