@@ -1,7 +1,7 @@
 //! The Machine Config Server configs the boot tests meet (`tests/data/mcs/`): what the MCS
 //! of each MCO release serves a worker, rendered by MCO's own code from the inputs in
-//! `tests/data/mcs/inputs` (see `tests/data/mcs/README.md`). Each render must come from
-//! the inputs as they are now, be read by the Ignition it is served to, and show the
+//! `tests/data/mcs/inputs` (see `tests/data/mcs/README.md`). Each render must be the body
+//! rendered, come from the inputs as they are now, be read by the Ignition it is served to, and show the
 //! units its release is known to serve; and `inject --base` of each must verify.
 
 use std::fs;
@@ -124,11 +124,18 @@ fn every_render_comes_from_the_inputs_as_they_are() {
             "{release} was rendered from other inputs than tests/data/mcs/inputs: render it again"
         );
         for name in [SPEC2, SPEC3] {
+            let rec = &r["renders"][name];
             assert!(
-                r["renders"][name]
+                rec["accept"]
                     .as_str()
                     .is_some_and(|a| a.contains("vnd.coreos.ignition")),
                 "{release}/render.json records no Accept header for {name}"
+            );
+            let bytes = fs::read(mcs_dir().join(release).join(name)).unwrap();
+            assert_eq!(
+                rec["sha256"],
+                sha256_hex(&bytes),
+                "{release}/{name} is not the body that was rendered"
             );
         }
     }
