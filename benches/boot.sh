@@ -39,13 +39,15 @@ ign3=/usr/lib/dracut/modules.d/30ignition/ignition
 ln -s "$ign3" "$work/ignition-apply"
 
 # Standalone configs: a base that holds only the machine config the firstboot completes.
-for gen in 4.6 4.12; do
-  jq '{ignition: .ignition, storage: {files: [.storage.files[0]]}}' \
-    "tests/data/mcs/$gen-worker.ign" >"$work/base-$gen.ign"
+# The machine config is the one the MCS of MCO release-4.12 serves (tests/data/mcs).
+for spec in 2.2 3; do
+  jq '{ignition: {version: .ignition.version}, storage: {files:
+        [.storage.files[] | select(.path == "/etc/ignition-machine-config-encapsulated.json")]}}' \
+    "tests/data/mcs/release-4.12/worker-spec$spec.ign" >"$work/base-$spec.ign"
 done
-"$bin" inject --image "oci:$work/image:latest" --bootimage 4.2 --base "$work/base-4.6.ign" \
+"$bin" inject --image "oci:$work/image:latest" --bootimage 4.2 --base "$work/base-2.2.ign" \
   --ign "$work/node-2.2.ign" 2>/dev/null
-"$bin" inject --image "oci:$work/image:latest" --bootimage 4.8 --base "$work/base-4.12.ign" \
+"$bin" inject --image "oci:$work/image:latest" --bootimage 4.8 --base "$work/base-3.ign" \
   --ign "$work/node-3.2.ign" 2>/dev/null
 
 root=$work/root

@@ -10,8 +10,8 @@ use super::document::{report_lines, Document, Entry, Kind};
 use super::node;
 use super::schema::Schema;
 use super::units::{
-    DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PROVENANCE_PATH, PULL_UNIT,
-    REMOVED_MCO_UNITS, SCRIPT_PATH,
+    DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH,
+    PULL_UNIT, REMOVED_MCO_UNITS, SCRIPT_PATH,
 };
 use super::SpecVersion;
 
@@ -135,6 +135,22 @@ fn with_our_dropins(
         format!("added drop-in {DROPIN} to {name} from the base")
     });
     Ok(unit)
+}
+
+/// `pivot.service` as the MCS serves it to a 4.1-4.5 bootimage: no text of its own (the
+/// unit is the OS's), only MCO's environment drop-ins. Our mask goes on that entry and
+/// its drop-ins stay, as at boot, where the MCS's entry merged over ours unmasks
+/// nothing. A base entry with a text, or enabling the unit, stays a conflict.
+fn masked_keeping_dropins(base: &Value, ours: &Value) -> Option<Value> {
+    let only_dropins = base
+        .as_object()?
+        .keys()
+        .all(|k| k == "name" || k == "dropins");
+    (key(ours, "name") == Some(PIVOT_UNIT) && ours["mask"] == true && only_dropins).then(|| {
+        let mut unit = base.clone();
+        unit["mask"] = Value::Bool(true);
+        unit
+    })
 }
 
 /// What a merge did to the base beyond adding our entries, one line each.
@@ -299,6 +315,13 @@ fn merge_units<'a>(
             *mine = with_our_dropins(&u, mine, force, notes)?;
             continue;
         }
+        if let Some(masked) = masked_keeping_dropins(&u, mine) {
+            *mine = masked;
+            notes
+                .info
+                .push(format!("masked {name} from the base, keeping its drop-ins"));
+            continue;
+        }
         if !force {
             return Err(MergeError::Conflict {
                 what: format!("unit {name}"),
@@ -430,6 +453,35 @@ mod tests {
         assert_eq!(m["systemd"]["units"][2]["dropins"][0]["contents"], "skip");
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert_eq!(m["storage"]["files"].as_array().unwrap().len(), 2);
+    }
+
+    /// The MCS serves 4.1-4.5 bootimages a `pivot.service` of drop-ins only: our mask
+    /// goes on it and the drop-ins stay; a text of its own is still a conflict.
+    #[test]
+    fn masks_the_mcs_pivot_entry_keeping_its_dropins() {
+        let mut ours = ours("2.2.0");
+        ours["systemd"]["units"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": PIVOT_UNIT, "mask": true}));
+        let pivot = json!({"name": PIVOT_UNIT, "dropins": [{"name": "10-mco-default-env.conf"}]});
+        let base = json!({"ignition": {"version": "2.2.0"}, "systemd": {"units": [pivot]}});
+        let (m, notes) = merge_v(&base, &ours, SpecVersion::V2_2, false).unwrap();
+        let units = m["systemd"]["units"].as_array().unwrap();
+        let merged: Vec<&Value> = units.iter().filter(|u| u["name"] == PIVOT_UNIT).collect();
+        assert_eq!(
+            merged,
+            [
+                &json!({"name": PIVOT_UNIT, "mask": true, "dropins": [{"name": "10-mco-default-env.conf"}]})
+            ]
+        );
+        assert!(notes
+            .iter()
+            .any(|n| n == "masked pivot.service from the base, keeping its drop-ins"));
+        let with_text = json!({"ignition": {"version": "2.2.0"}, "systemd": {"units": [
+            {"name": PIVOT_UNIT, "contents": "[Service]\n"}]}});
+        let e = merge_v(&with_text, &ours, SpecVersion::V2_2, false).unwrap_err();
+        assert!(matches!(e, MergeError::Conflict { .. }));
     }
 
     #[test]

@@ -430,6 +430,16 @@ fn check_node(node: &NodeView, v: &mut Verified) {
     }
 }
 
+/// The commands of a service besides `ExecStart`.
+const FIRSTBOOT_OTHER_COMMANDS: [&str; 6] = [
+    "ExecCondition",
+    "ExecStartPre",
+    "ExecStartPost",
+    "ExecReload",
+    "ExecStop",
+    "ExecStopPost",
+];
+
 /// How the firstboot unit will run the MCD, whatever text of it the cluster's config
 /// brings at boot: only our drop-in survives that merge, so it must say it all.
 fn check_firstboot(cfg: &Value, node: &NodeView, v: &mut Verified) {
@@ -471,6 +481,26 @@ fn check_firstboot(cfg: &Value, node: &NodeView, v: &mut Verified) {
     if exec.iter().any(|e| e.contains("podman")) {
         v.problems.push(format!(
             "{FIRSTBOOT_UNIT} runs the MCD through podman ({exec:?}): it would pull the MCO image over the network"
+        ));
+    }
+    // Our drop-in replaces only ExecStart: the unit's other commands stay as its text
+    // has them (MCO's disable the yum repos and, on main, bind an ostree repo config
+    // for the firstboot), so none of them may go through podman either.
+    let mut other_podman = false;
+    for key in FIRSTBOOT_OTHER_COMMANDS {
+        for line in view.effective("[Service]", key) {
+            if line.contains("podman") {
+                other_podman = true;
+                v.problems.push(format!(
+                    "{FIRSTBOOT_UNIT} {key}={line} runs podman: the node would pull the MCO image over the network; this tool's drop-in replaces only ExecStart"
+                ));
+            }
+        }
+    }
+    if !other_podman {
+        v.passed.push(format!(
+            "no other command of {FIRSTBOOT_UNIT} ({}) runs podman",
+            FIRSTBOOT_OTHER_COMMANDS.join(", ")
         ));
     }
     let runs_ours = exec.len() == 1 && exec[0] == FIRSTBOOT_ARGV;

@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 
 use crate::harness::node::{self, apply_spec2, apply_spec3, Boot, HttpsServer};
 use crate::harness::{crate_root, mcd_inject};
+use crate::mcs_renders;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
@@ -117,9 +118,28 @@ fn real_main_image() -> &'static str {
     })
 }
 
-fn mcs_config(generation: &str) -> Value {
-    let path = crate_root().join(format!("tests/data/mcs/{generation}-worker.ign"));
-    serde_json::from_slice(&fs::read(&path).unwrap()).unwrap()
+/// What the MCS of `release` serves a worker, as MCO's own code renders it
+/// (`tests/data/mcs/RELEASE/`): to Ignition v0.x (spec 2.2) or to Ignition 2.x (spec 3).
+fn mcs_config(release: &str, spec2: bool) -> Value {
+    mcs_renders::render(
+        release,
+        if spec2 {
+            mcs_renders::SPEC2
+        } else {
+            mcs_renders::SPEC3
+        },
+    )
+}
+
+/// The machine config the firstboot completes, as the MCS serves it.
+fn machine_config_file(spec2: bool) -> Value {
+    mcs_config("release-4.12", spec2)["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/etc/ignition-machine-config-encapsulated.json")
+        .cloned()
+        .expect("the MCS config carries the encapsulated machine config")
 }
 
 fn data_url(bytes: &[u8]) -> String {
@@ -134,9 +154,10 @@ enum Flow {
     /// No cluster config at boot: the base holds only the machine config the
     /// firstboot completes (as a CI job that boots a bootimage gives it).
     Standalone,
-    /// The cluster's rendered config of this MCO generation, merged offline (`--base`).
+    /// The cluster's config as the MCS of this MCO release serves it, merged offline
+    /// (`--base`).
     Offline(&'static str),
-    /// A pointer config: Ignition fetches the cluster's config of this generation from
+    /// A pointer config: Ignition fetches the cluster's config of this MCO release from
     /// the loopback MCS and merges it at boot.
     Pointer(&'static str),
 }
@@ -195,16 +216,16 @@ fn first_boot(
     let mut server = None;
     let base = match flow {
         Flow::Standalone => {
-            let mc = mcs_config(if spec2 { "4.6" } else { "4.12" })["storage"]["files"][0].clone();
+            let mc = machine_config_file(spec2);
             json!({"ignition": {"version": version}, "storage": {"files": [mc]}})
         }
-        Flow::Offline(generation) => mcs_config(generation),
-        Flow::Pointer(generation) => {
+        Flow::Offline(release) => mcs_config(release, spec2),
+        Flow::Pointer(release) => {
             let served = work.join("mcs/config");
             fs::create_dir_all(&served).unwrap();
             fs::write(
                 served.join("worker"),
-                serde_json::to_vec(&mcs_config(generation)).unwrap(),
+                serde_json::to_vec(&mcs_config(release, spec2)).unwrap(),
             )
             .unwrap();
             let s = HttpsServer::serve(&work.join("mcs"), work);
@@ -285,6 +306,21 @@ fn provenance_sha256(cfg: &Value) -> String {
     p["binary_sha256"].as_str().unwrap().to_string()
 }
 
+/// The calls of podman (the stand-in records them all) that pulled or ran the MCO image
+/// or an MCD: the path the delivered binary replaces. The cluster's other units may run
+/// other images through podman.
+fn mcd_podman_calls(b: &Boot) -> Vec<&str> {
+    b.called
+        .lines()
+        .filter(|l| l.contains("/usr/bin/podman "))
+        .filter(|l| {
+            l.contains(mcs_renders::MCO_IMAGE)
+                || l.contains("machine-config-daemon")
+                || l.contains("firstboot-complete-machineconfig")
+        })
+        .collect()
+}
+
 /// What every first boot must show: our binary installed before the firstboot ran,
 /// from our drop-in; no pull, no podman; pivot.service masked on 4.1-4.5.
 fn assert_delivered(n: &Node, legacy: bool) {
@@ -313,7 +349,12 @@ fn assert_delivered(n: &Node, legacy: bool) {
         "the pull unit ran\n{}",
         why()
     );
-    assert!(!b.called.contains("podman"), "podman ran\n{}", why());
+    let mcd_podman = mcd_podman_calls(b);
+    assert!(
+        mcd_podman.is_empty(),
+        "podman pulled or ran the MCO image: {mcd_podman:?}\n{}",
+        why()
+    );
     if legacy {
         assert_eq!(
             b.unit("pivot.service", "UnitFileState"),
@@ -388,27 +429,48 @@ fn spec3_standalone() {
     assert_completed(&n);
 }
 
-#[test]
-fn spec3_pointer_to_a_412_cluster() {
-    let n = first_boot("4.8", Flow::Pointer("4.12"), Mcd::Probe, |_| {}, None);
-    assert_delivered(&n, false);
-    assert_completed(&n);
-    // The cluster's unit text won the merge; our drop-in made it run our binary.
-    assert!(n.boot.unit("kubelet-dependencies.target", "ActiveState") == "active");
+/// The bootimage of the spec 3 boots: its Ignition (v2.12) reads up to spec 3.3, and
+/// asks the MCS for 3.3 as Debian's Ignition 2.14 does, so the MCS config of every
+/// release is the one that Ignition would be served.
+const SPEC3_BOOTIMAGE: &str = "4.9";
+
+/// One boot of the probe MCD per MCO release, Ignition generation and flow: the MCS
+/// config as that release's own code renders it, merged at boot by real Ignition
+/// (pointer flow) or offline by `inject --base`.
+macro_rules! release_boots {
+    ($($name:ident: $bootimage:expr, $flow:ident($release:literal);)*) => {$(
+        #[test]
+        fn $name() {
+            let legacy = $bootimage == "4.2";
+            let n = first_boot($bootimage, Flow::$flow($release), Mcd::Probe, |_| {}, None);
+            assert_delivered(&n, legacy);
+            assert_completed(&n);
+            assert_cluster_units(&n, $release);
+        }
+    )*};
 }
 
-#[test]
-fn spec3_pointer_to_a_413_plus_cluster() {
-    let n = first_boot("4.8", Flow::Pointer("4.13"), Mcd::Probe, |_| {}, None);
-    assert_delivered(&n, false);
-    assert_completed(&n);
-}
-
-#[test]
-fn spec3_offline_merge_of_a_413_plus_cluster_config() {
-    let n = first_boot("4.8", Flow::Offline("4.13"), Mcd::Probe, |_| {}, None);
-    assert_delivered(&n, false);
-    assert_completed(&n);
+release_boots! {
+    spec22_pointer_to_release_4_6: "4.2", Pointer("release-4.6");
+    spec22_pointer_to_release_4_12: "4.2", Pointer("release-4.12");
+    spec22_pointer_to_release_4_16: "4.2", Pointer("release-4.16");
+    spec22_pointer_to_release_4_18: "4.2", Pointer("release-4.18");
+    spec22_pointer_to_main: "4.2", Pointer("main");
+    spec22_offline_merge_of_release_4_6: "4.2", Offline("release-4.6");
+    spec22_offline_merge_of_release_4_12: "4.2", Offline("release-4.12");
+    spec22_offline_merge_of_release_4_16: "4.2", Offline("release-4.16");
+    spec22_offline_merge_of_release_4_18: "4.2", Offline("release-4.18");
+    spec22_offline_merge_of_main: "4.2", Offline("main");
+    spec3_pointer_to_release_4_6: SPEC3_BOOTIMAGE, Pointer("release-4.6");
+    spec3_pointer_to_release_4_12: SPEC3_BOOTIMAGE, Pointer("release-4.12");
+    spec3_pointer_to_release_4_16: SPEC3_BOOTIMAGE, Pointer("release-4.16");
+    spec3_pointer_to_release_4_18: SPEC3_BOOTIMAGE, Pointer("release-4.18");
+    spec3_pointer_to_main: SPEC3_BOOTIMAGE, Pointer("main");
+    spec3_offline_merge_of_release_4_6: SPEC3_BOOTIMAGE, Offline("release-4.6");
+    spec3_offline_merge_of_release_4_12: SPEC3_BOOTIMAGE, Offline("release-4.12");
+    spec3_offline_merge_of_release_4_16: SPEC3_BOOTIMAGE, Offline("release-4.16");
+    spec3_offline_merge_of_release_4_18: SPEC3_BOOTIMAGE, Offline("release-4.18");
+    spec3_offline_merge_of_main: SPEC3_BOOTIMAGE, Offline("main");
 }
 
 #[test]
@@ -419,29 +481,34 @@ fn spec22_standalone_under_ignition_v035() {
 }
 
 #[test]
-fn spec22_pointer_to_a_46_cluster_under_ignition_v035() {
-    let n = first_boot("4.2", Flow::Pointer("4.6"), Mcd::Probe, |_| {}, None);
-    assert_delivered(&n, true);
-    assert_completed(&n);
-}
-
-#[test]
-fn real_412_mcd_spec22_pointer_to_a_46_cluster() {
-    let n = first_boot("4.2", Flow::Pointer("4.6"), Mcd::Real412, |_| {}, None);
+fn real_412_mcd_spec22_pointer_to_release_4_12() {
+    let n = first_boot(
+        "4.2",
+        Flow::Pointer("release-4.12"),
+        Mcd::Real412,
+        |_| {},
+        None,
+    );
     assert_delivered(&n, true);
     assert_real_mcd_ran(&n, Mcd::Real412);
 }
 
 #[test]
-fn real_main_mcd_spec22_pointer_to_a_46_cluster() {
-    let n = first_boot("4.2", Flow::Pointer("4.6"), Mcd::RealMain, |_| {}, None);
+fn real_main_mcd_spec22_pointer_to_main() {
+    let n = first_boot("4.2", Flow::Pointer("main"), Mcd::RealMain, |_| {}, None);
     assert_delivered(&n, true);
     assert_real_mcd_ran(&n, Mcd::RealMain);
 }
 
 #[test]
-fn real_main_mcd_spec3_pointer_to_a_413_plus_cluster() {
-    let n = first_boot("4.8", Flow::Pointer("4.13"), Mcd::RealMain, |_| {}, None);
+fn real_main_mcd_spec3_pointer_to_main() {
+    let n = first_boot(
+        SPEC3_BOOTIMAGE,
+        Flow::Pointer("main"),
+        Mcd::RealMain,
+        |_| {},
+        None,
+    );
     assert_delivered(&n, false);
     assert_real_mcd_ran(&n, Mcd::RealMain);
 }
@@ -476,7 +543,7 @@ fn previous_release_units(cfg: &mut Value) {
 fn previous_release_units_fail_when_the_cluster_config_is_merged() {
     let n = first_boot(
         "4.8",
-        Flow::Pointer("4.13"),
+        Flow::Pointer("release-4.16"),
         Mcd::Probe,
         previous_release_units,
         None,
@@ -576,8 +643,8 @@ fn a_file_written_firstboot_dropin_changes_what_the_node_runs() {
         b.describe()
     );
     assert!(
-        b.called.contains("podman"),
-        "podman did not run\n{}",
+        !mcd_podman_calls(b).is_empty(),
+        "podman did not run the MCD\n{}",
         b.describe()
     );
     assert!(
@@ -597,4 +664,43 @@ fn a_file_written_firstboot_dropin_changes_what_the_node_runs() {
             .any(|l| l.starts_with("FAIL:") && l.contains(&format!("] {ZZ}: "))),
         "{text}"
     );
+}
+
+/// The cluster's own units were on the node, with our drop-in on its firstboot text:
+/// that text's own `ExecStartPre` ran before our `ExecStart` (every release disables the
+/// yum repos; main also binds a copy of the ostree repo config, which fails harmlessly
+/// on the test root, which has no `/sysroot`), and from 4.12 on the unit is ordered
+/// before the cluster's `kubelet-dependencies.target` and required by its
+/// `firstboot-osupdate.target`.
+fn assert_cluster_units(n: &Node, release: &str) {
+    let b = &n.boot;
+    let why = || b.describe();
+    let journal = &b.firstboot_journal;
+    assert!(
+        journal.contains("/etc/yum.repos.d/"),
+        "the firstboot text's yum ExecStartPre did not run\n{}",
+        why()
+    );
+    assert_eq!(
+        journal.contains("/sysroot/ostree/repo/config"),
+        release == "main",
+        "main's ostree repo config ExecStartPre, and only main's\n{}",
+        why()
+    );
+    if release != "release-4.6" {
+        let done = b.at(FIRSTBOOT, "ExecMainExitTimestampMonotonic");
+        let deps = "kubelet-dependencies.target";
+        assert_eq!(b.unit(deps, "ActiveState"), "active", "{}", why());
+        assert!(
+            b.at(deps, "ActiveEnterTimestampMonotonic") >= done,
+            "{deps} was reached before the firstboot finished\n{}",
+            why()
+        );
+        assert_eq!(
+            b.unit("firstboot-osupdate.target", "ActiveState"),
+            "active",
+            "{}",
+            why()
+        );
+    }
 }

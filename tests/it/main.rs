@@ -18,6 +18,7 @@ mod inject_layers;
 mod inject_merge;
 mod inject_select;
 mod layering;
+mod mcs_renders;
 mod node_view;
 mod outputs;
 mod policy_conformance;

@@ -27,20 +27,25 @@ mirror() {
   echo "$uri"
 }
 
+# What the base root holds besides minbase: systemd, and programs of RHCOS that the
+# cluster's units call (jq: kubelet-auto-node-size.service's script).
+BASE_PACKAGES=systemd,systemd-sysv,dbus,libgpgme11,jq
+
 base() {
   local dir=$1
-  [[ -e $dir/.complete ]] && return 0
+  local want=$BASE_PACKAGES
+  [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
   # One maker at a time (scripts/test.sh starts one early; the tests wait for it).
   mkdir -p "$(dirname "$dir")"
   exec 9>"$dir.lock"
   flock 9
-  [[ -e $dir/.complete ]] && return 0
+  [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
   rm -rf "$dir.tmp"
-  debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libgpgme11 \
+  debootstrap --variant=minbase --include="$BASE_PACKAGES" \
     bookworm "$dir.tmp" "$(mirror)" >"$dir.log" 2>&1 || die "debootstrap failed; see $dir.log"
   rm -rf "$dir.tmp"/usr/share/doc/* "$dir.tmp"/usr/share/man/* "$dir.tmp"/usr/share/locale/* \
     "$dir.tmp"/var/cache/apt/archives/*.deb
-  touch "$dir.tmp/.complete"
+  echo "$BASE_PACKAGES" >"$dir.tmp/.complete"
   rm -rf "$dir"
   mv "$dir.tmp" "$dir"
 }
@@ -48,6 +53,16 @@ base() {
 unit() { # unit ROOT NAME CONTENTS: a vendor unit, as the OS would ship it
   mkdir -p "$1/usr/lib/systemd/system"
   printf '%s\n' "$3" >"$1/usr/lib/systemd/system/$2"
+}
+
+stand_in() { # stand_in ROOT PATH: a program that records its call and succeeds
+  mkdir -p "$(dirname "$1$2")"
+  cat >"$1$2" <<STUB
+#!/bin/sh
+echo "\$(cat /proc/uptime) $2 \$*" >>/var/lib/boot-probe/called
+exit 0
+STUB
+  chmod 0755 "$1$2"
 }
 
 stub() { # stub ROOT PATH: a program that records its call and fails
@@ -59,6 +74,27 @@ echo "$2: not available on the test root" >&2
 exit 1
 STUB
   chmod 0755 "$1$2"
+}
+
+# The MCO image of the test clusters' configs (tests/data/mcs/inputs).
+MCO_IMAGE=registry.example.com/openshift/release@sha256:1111111111111111111111111111111111111111111111111111111111111111
+
+podman_stub() { # podman_stub ROOT: records every call; fails those that would pull or
+  # run the MCO image or an MCD, succeeds the others (the cluster's own units run
+  # other images through podman, e.g. nodeip-configuration.service, and a node has
+  # podman for them)
+  mkdir -p "$1/usr/bin"
+  cat >"$1/usr/bin/podman" <<STUB
+#!/bin/sh
+echo "\$(cat /proc/uptime) /usr/bin/podman \$*" >>/var/lib/boot-probe/called
+case "\$*" in
+  *"$MCO_IMAGE"* | *machine-config-daemon* | *firstboot-complete-machineconfig*)
+    echo "/usr/bin/podman: not available on the test root" >&2
+    exit 1 ;;
+esac
+exit 0
+STUB
+  chmod 0755 "$1/usr/bin/podman"
 }
 
 prepare() {
@@ -109,7 +145,15 @@ RemainAfterExit=yes
 ExecStart=/bin/true
 [Install]
 WantedBy=multi-user.target"
-  stub "$root" /usr/bin/podman
+  podman_stub "$root"
+  # RHCOS's NetworkManager and nmstate, which the clusters' nmstate.service needs.
+  stand_in "$root" /usr/bin/nmstatectl
+  unit "$root" NetworkManager.service "[Unit]
+Description=stand-in for NetworkManager
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/true"
   stub "$root" /usr/bin/rpm-ostree
   install -D -m 0755 "$(dirname "$0")/boot-probe.sh" "$root/usr/libexec/boot-probe.sh"
   mkdir -p "$root/var/log/journal"

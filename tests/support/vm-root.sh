@@ -46,20 +46,24 @@ in_root() { # in_root ROOT CMD...: runs CMD in a chroot of ROOT with /proc, /sys
 
 base() {
   local nspawn_base=$1 dir=$2
-  [[ -e $dir/.complete ]] && return 0
+  # Made from the nspawn base as it is now: a base made anew (other packages) makes the
+  # VM anew too.
+  [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
+  local want
+  want=$(cat "$nspawn_base/.complete")
+  [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
   # One maker at a time (scripts/test.sh starts one early; the tests wait for it).
   mkdir -p "$(dirname "$dir")"
   exec 9>"$dir.lock"
   flock 9
-  [[ -e $dir/.complete ]] && return 0
-  [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
+  [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
   local tmp=$dir.tmp
   # The packages, into a copy of the nspawn base, kept beside DIR (DIR.packages) so that
   # a change to the steps below does not install them again.
   local root=$dir.packages
   trap unmount_all EXIT
   trap 'unmount_all; exit 1' INT TERM HUP
-  if [[ ! -e $root/.packages ]]; then
+  if [[ ! -e $root/.packages || $(cat "$root/.packages") != "$want" ]]; then
     # A run that was stopped may have left its mounts: never remove through them.
     for m in proc sys dev; do umount -l "$root/$m" 2>/dev/null || true; done
     rm -rf --one-file-system "$root"
@@ -77,7 +81,7 @@ base() {
     unmount_all
     rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/* \
       "$root"/boot/initrd.img-*
-    touch "$root/.packages"
+    echo "$want" >"$root/.packages"
   fi
   for m in proc sys dev; do umount -l "$tmp/vmroot/$m" 2>/dev/null || true; done
   rm -rf --one-file-system "$tmp"
@@ -131,7 +135,7 @@ EOF
   mke2fs -q -t ext4 -L root -d "$root" "$tmp/disk.img" 3G >"$tmp/mke2fs.log" 2>&1 ||
     die "mke2fs failed; see $tmp/mke2fs.log"
   rm -rf --one-file-system "$root"
-  touch "$tmp/.complete"
+  echo "$want" >"$tmp/.complete"
   rm -rf "$dir"
   mv "$tmp" "$dir"
 }
