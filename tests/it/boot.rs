@@ -309,7 +309,7 @@ fn provenance_sha256(cfg: &Value) -> String {
 /// The calls of podman (the stand-in records them all) that pulled or ran the MCO image
 /// or an MCD: the path the delivered binary replaces. The cluster's other units may run
 /// other images through podman.
-fn mcd_podman_calls(b: &Boot) -> Vec<&str> {
+pub(crate) fn mcd_podman_calls(b: &Boot) -> Vec<&str> {
     b.called
         .lines()
         .filter(|l| l.contains("/usr/bin/podman "))
