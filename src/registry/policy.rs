@@ -283,7 +283,7 @@ impl Policy {
             }
             .into()
         };
-        let mut signatures: Option<(Vec<Signature>, String)> = None;
+        let mut signatures: Option<Signatures> = None;
         for req in reqs {
             match req {
                 Requirement::InsecureAcceptAnything => {}
@@ -295,47 +295,85 @@ impl Policy {
                             .into(),
                     ))
                 }
-                Requirement::SigstoreSigned(s) => {
+                Requirement::SigstoreSigned(_) | Requirement::SignedBy(_) => {
                     if signatures.is_none() {
-                        signatures = Some(self.signatures(image).map_err(|e| {
+                        signatures = Some(self.signatures(image, served_by).map_err(|e| {
                             reject(format!("reading the image's signatures: {e:#}"))
                         })?);
                     }
-                    let (sigs, store) = signatures.as_ref().expect("just read");
-                    let config = match &self.registries_d {
-                        Some(d) => RegistriesD::load(d),
-                        None => Ok(RegistriesD::default()),
+                    let sigs = signatures.as_ref().expect("just read");
+                    match req {
+                        Requirement::SigstoreSigned(s) => sigstore_signed(s, image, sigs),
+                        Requirement::SignedBy(sb) => signed_by(sb, image, sigs),
+                        _ => unreachable!("matched above"),
                     }
-                    .map_err(|e| reject(format!("reading registries.d: {e:#}")))?;
-                    let attachments = config.use_sigstore_attachments(image.physical);
-                    sigstore_signed(s, image, sigs, store, attachments.then_some(served_by))
-                        .map_err(reject)?;
-                }
-                Requirement::SignedBy(sb) => {
-                    if signatures.is_none() {
-                        signatures = Some(self.signatures(image).map_err(|e| {
-                            reject(format!("reading the image's signatures: {e:#}"))
-                        })?);
-                    }
-                    let (sigs, store) = signatures.as_ref().expect("just read");
-                    signed_by(sb, image, sigs, store).map_err(reject)?;
+                    .map_err(reject)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// The image's signatures, from the lookaside store of the registry that served it,
-    /// and that store's address.
-    fn signatures(&self, image: &Judged) -> Result<(Vec<Signature>, String)> {
+    /// The image's signatures, read once, as containers/image's
+    /// `GetSignaturesWithFormat` reads them: from the lookaside store of the registry that
+    /// served it, then, when registries.d asks for them, every layer of its sigstore
+    /// attachments. Failing to read any of them refuses the image, whatever the others.
+    fn signatures(&self, image: &Judged, served_by: &dyn AttachmentSource) -> Result<Signatures> {
         let config = match &self.registries_d {
             Some(d) => RegistriesD::load(d)?,
             None => RegistriesD::default(),
         };
         let base = config.lookaside_base(image.physical)?;
-        let sigs = registries_d::lookaside_signatures(&base, image.digest, image.offline)?;
-        Ok((sigs, parse::url_shown(base.as_str())))
+        let store = parse::url_shown(base.as_str());
+        let mut list: Vec<(String, Signature)> =
+            registries_d::lookaside_signatures(&base, image.digest, image.offline)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| (format!("signature {} in {store}", i + 1), s))
+                .collect();
+        let name = image.physical.name();
+        let attachments = if !config.use_sigstore_attachments(image.physical) {
+            format!(
+                "sigstore attachments are not read for {name}: registries.d does not set \
+                 use-sigstore-attachments: true for it"
+            )
+        } else {
+            match Attachments::read(served_by, &name, image.digest)? {
+                None => format!(
+                    "{name} has no tag {}",
+                    sigstore::attachment_tag(image.digest)
+                ),
+                Some(a) => {
+                    for i in 0..a.len() {
+                        let s = a.fetch(served_by, i)?;
+                        list.push((
+                            s.origin,
+                            Signature::Sigstore {
+                                media_type: s.media_type,
+                                payload: s.payload,
+                                annotations: s.annotations,
+                            },
+                        ));
+                    }
+                    format!("{} holds {} attachment(s)", a.origin, a.len())
+                }
+            }
+        };
+        Ok(Signatures {
+            list,
+            store,
+            attachments,
+        })
     }
+}
+
+/// An image's signatures, each with where it was read, and where they were looked for.
+struct Signatures {
+    list: Vec<(String, Signature)>,
+    /// The lookaside store.
+    store: String,
+    /// What was found of sigstore attachments.
+    attachments: String,
 }
 
 /// Whether `scope` (not `""`) is a valid scope of `transport`, as that transport's
@@ -689,16 +727,12 @@ fn manifest_matches(manifest: &[u8], claimed: &str) -> bool {
     computed == claimed
 }
 
-/// One `sigstoreSigned` requirement, as `prSigstoreSigned.isRunningImageAllowed`
-/// decides it: `Ok` when one sigstore signature (from the lookaside store, then from the
-/// attachments of `attachments`, the endpoint that served the image, when registries.d
-/// enables them) is acceptable, else why none is. Simple signing signatures do not count.
+/// One `sigstoreSigned` requirement (`prSigstoreSigned.isRunningImageAllowed`): `Ok`
+/// when one sigstore signature is acceptable, else why none is.
 fn sigstore_signed(
     req: &SigstoreSigned<Identity>,
     image: &Judged,
-    sigs: &[Signature],
-    store: &str,
-    attachments: Option<&dyn AttachmentSource>,
+    sigs: &Signatures,
 ) -> Result<(), String> {
     // A key that cannot be read or parsed refuses the image (prepareTrustRoot).
     let keys = req.public_keys().map_err(|e| format!("{e:#}"))?;
@@ -722,66 +756,30 @@ fn sigstore_signed(
     };
     let mut whys = Vec::new();
     let (mut simple, mut others) = (0, 0);
-    for (i, sig) in sigs.iter().enumerate() {
+    for (origin, sig) in &sigs.list {
         match sig {
             Signature::SimpleSigning(_) => simple += 1,
+            Signature::Sigstore { media_type, .. }
+                if media_type != sigstore::SIGNATURE_MEDIA_TYPE =>
+            {
+                others += 1
+            }
             Signature::Sigstore {
-                media_type,
                 payload,
                 annotations,
-            } => {
-                if media_type != sigstore::SIGNATURE_MEDIA_TYPE {
-                    others += 1;
-                    continue;
-                }
-                match sigstore::verify(payload, annotations, &keys, &digest_ok, &identity_ok) {
-                    Ok(()) => return Ok(()),
-                    Err(e) => whys.push(format!("signature {} in {store}: {e:#}", i + 1)),
-                }
-            }
+                ..
+            } => match sigstore::verify(payload, annotations, &keys, &digest_ok, &identity_ok) {
+                Ok(()) => return Ok(()),
+                Err(e) => whys.push(format!("{origin}: {e:#}")),
+            },
         }
     }
-    let name = image.physical.name();
-    let looked = match attachments {
-        None => format!(
-            "sigstore attachments are not read for {name}: registries.d does not set \
-             use-sigstore-attachments: true for it"
-        ),
-        Some(src) => {
-            let found = Attachments::read(src, &name, image.digest)
-                .map_err(|e| format!("reading the image's sigstore attachments: {e:#}"))?;
-            match found {
-                None => format!(
-                    "{name} has no tag {}",
-                    sigstore::attachment_tag(image.digest)
-                ),
-                Some(a) => {
-                    others += a.others;
-                    for i in 0..a.len() {
-                        let sig = a.fetch(src, i).map_err(|e| {
-                            format!("reading the image's sigstore attachments: {e:#}")
-                        })?;
-                        match sigstore::verify(
-                            &sig.payload,
-                            &sig.annotations,
-                            &keys,
-                            &digest_ok,
-                            &identity_ok,
-                        ) {
-                            Ok(()) => return Ok(()),
-                            Err(e) => whys.push(format!("{}: {e:#}", sig.origin)),
-                        }
-                    }
-                    format!("{} holds no signature", a.origin)
-                }
-            }
-        }
-    };
     if whys.is_empty() {
         return Err(format!(
-            "a sigstore signature was required, but none was found ({looked}; the signature \
-             store {store} holds {simple} simple signing signature(s), and {others} other \
-             attachment(s) were not signatures)"
+            "a sigstore signature was required, but none was found ({}; the signature \
+             store {} holds {simple} simple signing signature(s), and {others} other \
+             attachment(s) are not signatures)",
+            sigs.attachments, sigs.store
         ));
     }
     Err(format!(
@@ -792,18 +790,20 @@ fn sigstore_signed(
 
 /// One `signedBy` requirement: `Ok` when one simple signing signature is acceptable,
 /// else why none is.
-fn signed_by(sb: &SignedBy, image: &Judged, sigs: &[Signature], store: &str) -> Result<(), String> {
-    let simple: Vec<&[u8]> = sigs
+fn signed_by(sb: &SignedBy, image: &Judged, sigs: &Signatures) -> Result<(), String> {
+    let simple: Vec<(&str, &[u8])> = sigs
+        .list
         .iter()
-        .filter_map(|s| match s {
-            Signature::SimpleSigning(b) => Some(b.as_slice()),
+        .filter_map(|(origin, s)| match s {
+            Signature::SimpleSigning(b) => Some((origin.as_str(), b.as_slice())),
             Signature::Sigstore { .. } => None,
         })
         .collect();
     if simple.is_empty() {
         return Err(format!(
-            "a signature was required, but none was found (in the signature store {store}, \
+            "a signature was required, but none was found (in the signature store {}, \
              which registries.d gives for {})",
+            sigs.store,
             image.physical.name()
         ));
     }
@@ -831,10 +831,10 @@ fn signed_by(sb: &SignedBy, image: &Judged, sigs: &[Signature], store: &str) -> 
         Ok(())
     };
     let mut whys = Vec::new();
-    for (i, sig) in simple.iter().enumerate() {
+    for (origin, sig) in simple {
         match judge(sig) {
             Ok(()) => return Ok(()),
-            Err(e) => whys.push(format!("signature {}: {e:#}", i + 1)),
+            Err(e) => whys.push(format!("{origin}: {e:#}")),
         }
     }
     Err(format!("no signature is acceptable: {}", whys.join("; ")))

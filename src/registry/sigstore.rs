@@ -771,13 +771,12 @@ struct Layer {
     annotations: Option<BTreeMap<String, String>>,
 }
 
-/// The attachment manifest of an image: its signature layers, not yet fetched.
+/// The attachment manifest of an image: its layers (signatures, attestations, ...), not
+/// yet fetched.
 pub(crate) struct Attachments {
     /// `HOST/REPO:TAG`, for messages.
     pub origin: String,
-    signatures: Vec<Layer>,
-    /// Layers of other media types (attestations, ...), not read.
-    pub others: usize,
+    layers: Vec<Layer>,
 }
 
 impl Attachments {
@@ -819,26 +818,22 @@ impl Attachments {
                 doc.layers.len()
             );
         }
-        let (signatures, others): (Vec<Layer>, Vec<Layer>) = doc
-            .layers
-            .into_iter()
-            .partition(|l| l.media_type == SIGNATURE_MEDIA_TYPE);
         Ok(Some(Attachments {
             origin,
-            signatures,
-            others: others.len(),
+            layers: doc.layers,
         }))
     }
 
-    /// How many signature layers there are.
+    /// How many layers there are.
     pub(crate) fn len(&self) -> usize {
-        self.signatures.len()
+        self.layers.len()
     }
 
-    /// Fetches signature `i` (`getOCIDescriptorContents`): at most
-    /// [`MAX_SIGNATURE_BYTES`], its digest checked.
+    /// Fetches layer `i` (`getOCIDescriptorContents`), whatever its media type, as
+    /// containers/image fetches every one: at most [`MAX_SIGNATURE_BYTES`], its digest
+    /// checked.
     pub(crate) fn fetch(&self, src: &dyn AttachmentSource, i: usize) -> Result<Attached> {
-        let l = &self.signatures[i];
+        let l = &self.layers[i];
         let origin = format!("{} layer {}", self.origin, i + 1);
         let d: Digest = l
             .digest
@@ -861,6 +856,7 @@ impl Attachments {
         }
         Ok(Attached {
             origin,
+            media_type: l.media_type.clone(),
             payload,
             annotations: l.annotations.clone().unwrap_or_default(),
         })
@@ -872,6 +868,8 @@ impl Attachments {
 pub(crate) struct Attached {
     /// `HOST/REPO:TAG layer N`, for messages.
     pub origin: String,
+    /// The layer's media type: a signature's is [`SIGNATURE_MEDIA_TYPE`].
+    pub media_type: String,
     /// The signed payload.
     pub payload: Vec<u8>,
     /// The layer's annotations (the signature among them).
@@ -1391,15 +1389,22 @@ JbanvZAU0hS8forSO8rLX07mDSadKRoF0QIDAQAB
         let a = Attachments::read(&f, "registry.example/ocp/release", &d)
             .unwrap()
             .unwrap();
-        assert_eq!((a.len(), a.others), (1, 1));
+        assert_eq!(a.len(), 2);
         assert_eq!(
             a.origin,
             format!("registry.example/ocp/release:sha256-{}.sig", &D[7..])
         );
         let s = a.fetch(&f, 0).unwrap();
         assert_eq!(s.payload, p1);
+        assert_eq!(s.media_type, SIGNATURE_MEDIA_TYPE);
         assert_eq!(s.annotations[SIGNATURE_ANNOTATION], "AA==");
-        assert_eq!(f.fetched.get(), 1, "only signature layers are fetched");
+        // Every layer is fetched, as containers/image fetches them (an attestation too).
+        let s = a.fetch(&f, 1).unwrap();
+        assert_eq!(
+            (s.payload.as_slice(), s.media_type.as_str()),
+            (att, "application/vnd.in-toto+json")
+        );
+        assert_eq!(f.fetched.get(), 2);
 
         // Served as another media type (getSigstoreAttachmentManifest refuses it).
         let f = fake(

@@ -442,6 +442,25 @@ fn sigstore_signed_policies_on_a_registry() {
     let err = case.refused(&other_policy, &attachments);
     assert!(err.contains("no sigstore signature is acceptable"), "{err}");
 
+    // Every attachment is read before any is judged (GetSignaturesWithFormat): one that
+    // cannot be read (here an attestation over the 4 MiB a signature may have, which
+    // getOCIDescriptorContents refuses) refuses the image, although a good signature
+    // comes first.
+    let big = vec![b'x'; 5 * 1024 * 1024];
+    let big_digest = reg.push_blob(&repo, &big);
+    reg.attach(
+        &repo,
+        &digest,
+        std::slice::from_ref(&good),
+        &[json!({"mediaType": "application/vnd.dsse.envelope.v1+json",
+                 "size": big.len(), "digest": big_digest})],
+    );
+    let err = case.refused(&sigstore_policy, &attachments);
+    assert!(
+        err.contains("reading the image's signatures") && err.contains("layer 2"),
+        "{err}"
+    );
+
     // A simple signing (GPG) signature where sigstore is required, and the other way
     // round. A lookaside store holds a real `skopeo standalone-sign` signature (accepted
     // by a signedBy policy: it is a good one); prSigstoreSigned.isRunningImageAllowed
