@@ -25,9 +25,9 @@ use crate::mcs_renders;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
-const INSTALL: &str = "mco-mcd-install.service";
-const PULL: &str = "machine-config-daemon-pull.service";
+pub(crate) const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
+pub(crate) const INSTALL: &str = "mco-mcd-install.service";
+pub(crate) const PULL: &str = "machine-config-daemon-pull.service";
 
 /// Where the boot tests keep their images and roots (on the disk of `target/`).
 fn work_root() -> PathBuf {
@@ -64,7 +64,7 @@ fn mcd_image(name: &str, rhel: &str, gzip: bool, files: &[(&str, PathBuf)]) -> S
 }
 
 /// The probe MCD, built static, in an image of its own.
-fn probe_image() -> &'static str {
+pub(crate) fn probe_image() -> &'static str {
     static IMAGE: OnceLock<String> = OnceLock::new();
     IMAGE.get_or_init(|| {
         let bin = work_root().join("mcd-probe");
@@ -101,7 +101,7 @@ fn real_412_image() -> &'static str {
 
 /// A 4.16-4.22 MCO image: an RHEL 9 MCD and its `.rhel8` twin (real builds of main), in
 /// gzip layers as a registry serves them.
-fn real_main_image() -> &'static str {
+pub(crate) fn real_main_image() -> &'static str {
     static IMAGE: OnceLock<String> = OnceLock::new();
     IMAGE.get_or_init(|| {
         let rhel9 = node::shared_program("real-mcd", "mcd-main-rhel9");
@@ -120,7 +120,7 @@ fn real_main_image() -> &'static str {
 
 /// What the MCS of `release` serves a worker, as MCO's own code renders it
 /// (`tests/data/mcs/RELEASE/`): to Ignition v0.x (spec 2.2) or to Ignition 2.x (spec 3).
-fn mcs_config(release: &str, spec2: bool) -> Value {
+pub(crate) fn mcs_config(release: &str, spec2: bool) -> Value {
     mcs_renders::render(
         release,
         if spec2 {
@@ -132,7 +132,7 @@ fn mcs_config(release: &str, spec2: bool) -> Value {
 }
 
 /// The machine config the firstboot completes, as the MCS serves it.
-fn machine_config_file(spec2: bool) -> Value {
+pub(crate) fn machine_config_file(spec2: bool) -> Value {
     mcs_config("release-4.12", spec2)["storage"]["files"]
         .as_array()
         .unwrap()
@@ -142,7 +142,7 @@ fn machine_config_file(spec2: bool) -> Value {
         .expect("the MCS config carries the encapsulated machine config")
 }
 
-fn data_url(bytes: &[u8]) -> String {
+pub(crate) fn data_url(bytes: &[u8]) -> String {
     format!(
         "data:;base64,{}",
         base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -293,7 +293,7 @@ fn first_boot(
     }
 }
 
-fn provenance_sha256(cfg: &Value) -> String {
+pub(crate) fn provenance_sha256(cfg: &Value) -> String {
     let file = cfg["storage"]["files"]
         .as_array()
         .unwrap()

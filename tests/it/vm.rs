@@ -24,19 +24,17 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
 
-use crate::harness::node::{self, HttpsServer};
+use crate::boot::{
+    data_url, machine_config_file, mcs_config, probe_image, provenance_sha256, real_main_image,
+    FIRSTBOOT, INSTALL, PULL,
+};
+use crate::harness::node::HttpsServer;
 use crate::harness::vm::{self, guest_url, VmBoot, VmOptions};
 use crate::harness::{crate_root, mcd_inject};
-use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::Digest as _;
 
-const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
-const INSTALL: &str = "mco-mcd-install.service";
-const PULL: &str = "machine-config-daemon-pull.service";
 const PAYLOAD: &str = "payload/machine-config-daemon.gz";
 
 /// Where the VM tests keep their images and boots (on the disk of `target/`).
@@ -44,85 +42,6 @@ fn work_root() -> PathBuf {
     let dir = crate_root().join("target/vm-tests");
     fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// An OCI layout with these builds at these paths, on a RHEL base of `rhel`.
-fn mcd_image(name: &str, rhel: &str, gzip: bool, files: &[(&str, PathBuf)]) -> String {
-    let dir = work_root().join("images").join(name);
-    if !dir.join("index.json").exists() {
-        let tmp = work_root()
-            .join("images")
-            .join(format!(".{name}.{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        fs::create_dir_all(tmp.parent().unwrap()).unwrap();
-        let mut cmd = Command::new("python3");
-        cmd.arg(crate_root().join("tests/support/mcd_image.py"));
-        if gzip {
-            cmd.arg("--gzip");
-        }
-        cmd.arg(&tmp).arg(rhel);
-        for (path, file) in files {
-            cmd.arg(format!("{path}={}", file.display()));
-        }
-        let (ok, text) = node::run(&mut cmd);
-        assert!(ok, "mcd_image.py: {text}");
-        let _ = fs::remove_dir_all(&dir);
-        fs::rename(&tmp, &dir).unwrap();
-    }
-    format!("oci:{}:latest", dir.display())
-}
-
-/// The probe MCD (`tests/support/mcd_probe.c`), built static, in an image of its own.
-fn probe_image() -> &'static str {
-    static IMAGE: OnceLock<String> = OnceLock::new();
-    IMAGE.get_or_init(|| {
-        let bin = work_root().join("mcd-probe");
-        let (ok, text) = node::run(
-            Command::new("gcc")
-                .args(["-static", "-O2", "-o"])
-                .arg(&bin)
-                .arg(crate_root().join("tests/support/mcd_probe.c")),
-        );
-        assert!(ok, "building the probe MCD (gcc, libc6-dev): {text}");
-        let _ = fs::remove_dir_all(work_root().join("images/probe"));
-        mcd_image(
-            "probe",
-            "8.6",
-            false,
-            &[("/usr/bin/machine-config-daemon", bin)],
-        )
-    })
-}
-
-/// A 4.16-4.22 MCO image: the real RHEL 9 MCD of main and its `.rhel8` twin.
-fn real_main_image() -> &'static str {
-    static IMAGE: OnceLock<String> = OnceLock::new();
-    IMAGE.get_or_init(|| {
-        let rhel9 = node::shared_program("real-mcd", "mcd-main-rhel9");
-        let rhel8 = node::shared_program("real-mcd", "mcd-main-rhel8");
-        mcd_image(
-            "real-main-gzip",
-            "9.4",
-            true,
-            &[
-                ("/usr/bin/machine-config-daemon", rhel9),
-                ("/usr/bin/machine-config-daemon.rhel8", rhel8),
-            ],
-        )
-    })
-}
-
-/// What the MCS of MCO `release` serves Ignition 2.x, as MCO's own code renders it
-/// (`tests/data/mcs/RELEASE/`).
-fn mcs_config(release: &str) -> Value {
-    crate::mcs_renders::render(release, crate::mcs_renders::SPEC3)
-}
-
-fn data_url(bytes: &[u8]) -> String {
-    format!(
-        "data:;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(bytes)
-    )
 }
 
 enum Flow {
@@ -179,13 +98,7 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
     let (base, payload_url) = match flow {
         Flow::Standalone => {
             // The machine config the firstboot completes, as the 4.12 MCS serves it.
-            let mc = mcs_config("release-4.12")["storage"]["files"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| f["path"] == "/etc/ignition-machine-config-encapsulated.json")
-                .cloned()
-                .expect("the MCS config carries the encapsulated machine config");
+            let mc = machine_config_file(false);
             (
                 json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [mc]}}),
                 guest_url(&server.http_url(PAYLOAD)),
@@ -195,7 +108,7 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
             fs::create_dir_all(served.join("config")).unwrap();
             fs::write(
                 served.join("config/worker"),
-                serde_json::to_vec(&mcs_config(generation)).unwrap(),
+                serde_json::to_vec(&mcs_config(generation, false)).unwrap(),
             )
             .unwrap();
             // As the installer's pointer config: the MCS over HTTPS, its CA inline. The
@@ -255,19 +168,6 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
         payload_url,
         vm,
     }
-}
-
-fn provenance_sha256(cfg: &Value) -> String {
-    let file = cfg["storage"]["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
-        .expect("the config carries a provenance record");
-    let bytes = mcd_inject::ignition::decode_data_url(file["contents"]["source"].as_str().unwrap())
-        .unwrap();
-    let p: Value = serde_json::from_slice(&bytes).unwrap();
-    p["binary_sha256"].as_str().unwrap().to_string()
 }
 
 /// Ignition ran in the initramfs, read our config from fw_cfg (the journal names its
