@@ -375,6 +375,15 @@ fn assert_delivered(n: &Node, legacy: bool) {
 fn assert_completed(n: &Node) {
     let b = &n.boot;
     let why = || b.describe();
+    assert_probe_completed(b, &why);
+    assert!(b.failed_units.is_empty(), "failed units\n{}", why());
+    assert_eq!(b.get("state"), "running", "{}", why());
+}
+
+/// What a boot shows when the probe MCD completed it (in a container or a VM): it ran
+/// with our command line and the re-exec guard, the firstboot unit succeeded, and crio
+/// and kubelet started after it.
+pub(crate) fn assert_probe_completed(b: &Boot, why: &dyn Fn() -> String) {
     let run = b
         .mcd_run
         .as_deref()
@@ -402,8 +411,6 @@ fn assert_completed(n: &Node) {
             why()
         );
     }
-    assert!(b.failed_units.is_empty(), "failed units\n{}", why());
-    assert_eq!(b.get("state"), "running", "{}", why());
 }
 
 /// A real MCD got past its re-exec step and read the machine config.

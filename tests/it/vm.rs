@@ -311,33 +311,7 @@ fn assert_selinux(n: &VmNode) {
 fn assert_completed(n: &VmNode) {
     let b = &n.vm.boot;
     let why = || n.vm.describe();
-    let run = b
-        .mcd_run
-        .as_deref()
-        .unwrap_or_else(|| panic!("the MCD never completed\n{}", why()));
-    assert_eq!(
-        run.lines()
-            .filter(|l| l.starts_with("argv="))
-            .collect::<Vec<_>>(),
-        [
-            "argv=/run/bin/machine-config-daemon",
-            "argv=firstboot-complete-machineconfig"
-        ],
-        "{}",
-        why()
-    );
-    assert!(run.contains("_MCD_DID_REEXEC=1\n"), "{run}\n{}", why());
-    assert!(!run.contains("machine_config_bytes=0\n"), "{run}");
-    assert_eq!(b.unit(FIRSTBOOT, "Result"), "success", "{}", why());
-    let done = b.at(FIRSTBOOT, "ExecMainExitTimestampMonotonic");
-    for unit in ["crio.service", "kubelet.service"] {
-        let start = b.at(unit, "ExecMainStartTimestampMonotonic");
-        assert!(
-            done > 0 && start >= done,
-            "{unit} started at {start} us, before the firstboot finished at {done} us\n{}",
-            why()
-        );
-    }
+    crate::boot::assert_probe_completed(b, &why);
     assert!(
         !b.failed_units.iter().any(|f| f.contains(FIRSTBOOT)),
         "{}",
