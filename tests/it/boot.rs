@@ -326,35 +326,7 @@ pub(crate) fn mcd_podman_calls(b: &Boot) -> Vec<&str> {
 fn assert_delivered(n: &Node, legacy: bool) {
     let b = &n.boot;
     let why = || b.describe();
-    assert_eq!(b.unit(INSTALL, "Result"), "success", "{}", why());
-    assert_eq!(b.unit(INSTALL, "ActiveState"), "active", "{}", why());
-    let installed = b.at(INSTALL, "ActiveEnterTimestampMonotonic");
-    let started = b.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic");
-    assert!(
-        installed > 0 && started > 0 && installed <= started,
-        "the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
-        why()
-    );
-    assert_eq!(b.get("bin.sha256"), provenance_sha256(&n.cfg), "{}", why());
-    assert_eq!(b.get("bin.mode"), "755", "{}", why());
-    assert!(
-        b.unit(FIRSTBOOT, "DropInPaths")
-            .contains("99-mcd-inject.conf"),
-        "{}",
-        why()
-    );
-    assert_eq!(
-        b.at(PULL, "ExecMainStartTimestampMonotonic"),
-        0,
-        "the pull unit ran\n{}",
-        why()
-    );
-    let mcd_podman = mcd_podman_calls(b);
-    assert!(
-        mcd_podman.is_empty(),
-        "podman pulled or ran the MCO image: {mcd_podman:?}\n{}",
-        why()
-    );
+    assert_installed_and_used(b, &provenance_sha256(&n.cfg), &why);
     if legacy {
         assert_eq!(
             b.unit("pivot.service", "UnitFileState"),
@@ -368,6 +340,42 @@ fn assert_delivered(n: &Node, legacy: bool) {
             why()
         );
     }
+}
+
+/// Our binary (of sha256 `sha256`, mode 0755) installed before the firstboot ran, which
+/// ran through our drop-in; the pull unit never started; podman never pulled or ran the
+/// MCO image (a container boot or a VM boot alike).
+pub(crate) fn assert_installed_and_used(b: &Boot, sha256: &str, why: &dyn Fn() -> String) {
+    assert_eq!(b.unit(INSTALL, "Result"), "success", "{}", why());
+    assert_eq!(b.unit(INSTALL, "ActiveState"), "active", "{}", why());
+    let installed = b.at(INSTALL, "ActiveEnterTimestampMonotonic");
+    let started = b.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic");
+    assert!(
+        installed > 0 && started > 0 && installed <= started,
+        "the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
+        why()
+    );
+    assert_eq!(b.get("bin.sha256"), sha256, "{}", why());
+    assert_eq!(b.get("bin.mode"), "755", "{}", why());
+    assert!(
+        b.unit(FIRSTBOOT, "DropInPaths")
+            .contains("99-mcd-inject.conf"),
+        "{}",
+        why()
+    );
+    assert_eq!(
+        b.at(PULL, "ExecMainStartTimestampMonotonic"),
+        0,
+        "the pull unit ran\n{}",
+        why()
+    );
+    // The cluster's own units may run other images through podman; never the MCO's.
+    let mcd_podman = mcd_podman_calls(b);
+    assert!(
+        mcd_podman.is_empty(),
+        "podman pulled or ran the MCO image: {mcd_podman:?}\n{}",
+        why()
+    );
 }
 
 /// The probe MCD completed the first boot: it ran with our command line and the

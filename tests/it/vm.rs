@@ -210,36 +210,7 @@ fn assert_ignition_in_initramfs(n: &VmNode) {
 fn assert_delivered(n: &VmNode) {
     let b = &n.vm.boot;
     let why = || n.vm.describe();
-    assert_eq!(b.unit(INSTALL, "Result"), "success", "{}", why());
-    assert_eq!(b.unit(INSTALL, "ActiveState"), "active", "{}", why());
-    let installed = b.at(INSTALL, "ActiveEnterTimestampMonotonic");
-    let started = b.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic");
-    assert!(
-        installed > 0 && started > 0 && installed <= started,
-        "the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
-        why()
-    );
-    assert_eq!(b.get("bin.sha256"), provenance_sha256(&n.cfg), "{}", why());
-    assert_eq!(b.get("bin.mode"), "755", "{}", why());
-    assert!(
-        b.unit(FIRSTBOOT, "DropInPaths")
-            .contains("99-mcd-inject.conf"),
-        "{}",
-        why()
-    );
-    assert_eq!(
-        b.at(PULL, "ExecMainStartTimestampMonotonic"),
-        0,
-        "the pull unit ran\n{}",
-        why()
-    );
-    // The cluster's own units may run other images through podman; never the MCO's.
-    let mcd_podman = crate::boot::mcd_podman_calls(b);
-    assert!(
-        mcd_podman.is_empty(),
-        "podman pulled or ran the MCO image: {mcd_podman:?}\n{}",
-        why()
-    );
+    crate::boot::assert_installed_and_used(b, &provenance_sha256(&n.cfg), &why);
     for unit in [INSTALL, PULL] {
         assert!(
             !b.failed_units.iter().any(|f| f.contains(unit)),
