@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::ignition::units::{config, Delivery};
+use crate::ignition::units::{config, Build, Delivery};
 use crate::ignition::{self, merge, schema, verify, Source, SpecVersion, SPECS};
 use crate::image::fs::MergedFs;
 use crate::image::oci::{self, Document};
@@ -163,9 +163,12 @@ fn ours() -> &'static Vec<(SpecVersion, Value)> {
     static OURS: OnceLock<Vec<(SpecVersion, Value)>> = OnceLock::new();
     OURS.get_or_init(|| {
         let d = Delivery {
-            payload: Source::Inline(b"payload".to_vec()),
-            payload_sha512: "0".repeat(128),
-            binary_sha256: "0".repeat(64),
+            first: Build {
+                payload: Source::Inline(b"payload".to_vec()),
+                payload_sha512: "0".repeat(128),
+                binary_sha256: "0".repeat(64),
+            },
+            other: None,
             provenance: b"{}".to_vec(),
             legacy_firstboot: true,
         };

@@ -8,16 +8,16 @@ use serde_json::{json, Value};
 
 use crate::choose::rules::{self, Choice};
 use crate::choose::target::{Target, TargetArgs};
-use crate::choose::{self, Inspection};
+use crate::choose::{self, Boots, ClusterHint, Inspection};
 use crate::ignition::document::Document;
 use crate::ignition::schema::Schema;
-use crate::ignition::units::{self, Delivery};
+use crate::ignition::units::{self, Build, Delivery};
 use crate::ignition::{self, merge, Source, SpecVersion};
 use crate::image::{ImageInfo, ImageRef};
 use crate::io::output::Output;
 use crate::io::HashWriter;
 use crate::io::Input;
-use crate::payload::{threads, Early, Payload};
+use crate::payload::{compress_whole, threads, Early, Payload};
 use crate::release::Release;
 use crate::transport::{self, OpenOptions};
 use crate::warnings::{UserDataLimit, Warning, Warnings};
@@ -106,6 +106,37 @@ pub struct InjectReport {
     pub payload_sha512: String,
     /// The release the image came from (`--release`).
     pub release: Option<Release>,
+    /// The boots the builds serve: the first on the bootimage, and the cluster's OS.
+    pub boots: BootsReport,
+}
+
+/// Which build serves which boot, with the verdicts that prove it.
+#[derive(Debug)]
+pub struct BootsReport {
+    /// The cluster's OS, when it was learnt.
+    pub cluster_os: Option<choose::ClusterOs>,
+    /// The first build's verdict on the cluster's OS.
+    pub first_on_cluster: Option<rules::Verdict>,
+    /// The build for the cluster's OS, when the first does not run there: its path,
+    /// sha256, verdict and payload (its file in the config, its sha512).
+    pub second: Option<SecondBuild>,
+}
+
+/// The second build a config carries.
+#[derive(Debug)]
+pub struct SecondBuild {
+    /// Its path in the image.
+    pub path: String,
+    /// Its sha256, in hex.
+    pub sha256: String,
+    /// Its verdict on the cluster's OS.
+    pub verdict: rules::Verdict,
+    /// Where the config puts it.
+    pub payload_path: String,
+    /// The URL it is served from (remote mode).
+    pub payload_url: Option<String>,
+    /// sha512 of its gzip payload.
+    pub payload_sha512: String,
 }
 
 /// The output spec: `--spec`, else the base's own spec when the bootimage reads it and
@@ -138,11 +169,12 @@ fn on_disk(image: &ImageRef, name: Option<&str>) -> Option<Value> {
 fn provenance(
     ins: &Inspection,
     image: &ImageRef,
-    path: &str,
-    sha256: &str,
-    target: &Target,
+    plan: &Plan,
     release: Option<&Release>,
 ) -> Vec<u8> {
+    let target = &plan.target;
+    let first = plan.chosen();
+    let (path, sha256) = (first.path.as_str(), first.sha256.hex().to_string());
     let (key, recorded) = match on_disk(image, ins.image.name.as_deref()) {
         Some(d) => ("image_on_disk", d),
         None => ("image", json!(ins.image.reference)),
@@ -161,6 +193,25 @@ fn provenance(
         },
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
     });
+    // Which build each host gets: the install script's choice, recorded.
+    let mut builds = vec![json!({
+        "payload": units::PAYLOAD_PATH,
+        "binary_path": path,
+        "binary_sha256": sha256,
+        "rhel": target.rhel,
+    })];
+    if let Some((rhel, b)) = plan.second() {
+        builds.push(json!({
+            "payload": units::other_payload_path(rhel),
+            "binary_path": b.path,
+            "binary_sha256": b.sha256.hex().to_string(),
+            "rhel": rhel,
+        }));
+    }
+    p["builds"] = json!(builds);
+    if let Some(c) = &plan.boots.cluster_os {
+        p["cluster_os"] = json!({ "rhel": c.rhel, "source": c.source });
+    }
     if let Some(r) = release {
         let disk = r
             .reference
@@ -195,12 +246,14 @@ pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
     let mut plan = plan(cfg, base.as_ref(), warnings)?;
     let Rendered {
         config,
-        payload,
+        payloads,
         staged,
     } = render(cfg, &mut plan)?;
     let (config, notes) = merge_base(cfg, &plan, base, config, warnings)?;
     validate(&config, plan.target.spec)?;
-    let written = write(cfg, &plan, staged, &payload, &config, warnings)?;
+    let written = write(cfg, &plan, staged, &payloads, &config, warnings)?;
+    let second_sha512 = payloads.get(1).map(|p| p.sha512.clone());
+    let payload = &payloads[0];
     let bin = plan.chosen();
     Ok(InjectReport {
         chosen: bin.path.clone(),
@@ -211,8 +264,26 @@ pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
         warnings: warnings.list(),
         image: plan.ins.image.clone(),
         config_sha256: written.sha256,
-        payload_sha512: payload.sha512,
+        payload_sha512: payload.sha512.clone(),
         release: cfg.release.clone(),
+        boots: BootsReport {
+            cluster_os: plan.boots.cluster_os.clone(),
+            first_on_cluster: plan.boots.first_on_cluster.clone(),
+            second: plan.second().map(|(rhel, b)| SecondBuild {
+                path: b.path.clone(),
+                sha256: b.sha256.hex().to_string(),
+                verdict: plan
+                    .boots
+                    .second
+                    .as_ref()
+                    .expect("a second build has a choice")
+                    .verdict
+                    .clone(),
+                payload_path: units::other_payload_path(rhel),
+                payload_url: cfg.remote.as_ref().map(|r| units::other_name(&r.url, rhel)),
+                payload_sha512: second_sha512.clone().unwrap_or_default(),
+            }),
+        },
         target: plan.target,
     })
 }
@@ -222,6 +293,8 @@ struct Plan {
     target: Target,
     ins: Inspection,
     choice: Choice,
+    /// The builds for the boots after the first.
+    boots: Boots,
     /// Spool for the binary and its compressed copy, beside the output.
     spool: tempfile::TempDir,
     /// The likely build, compressed while its layer streamed.
@@ -231,6 +304,13 @@ struct Plan {
 impl Plan {
     fn chosen(&self) -> &choose::Binary {
         &self.ins.binaries[self.choice.index]
+    }
+
+    /// The build for hosts of the cluster's RHEL, when the first does not run there.
+    fn second(&self) -> Option<(u32, &choose::Binary)> {
+        let c = self.boots.second.as_ref()?;
+        let rhel = self.boots.cluster_os.as_ref()?.rhel;
+        Some((rhel, &self.ins.binaries[c.index]))
     }
 }
 
@@ -249,14 +329,20 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
     let early = Early::start(&likely, spool.path());
     // The choice of the full view, from as few layers as settle it; the build it is
     // likely to settle on is compressed while its layer streams.
-    let (ins, choice) = choose::select(
+    let hint = ClusterHint {
+        rhel: cfg.target.cluster_rhel,
+        release_version: cfg.release.as_ref().map(|r| r.version.clone()),
+    };
+    let (ins, boots) = choose::select_boots(
         &img,
         spool.path(),
         &target,
+        &hint,
         cfg.binary_path.as_deref(),
         cfg.force,
         Some(&early),
     )?;
+    let choice = boots.first.clone();
     let bin = &ins.binaries[choice.index];
     if choice.forced {
         warnings.warn(Warning::ForcedIncompatible {
@@ -266,10 +352,18 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
         });
     }
     log::info!("chose {}", bin.path);
+    if let Some(c) = &boots.second {
+        log::info!(
+            "chose {} for the cluster's OS too: {} does not run there",
+            ins.binaries[c.index].path,
+            bin.path
+        );
+    }
     Ok(Plan {
         target,
         ins,
         choice,
+        boots,
         spool,
         early: Some(early),
     })
@@ -278,56 +372,81 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
 /// Our config, before merging, and what it delivers.
 struct Rendered {
     config: Value,
-    payload: Payload,
-    /// Remote mode: the payload file, staged, committed with the config.
+    /// The builds' payloads, the bootimage's first.
+    payloads: Vec<Payload>,
+    /// Remote mode: the payload files, staged, committed with the config.
     staged: Vec<(Output, tempfile::NamedTempFile)>,
 }
 
-/// The payload, compressed, and our config for the target's spec.
+/// The payloads, compressed, and our config for the target's spec.
 fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     let early = plan.early.take().expect("render runs once per plan");
     let bin = plan.chosen();
     let gz = early.finish(bin.file(), bin.size, plan.spool.path(), threads())?;
     log::info!("payload: {} bytes of gzip", gz.len);
-    let sha256 = bin.sha256.hex().to_string();
-    let (payload, staged) = stage_payload(cfg, &gz)?;
+    let mut payloads = vec![gz];
+    if let Some((_, b)) = plan.second() {
+        let gz = compress_whole(b.file(), b.size, plan.spool.path(), threads())?;
+        log::info!("payload for the cluster's OS: {} bytes of gzip", gz.len);
+        payloads.push(gz);
+    }
+    let mut staged = Vec::new();
+    let mut builds = Vec::new();
+    let shas = std::iter::once(bin.sha256.hex().to_string())
+        .chain(plan.second().map(|(_, b)| b.sha256.hex().to_string()));
+    for (i, (gz, sha256)) in payloads.iter().zip(shas).enumerate() {
+        let rhel = plan.second().map(|(r, _)| r).filter(|_| i > 0);
+        let (payload, stage) = stage_payload(cfg, gz, i, rhel)?;
+        staged.extend(stage);
+        builds.push(Build {
+            payload,
+            payload_sha512: gz.sha512.clone(),
+            binary_sha256: sha256,
+        });
+    }
+    let first = builds.remove(0);
+    let other = plan.second().map(|(r, _)| r).zip(builds.pop());
     let delivery = Delivery {
-        payload,
-        payload_sha512: gz.sha512.clone(),
-        binary_sha256: sha256.clone(),
-        provenance: provenance(
-            &plan.ins,
-            &cfg.image,
-            &bin.path,
-            &sha256,
-            &plan.target,
-            cfg.release.as_ref(),
-        ),
+        first,
+        other,
+        provenance: provenance(&plan.ins, &cfg.image, plan, cfg.release.as_ref()),
         legacy_firstboot: plan.target.has_legacy_firstboot(),
     };
     Ok(Rendered {
         config: units::config(&delivery).render(plan.target.spec)?,
-        payload: gz,
+        payloads,
         staged,
     })
 }
 
-/// Remote mode stages the payload file now; inline mode streams it into the config
-/// when that is written.
+/// Remote mode stages a payload file now (the second build's beside the first's, see
+/// [`units::other_name`]); inline mode streams it into the config when that is written.
 fn stage_payload(
     cfg: &InjectConfig,
     gz: &Payload,
+    index: usize,
+    other_rhel: Option<u32>,
 ) -> Result<(Source, Vec<(Output, tempfile::NamedTempFile)>)> {
     let Some(r) = &cfg.remote else {
-        return Ok((Source::Streamed, Vec::new()));
+        return Ok((Source::Streamed(index), Vec::new()));
     };
     if r.out == Output::Stdout || r.out == cfg.ign {
         bail!("--payload-out must be a file other than --ign");
     }
-    let mut t = r.out.temp_file()?;
+    let (out, url) = match (other_rhel, &r.out) {
+        (Some(rhel), Output::File(p)) => {
+            let out = Output::File(units::other_name(&p.to_string_lossy(), rhel).into());
+            if out == cfg.ign {
+                bail!("--payload-out: the second build's payload would be {out}, which is --ign");
+            }
+            (out, units::other_name(&r.url, rhel))
+        }
+        _ => (r.out.clone(), r.url.clone()),
+    };
+    let mut t = out.temp_file()?;
     std::io::copy(&mut gz.file.reopen()?, t.as_file_mut())
-        .with_context(|| format!("writing {}", r.out))?;
-    Ok((Source::Url(r.url.clone()), vec![(r.out.clone(), t)]))
+        .with_context(|| format!("writing {out}"))?;
+    Ok((Source::Url(url), vec![(out, t)]))
 }
 
 /// Our config merged into the base, if any, with merge's notes; the base entries
@@ -378,7 +497,7 @@ fn write(
     cfg: &InjectConfig,
     plan: &Plan,
     mut staged: Vec<(Output, tempfile::NamedTempFile)>,
-    gz: &Payload,
+    payloads: &[Payload],
     config: &Document,
     warnings: &Warnings,
 ) -> Result<Written> {
@@ -391,7 +510,16 @@ fn write(
     match cfg.remote {
         None => {
             let write = |s: &mut ignition::Splice<_>| config.write(s).map_err(Into::into);
-            ignition::write_streamed(write, gz.file.reopen()?, gz.len, &mut w).map(drop)
+            let streams = payloads
+                .iter()
+                .map(|p| {
+                    Ok(ignition::Streamed {
+                        read: Box::new(p.file.reopen()?),
+                        len: p.len,
+                    })
+                })
+                .collect::<std::io::Result<Vec<_>>>()?;
+            ignition::write_streamed(write, streams, &mut w).map(drop)
         }
         Some(_) => config.write(&mut w).map_err(Into::into),
     }

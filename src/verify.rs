@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::choose;
+use crate::choose::boots;
 use crate::choose::elf;
 use crate::choose::rules;
 use crate::choose::target::{OcpVersion, Target, TargetArgs};
@@ -79,8 +80,9 @@ pub fn verify(cfg: &VerifyConfig, warnings: &Warnings) -> Result<VerifyReport> {
     if let Some(t) = &target {
         check_firstboot_path(t, &v, &mut checks);
         if let Some(bin) = &v.binary {
-            check_binary_fits(bin.path(), t, &mut checks);
+            check_binary_fits(bin.path(), t, &rules::describe(t), &mut checks);
         }
+        check_later_boots(t, &v, &mut checks);
     }
     if let (Some((r, o)), Some(t)) = (&cfg.image, &target) {
         check_chosen_build(r, o, t, &v, spool.path(), &mut checks, warnings)?;
@@ -132,6 +134,7 @@ fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) 
                     .as_u64()
                     .and_then(|r| u32::try_from(r).ok())
             }),
+            cluster_rhel: None,
         },
         (None, None) => {
             checks
@@ -175,8 +178,34 @@ fn check_firstboot_path(t: &Target, v: &verify::Verified, checks: &mut Checks) {
     }
 }
 
-/// The payload's binary against the target's compatibility rules.
-fn check_binary_fits(bin: &std::path::Path, t: &Target, checks: &mut Checks) {
+/// The boots after the first, on the cluster's OS: the other build fits the RHEL the
+/// install script gives it to; without one, the first build fits the cluster's OS the
+/// provenance records.
+fn check_later_boots(t: &Target, v: &verify::Verified, checks: &mut Checks) {
+    let recorded = v
+        .provenance
+        .as_ref()
+        .and_then(|p| p["cluster_os"]["rhel"].as_u64())
+        .and_then(|r| u32::try_from(r).ok());
+    let (bin, rhel) = match (&v.other, &v.binary, recorded) {
+        (Some((rhel, other, _)), _, _) => (other.path(), *rhel),
+        (None, Some(first), Some(rhel)) if rhel != t.rhel => (first.path(), rhel),
+        _ => return,
+    };
+    match boots::on_rhel(t, rhel) {
+        Ok(ct) => {
+            let label = format!(
+                "hosts of RHEL {rhel} (the cluster's OS, from the second boot on: glibc {}, {})",
+                ct.glibc, ct.libcrypto
+            );
+            check_binary_fits(bin, &ct, &label, checks);
+        }
+        Err(e) => checks.problems.push(format!("the cluster's OS: {e}")),
+    }
+}
+
+/// A binary of the config against a target's compatibility rules.
+fn check_binary_fits(bin: &std::path::Path, t: &Target, label: &str, checks: &mut Checks) {
     match elf::read_facts(bin) {
         Ok(f) => {
             let verdict = rules::verdict(&f, t);
@@ -188,7 +217,7 @@ fn check_binary_fits(bin: &std::path::Path, t: &Target, checks: &mut Checks) {
                 } else {
                     "does NOT fit"
                 },
-                rules::describe(t),
+                label,
                 verdict.because()
             );
             checks.check(verdict.compatible, line);
@@ -210,9 +239,35 @@ fn check_chosen_build(
     warnings: &Warnings,
 ) -> Result<()> {
     let img = transport::open(r, o, warnings)?;
-    match choose::select(&img, spool, t, None, false, None) {
-        Ok((ins, c)) => {
-            let chosen = &ins.binaries[c.index];
+    let hint = choose::ClusterHint {
+        rhel: v
+            .provenance
+            .as_ref()
+            .and_then(|p| p["cluster_os"]["rhel"].as_u64())
+            .and_then(|r| u32::try_from(r).ok()),
+        release_version: None,
+    };
+    match choose::select_boots(&img, spool, t, &hint, None, false, None) {
+        Ok((ins, b)) => {
+            let chosen = &ins.binaries[b.first.index];
+            let second = b.second.as_ref().map(|c| &ins.binaries[c.index]);
+            let carried = v.other.as_ref().map(|(_, _, h)| h.clone());
+            match (second, carried) {
+                (None, None) => {}
+                (Some(s), Some(h)) if s.sha256.hex() == h => checks.passed.push(format!(
+                    "the second payload is {} of {r}, the build inject chooses for the cluster's OS",
+                    s.path
+                )),
+                (Some(s), got) => checks.problems.push(format!(
+                    "inject would carry {} (sha256 {}) for the cluster's OS, the config carries {}",
+                    s.path,
+                    s.sha256.hex(),
+                    got.as_deref().unwrap_or("no second build")
+                )),
+                (None, Some(_)) => checks.problems.push(
+                    "the config carries a second build; inject would carry one build only".into(),
+                ),
+            }
             let want = chosen.sha256.hex().to_string();
             if v.binary_sha256.as_deref() == Some(want.as_str()) {
                 checks.passed.push(format!(

@@ -4,6 +4,7 @@
 //! it ([`select`]), by the rules of [`rules`] on the facts of [`elf`] and [`osrelease`],
 //! for the bootimages of [`target`].
 
+pub mod boots;
 pub mod elf;
 pub mod mco;
 pub mod osrelease;
@@ -24,6 +25,8 @@ use mco::{BIN_DIR, MCD_NAME};
 use osrelease::OsRelease;
 use rules::{Candidate, Choice, Verdict};
 use target::{OcpVersion, Target};
+
+pub use boots::ClusterOs;
 
 /// os-release(5): the first of these that exists is the one.
 const OS_RELEASE_PATHS: [&str; 2] = ["/etc/os-release", "/usr/lib/os-release"];
@@ -49,6 +52,10 @@ pub struct Binary {
     pub elf_error: Option<String>,
     /// The verdict for each bootimage of the table, on the image's platform.
     pub verdicts: Vec<BootimageVerdict>,
+    /// The verdict on the cluster's OS, which nodes run from the second boot of their
+    /// first boot on, when the image says what it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_os_verdict: Option<Verdict>,
     #[serde(skip)]
     pub(crate) content: FileContent,
 }
@@ -101,6 +108,9 @@ pub struct Inspection {
     pub bytes_read: u64,
     /// Stored bytes of all the layers of the image.
     pub image_bytes: u64,
+    /// The cluster's OS as the image tells it (its os-release and `.rhelN` builds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_os: Option<ClusterOs>,
 }
 
 impl std::fmt::Debug for FileContent {
@@ -222,6 +232,7 @@ impl<'a> Reader<'a> {
             elf,
             elf_error,
             verdicts: Vec::new(),
+            cluster_os_verdict: None,
             content,
         };
         let arch = &self.image.info.platform.architecture;
@@ -237,7 +248,18 @@ impl<'a> Reader<'a> {
         Ok(Some(b))
     }
 
-    fn finish(self, os_release: Option<OsRelease>, binaries: Vec<Binary>) -> Inspection {
+    fn finish(self, os_release: Option<OsRelease>, mut binaries: Vec<Binary>) -> Inspection {
+        let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
+        let cluster_os = boots::cluster_os(None, None, os_release.as_ref(), &cands);
+        let arch = &self.image.info.platform.architecture;
+        let on_cluster = cluster_os
+            .as_ref()
+            .and_then(|c| Target::new(target::first_known(), None, Some(c.rhel), arch).ok());
+        if let Some(t) = &on_cluster {
+            for (b, c) in binaries.iter_mut().zip(&cands) {
+                b.cluster_os_verdict = Some(c.verdict(t));
+            }
+        }
         let layers = &self.image.info.layers;
         let read = self.fs.layers_read();
         Inspection {
@@ -248,6 +270,7 @@ impl<'a> Reader<'a> {
             bytes_read: read.iter().map(|&i| layers[i].size).sum(),
             layers_read: read.iter().map(|i| i + 1).collect(),
             image_bytes: layers.iter().map(|l| l.size).sum(),
+            cluster_os,
         }
     }
 }
@@ -315,6 +338,26 @@ pub fn select(
     force: bool,
     tap: Option<&dyn Tap>,
 ) -> Result<(Inspection, Choice)> {
+    let s = select_in(image, spool, target, binary_path, force, tap)?;
+    Ok((s.reader.finish(s.os, s.binaries), s.choice))
+}
+
+/// What [`select`] settled, with the reader still open for more questions.
+struct Selected<'a> {
+    reader: Reader<'a>,
+    os: Option<OsRelease>,
+    binaries: Vec<Binary>,
+    choice: Choice,
+}
+
+fn select_in<'a>(
+    image: &'a Image,
+    spool: &std::path::Path,
+    target: &Target,
+    binary_path: Option<&str>,
+    force: bool,
+    tap: Option<&'a dyn Tap>,
+) -> Result<Selected<'a>> {
     let extra = extra_name(binary_path)?;
     let mut r = Reader::new(image, spool, extra.clone(), tap);
     if let Some(x) = &extra {
@@ -331,7 +374,12 @@ pub fn select(
             anyhow::bail!("{path} is not a regular file in the image");
         };
         let choice = choose_from(std::slice::from_ref(&b), None, target, Some(&path), force)?;
-        return Ok((r.finish(None, vec![b]), choice));
+        return Ok(Selected {
+            reader: r,
+            os: None,
+            binaries: vec![b],
+            choice,
+        });
     }
     let plain_path = format!("{BIN_DIR}/{MCD_NAME}");
     let twin_path = format!("{BIN_DIR}/{MCD_NAME}.rhel{}", target.rhel);
@@ -359,18 +407,178 @@ pub fn select(
     };
     let binaries: Vec<Binary> = plain.into_iter().chain(twin).collect();
     let choice = choose_from(&binaries, os_release.as_ref(), target, None, force)?;
-    Ok((r.finish(os_release, binaries), choice))
+    Ok(Selected {
+        reader: r,
+        os: os_release,
+        binaries,
+        choice,
+    })
 }
 
-fn full(
-    mut r: Reader,
+fn full<'a>(
+    mut r: Reader<'a>,
     os: Option<OsRelease>,
     target: &Target,
     force: bool,
-) -> Result<(Inspection, Choice)> {
+) -> Result<Selected<'a>> {
     let (os, binaries) = read_all(&mut r, os, None)?;
     let choice = choose_from(&binaries, os.as_ref(), target, None, force)?;
-    Ok((r.finish(os, binaries), choice))
+    Ok(Selected {
+        reader: r,
+        os,
+        binaries,
+        choice,
+    })
+}
+
+/// What is known of the cluster before the image is read.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterHint {
+    /// `--cluster-rhel`.
+    pub rhel: Option<u32>,
+    /// The release's version (`--release`).
+    pub release_version: Option<String>,
+}
+
+/// The builds for the boots of a first boot.
+#[derive(Clone, Debug)]
+pub struct Boots {
+    /// The bootimage's build, for the first boot (an index into the inspection's
+    /// binaries).
+    pub first: Choice,
+    /// The cluster's OS, when it had to be learnt or was given.
+    pub cluster_os: Option<boots::ClusterOs>,
+    /// The first build's verdict on the cluster's OS, when that is known.
+    pub first_on_cluster: Option<Verdict>,
+    /// The build for the cluster's OS, when the first does not run there.
+    pub second: Option<Choice>,
+}
+
+/// Why no build can serve the boots on the cluster's OS.
+#[derive(Debug, thiserror::Error)]
+pub enum BootsError {
+    /// The cluster's OS could not be told, and the first build does not run everywhere.
+    #[error(
+        "{first} fits the first boot, on {boot}, but not every OS the node may run after it \
+         ({because}), and the cluster's OS cannot be told: the MCO image has no os-release. \
+         Give the cluster's RHEL major with --cluster-rhel N, or the release with --release"
+    )]
+    UnknownClusterOs {
+        /// The first build.
+        first: String,
+        /// The bootimage, described.
+        boot: String,
+        /// Why it does not run on some later RHEL.
+        because: String,
+    },
+    /// No build runs on the cluster's OS.
+    #[error(
+        "no {MCD_NAME} build fits the second boot of the first boot, on {cluster} (the node \
+         runs it after the in-place OS update, and the firstboot runs again there): {first} \
+         fits the first boot only: {because}.{rejected}\nIf the cluster's OS is another RHEL, \
+         say so with --cluster-rhel N; else take the MCO image of a release whose builds \
+         cover both (4.16-4.22 ship a .rhel8 twin beside the RHEL 9 build)"
+    )]
+    NothingFitsSecondBoot {
+        /// The first build.
+        first: String,
+        /// The cluster's OS, described.
+        cluster: String,
+        /// Why the first build does not run there.
+        because: String,
+        /// Each other build and why it does not run there.
+        rejected: String,
+    },
+}
+
+/// [`select`] for the first boot, then the build for the cluster's OS when the first one
+/// does not run there (read from the same reader: os-release and the other builds only
+/// when the first build does not run on every later RHEL).
+pub fn select_boots(
+    image: &Image,
+    spool: &std::path::Path,
+    target: &Target,
+    hint: &ClusterHint,
+    binary_path: Option<&str>,
+    force: bool,
+    tap: Option<&dyn Tap>,
+) -> Result<(Inspection, Boots)> {
+    let Selected {
+        reader: mut r,
+        mut os,
+        mut binaries,
+        choice: first,
+    } = select_in(image, spool, target, binary_path, force, tap)?;
+    let first_c = binaries[first.index].candidate();
+    let everywhere = boots::runs_on_every_later_rhel(&first_c, target);
+    if !everywhere {
+        // The cluster's OS and the builds that may serve it.
+        if os.is_none() {
+            os = r.os_release()?;
+        }
+        for path in r.list()? {
+            if !binaries.iter().any(|b| b.path == path) {
+                if let Some(b) = r.binary(&path)? {
+                    binaries.push(b);
+                }
+            }
+        }
+    }
+    let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
+    let cluster = boots::cluster_os(
+        hint.rhel,
+        hint.release_version.as_deref(),
+        os.as_ref(),
+        &cands,
+    );
+    let mut result = Boots {
+        first: first.clone(),
+        cluster_os: cluster.clone(),
+        first_on_cluster: None,
+        second: None,
+    };
+    let Some(cluster) = cluster else {
+        if everywhere || force {
+            return Ok((r.finish(os, binaries), result));
+        }
+        let later = target::RHEL
+            .iter()
+            .filter(|b| b.major > target.rhel)
+            .filter_map(|b| boots::on_rhel(target, b.major).ok())
+            .map(|t| format!("RHEL {}: {}", t.rhel, first_c.verdict(&t).because()))
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(BootsError::UnknownClusterOs {
+            first: first_c.path.clone(),
+            boot: rules::describe(target),
+            because: later,
+        }
+        .into());
+    };
+    let ct = boots::on_rhel(target, cluster.rhel)?;
+    let on_cluster = first_c.verdict(&ct);
+    result.first_on_cluster = Some(on_cluster.clone());
+    if !on_cluster.compatible && !first.forced {
+        match rules::choose(&cands, os.as_ref(), &ct, None, false) {
+            Ok(c) => result.second = Some(c),
+            Err(_) if force => {}
+            Err(_) => {
+                let rejected = cands
+                    .iter()
+                    .filter(|c| c.path != first_c.path)
+                    .map(|c| format!("\n  {}: {}", c.path, c.verdict(&ct).because()))
+                    .collect();
+                return Err(BootsError::NothingFitsSecondBoot {
+                    first: first_c.path.clone(),
+                    cluster: boots::describe(&cluster, &ct),
+                    because: on_cluster.because(),
+                    rejected,
+                }
+                .into());
+            }
+        }
+    }
+    Ok((r.finish(os, binaries), result))
 }
 
 fn choose_from(
@@ -467,6 +675,12 @@ impl Inspection {
             }
             None => s += "os-release: (none)\n",
         }
+        if let Some(c) = &self.cluster_os {
+            s += &format!(
+                "cluster's OS: RHEL {} ({}); nodes run it from the second boot of their first boot on\n",
+                c.rhel, c.source
+            );
+        }
         s += &format!("{MCD_NAME} builds in {BIN_DIR}:\n");
         if self.binaries.is_empty() {
             s += "  (none)\n";
@@ -509,6 +723,14 @@ impl Inspection {
                 };
                 let word = if v.compatible { "fits" } else { "does not fit" };
                 s += &format!("      {span}: {word}: {}\n", v.because());
+            }
+            if let (Some(v), Some(c)) = (&b.cluster_os_verdict, &self.cluster_os) {
+                let word = if v.compatible { "fits" } else { "does not fit" };
+                s += &format!(
+                    "      the cluster's OS (RHEL {}, later boots): {word}: {}\n",
+                    c.rhel,
+                    v.because()
+                );
             }
         }
         if let Some(os) = &self.os_release {

@@ -567,6 +567,9 @@ pub struct TargetArgs {
     pub spec: Option<SpecVersion>,
     /// The node's RHEL major (`--target-rhel`, `--target-os-release`); else the table's.
     pub rhel: Option<u32>,
+    /// The RHEL major of the cluster's OS, which the node runs from the second boot of
+    /// its first boot on (`--cluster-rhel`); else learnt from the release or the image.
+    pub cluster_rhel: Option<u32>,
 }
 
 #[cfg(test)]

@@ -613,6 +613,11 @@ pub struct TargetOpts {
     /// RHEL major version of the bootimage, instead of the table's.
     #[arg(long, value_name = "N", value_parser = rhel_major)]
     pub target_rhel: Option<u32>,
+    /// RHEL major version of the cluster's OS, which the node runs from the second boot
+    /// of its first boot on (after MCO's in-place OS update), instead of the one read
+    /// from --release or from the MCO image.
+    #[arg(long, value_name = "N", value_parser = rhel_major)]
+    pub cluster_rhel: Option<u32>,
 }
 
 impl TargetOpts {
@@ -652,6 +657,7 @@ impl TargetOpts {
             bootimage,
             spec: self.spec,
             rhel: self.target_rhel.or(rhel_from_file),
+            cluster_rhel: self.cluster_rhel,
         })
     }
 }
@@ -843,6 +849,7 @@ impl VerifyArgs {
                 bootimage: b,
                 spec: None,
                 rhel: self.target_rhel,
+                cluster_rhel: None,
             }),
             image: image.map(|r| {
                 (

@@ -182,6 +182,18 @@ fn run(cli: Cli) -> Result<()> {
                     r.target.spec,
                     r.layers_read
                 ));
+                match (&r.boots.cluster_os, &r.boots.second) {
+                    (Some(c), Some(s)) => note(&format!(
+                        "the cluster's OS is RHEL {} ({}), where {} does not run: the config \
+                         also carries {} (sha256 {}), installed there from the second boot on",
+                        c.rhel, c.source, r.chosen, s.path, s.sha256
+                    )),
+                    (Some(c), None) => note(&format!(
+                        "{} runs on the cluster's OS too, RHEL {} ({})",
+                        r.chosen, c.rhel, c.source
+                    )),
+                    (None, None) | (None, Some(_)) => {}
+                }
             }
             if let Some(out) = a.json.target() {
                 let v = report::inject_json(&r, &a.ign.to_string(), a.payload_url.as_deref());

@@ -59,9 +59,43 @@ pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) ->
             "sha256": digest("sha256", &r.config_sha256),
         },
         "payload": { "sha512": digest("sha512", &r.payload_sha512), "url": payload_url },
+        "boots": boots_json(r),
         "notes": r.notes,
         "warnings": warnings::to_json(&r.warnings),
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
+    })
+}
+
+/// Which build runs on which boot of the first boot, with the verdicts.
+fn boots_json(r: &InjectReport) -> Value {
+    let b = &r.boots;
+    let verdict =
+        |v: &crate::choose::rules::Verdict| json!({ "fits": v.compatible, "because": v.reasons });
+    let later = match (&b.cluster_os, &b.second) {
+        (None, _) => Value::Null,
+        (Some(c), None) => json!({
+            "os": { "rhel": c.rhel, "source": c.source },
+            "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
+            "verdict": b.first_on_cluster.as_ref().map(verdict),
+        }),
+        (Some(c), Some(s)) => json!({
+            "os": { "rhel": c.rhel, "source": c.source },
+            "binary": { "path": s.path, "sha256": digest("sha256", &s.sha256) },
+            "verdict": verdict(&s.verdict),
+            "first_binary_verdict": b.first_on_cluster.as_ref().map(verdict),
+            "payload": {
+                "path": s.payload_path,
+                "sha512": digest("sha512", &s.payload_sha512),
+                "url": s.payload_url,
+            },
+        }),
+    };
+    json!({
+        "first": {
+            "os": { "bootimage": r.target.bootimage.to_string(), "rhel": r.target.rhel },
+            "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
+        },
+        "cluster_os": later,
     })
 }
 

@@ -5,10 +5,46 @@
 set -euo pipefail
 
 expected_sha256=@MCD_SHA256@
+# The build for hosts of another RHEL major, when the bootimage's build does not run
+# on the cluster's OS, which the node runs from the second boot of its first boot on
+# (after the in-place OS update); empty when one build serves every boot.
+other_rhel=@OTHER_RHEL@
+other_sha256=@OTHER_SHA256@
 root="${MCD_INJECT_ROOT:-}"
 payload="$root/var/lib/mcd-inject/machine-config-daemon.gz"
 bindir="$root/run/bin"
 dest="$bindir/machine-config-daemon"
+
+# The host's RHEL major, as MCO's ReexecuteForTargetRoot reads it to pick a build:
+# RHEL_VERSION, else VERSION_ID on RHEL and its rebuilds; RHCOS without RHEL_VERSION
+# (4.1, 4.2) is RHEL 8. Empty when the os-release names no RHEL.
+host_rhel() {
+    local f
+    for f in "$root/etc/os-release" "$root/usr/lib/os-release"; do
+        if [ -r "$f" ]; then
+            # os-release(5) is made to be sourced by a shell.
+            (
+                unset ID VERSION_ID RHEL_VERSION
+                # shellcheck disable=SC1090
+                . "$f"
+                if [ -n "${RHEL_VERSION:-}" ]; then
+                    echo "${RHEL_VERSION%%.*}"
+                else
+                    case "${ID:-}" in
+                    rhel | centos | almalinux | rocky | ol) echo "${VERSION_ID%%.*}" ;;
+                    rhcos) echo 8 ;;
+                    esac
+                fi
+            )
+            return
+        fi
+    done
+}
+
+if [ -n "$other_rhel" ] && [ "$(host_rhel)" = "$other_rhel" ]; then
+    payload="$root/var/lib/mcd-inject/machine-config-daemon.rhel$other_rhel.gz"
+    expected_sha256=$other_sha256
+fi
 
 selinux_enabled() {
     if command -v selinuxenabled >/dev/null 2>&1; then
@@ -42,4 +78,4 @@ chmod 0755 "$tmp"
 label "$root/usr/bin/true" "$tmp"
 mv -f "$tmp" "$dest"
 trap - EXIT
-echo "mco-mcd-install: installed $dest (sha256 $actual)"
+echo "mco-mcd-install: installed $dest from ${payload#"$root"} (sha256 $actual)"

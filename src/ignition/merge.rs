@@ -10,8 +10,7 @@ use super::document::{report_lines, Document, Entry, Kind};
 use super::node;
 use super::schema::Schema;
 use super::units::{
-    DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH,
-    PULL_UNIT, REMOVED_MCO_UNITS, SCRIPT_PATH,
+    DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PIVOT_UNIT, PULL_UNIT, REMOVED_MCO_UNITS,
 };
 use super::SpecVersion;
 
@@ -84,7 +83,7 @@ fn key<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
 
 /// The paths only this tool writes: a base that holds them is an earlier run's output.
 fn is_ours(path: &str) -> bool {
-    [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH, LINK_PATH].contains(&path)
+    super::units::is_our_file(path) || path == LINK_PATH
 }
 
 /// A base's MCO unit with our drop-ins: its text, enablement and other drop-ins stay

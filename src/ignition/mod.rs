@@ -125,95 +125,115 @@ pub(crate) enum Source {
     /// Inline, as a `data:;base64,` URL.
     Inline(Vec<u8>),
     /// Inline too, but too big to hold in memory: the rendered config carries
-    /// [`STREAM_MARK`] in its place, and [`write_streamed`] writes the base64 of the
-    /// file there while writing the config out.
-    Streamed,
+    /// [`stream_mark`] of this index in its place, and [`write_streamed`] writes the
+    /// base64 of that payload there while writing the config out.
+    Streamed(usize),
     /// A URL Ignition fetches.
     Url(String),
 }
 
-/// Stands for the base64 of a [`Source::Streamed`] payload in a rendered config. It is
-/// valid base64 itself (of "mcd-inject:payload-goes-here"), so the config validates.
-pub(crate) const STREAM_MARK: &str = "bWNkLWluamVjdDpwYXlsb2FkLWdvZXMtaGVyZQ==";
+/// Stands for the base64 of the `i`th [`Source::Streamed`] payload in a rendered
+/// config. It is valid base64 itself (of "mcd-inject:payload-I-goes-here"), so the
+/// config validates.
+pub(crate) fn stream_mark(i: usize) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(format!("mcd-inject:payload-{i}-goes-here"))
+}
 
 /// The length of the base64 of `n` bytes.
 pub(crate) fn base64_len(n: u64) -> u64 {
     n.div_ceil(3) * 4
 }
 
-/// Writes a config through `write_config`, replacing the one data URL that holds
-/// [`STREAM_MARK`] with the base64 of `payload`, read as it is written. Returns the
-/// bytes written.
-pub(crate) fn write_streamed<W: std::io::Write>(
-    write_config: impl FnOnce(&mut Splice<'_, W>) -> std::io::Result<()>,
-    payload: impl std::io::Read,
-    payload_len: u64,
+/// One payload to splice in: its bytes, read as they are written, and their length.
+pub(crate) struct Streamed<'p> {
+    pub read: Box<dyn std::io::Read + 'p>,
+    pub len: u64,
+}
+
+/// Writes a config through `write_config`, replacing the data URL that holds the
+/// [`stream_mark`] of each payload with the base64 of that payload. Every payload must
+/// be spliced in exactly once. Returns the bytes written.
+pub(crate) fn write_streamed<'p, W: std::io::Write>(
+    write_config: impl FnOnce(&mut Splice<'p, W>) -> std::io::Result<()>,
+    payloads: Vec<Streamed<'p>>,
     out: W,
 ) -> anyhow::Result<u64> {
     let mut splice = Splice {
         out,
-        mark: format!("data:;base64,{STREAM_MARK}").into_bytes(),
+        marks: (0..payloads.len())
+            .map(|i| format!("data:;base64,{}", stream_mark(i)).into_bytes())
+            .collect(),
         pending: Vec::new(),
-        payload: Some(Box::new(payload)),
-        payload_len,
+        payloads: payloads.into_iter().map(Some).collect(),
         written: 0,
     };
     write_config(&mut splice)?;
     splice.pass(true)?;
-    if splice.payload.is_some() {
-        anyhow::bail!("the config must hold exactly one streamed payload");
+    if splice.payloads.iter().any(Option::is_some) {
+        anyhow::bail!("the config must hold each streamed payload exactly once");
     }
     Ok(splice.written)
 }
 
-/// The writer [`write_streamed`] hands out: passes the config through and writes the
-/// payload's base64 where the mark is.
+/// The writer [`write_streamed`] hands out: passes the config through and writes a
+/// payload's base64 where its mark is.
 pub(crate) struct Splice<'p, W> {
     out: W,
-    mark: Vec<u8>,
-    /// Bytes not yet written that may begin the mark.
+    marks: Vec<Vec<u8>>,
+    /// Bytes not yet written that may begin a mark.
     pending: Vec<u8>,
-    payload: Option<Box<dyn std::io::Read + 'p>>,
-    payload_len: u64,
+    payloads: Vec<Option<Streamed<'p>>>,
     written: u64,
 }
 
 impl<W: std::io::Write> Splice<'_, W> {
-    /// Writes what cannot be part of a mark (everything, at the end), splicing the
-    /// payload in at a mark.
+    /// The first mark in what is pending: its place and index.
+    fn next_mark(&self) -> Option<(usize, usize)> {
+        self.marks
+            .iter()
+            .enumerate()
+            .filter_map(|(k, m)| {
+                self.pending
+                    .windows(m.len())
+                    .position(|w| w == m.as_slice())
+                    .map(|i| (i, k))
+            })
+            .min()
+    }
+
+    /// Writes what cannot be part of a mark (everything, at the end), splicing a
+    /// payload in at its mark.
     fn pass(&mut self, end: bool) -> std::io::Result<()> {
         let other = |msg: &str| std::io::Error::other(msg.to_string());
-        while let Some(i) = self
-            .pending
-            .windows(self.mark.len())
-            .position(|w| w == self.mark)
-        {
+        while let Some((i, k)) = self.next_mark() {
             let head = i + "data:;base64,".len();
             self.out.write_all(&self.pending[..head])?;
-            let mut payload = self
-                .payload
+            let mut payload = self.payloads[k]
                 .take()
-                .ok_or_else(|| other("the config must hold exactly one streamed payload"))?;
+                .ok_or_else(|| other("the config must hold each streamed payload exactly once"))?;
             let mut enc = base64::write::EncoderWriter::new(
                 &mut self.out,
                 &base64::engine::general_purpose::STANDARD,
             );
-            let copied = crate::io::copy_wide(&mut payload, &mut enc, self.payload_len)?;
+            let copied = crate::io::copy_wide(&mut payload.read, &mut enc, payload.len)?;
             enc.finish()?;
             drop(enc);
-            if copied != self.payload_len {
+            if copied != payload.len {
                 return Err(other(&format!(
                     "the payload changed while it was written ({copied} bytes, expected {})",
-                    self.payload_len
+                    payload.len
                 )));
             }
             self.written += head as u64 + base64_len(copied);
-            self.pending.drain(..i + self.mark.len());
+            let mark_len = self.marks[k].len();
+            self.pending.drain(..i + mark_len);
         }
+        let longest = self.marks.iter().map(Vec::len).max().unwrap_or(1);
         let keep = if end {
             0
         } else {
-            self.pending.len().min(self.mark.len() - 1)
+            self.pending.len().min(longest - 1)
         };
         let n = self.pending.len() - keep;
         self.out.write_all(&self.pending[..n])?;
@@ -444,9 +464,19 @@ mod tests {
     #[test]
     fn streamed_payloads_are_spliced_in() {
         let payload = b"\x1f\x8b any payload bytes";
-        let rendered = format!(r#"{{"a":"data:;base64,{STREAM_MARK}","b":1}}"#);
-        let want = format!(r#"{{"a":"{}","b":1}}"#, data_url(payload));
-        // Whole, and a byte at a time (a mark split over writes).
+        let second = b"\x1f\x8b another";
+        let one = |p: &'static [u8]| Streamed {
+            read: Box::new(p),
+            len: p.len() as u64,
+        };
+        let (m0, m1) = (stream_mark(0), stream_mark(1));
+        let rendered = format!(r#"{{"a":"data:;base64,{m1}","b":"data:;base64,{m0}"}}"#);
+        let want = format!(
+            r#"{{"a":"{}","b":"{}"}}"#,
+            data_url(second),
+            data_url(payload)
+        );
+        // Whole, and a byte at a time (a mark split over writes); in any order.
         for piece in [rendered.len(), 1] {
             let mut out = Vec::new();
             let write = |w: &mut Splice<'_, &mut Vec<u8>>| {
@@ -455,17 +485,24 @@ mod tests {
                     .chunks(piece)
                     .try_for_each(|c| w.write_all(c))
             };
-            let n = write_streamed(write, &payload[..], payload.len() as u64, &mut out).unwrap();
+            let n = write_streamed(write, vec![one(payload), one(second)], &mut out).unwrap();
             assert_eq!(n, out.len() as u64);
             assert_eq!(String::from_utf8(out).unwrap(), want);
         }
-        let twice = format!("{rendered}{rendered}");
+        let single = format!(r#"{{"a":"data:;base64,{m0}"}}"#);
+        let twice = format!("{single}{single}");
         let write = |w: &mut Splice<'_, Vec<u8>>| w.write_all(twice.as_bytes());
-        assert!(write_streamed(write, &payload[..], payload.len() as u64, Vec::new()).is_err());
+        assert!(write_streamed(write, vec![one(payload)], Vec::new()).is_err());
         let none = |w: &mut Splice<'_, Vec<u8>>| w.write_all(b"{}");
-        assert!(write_streamed(none, &payload[..], payload.len() as u64, Vec::new()).is_err());
-        let write = |w: &mut Splice<'_, Vec<u8>>| w.write_all(rendered.as_bytes());
-        assert!(write_streamed(write, &payload[..], 3, Vec::new()).is_err());
+        assert!(write_streamed(none, vec![one(payload)], Vec::new()).is_err());
+        let missing = |w: &mut Splice<'_, Vec<u8>>| w.write_all(single.as_bytes());
+        assert!(write_streamed(missing, vec![one(payload), one(second)], Vec::new()).is_err());
+        let short = Streamed {
+            read: Box::new(&payload[..]),
+            len: 3,
+        };
+        let write = |w: &mut Splice<'_, Vec<u8>>| w.write_all(single.as_bytes());
+        assert!(write_streamed(write, vec![short], Vec::new()).is_err());
     }
 
     #[test]

@@ -11,10 +11,7 @@ use serde_json::Value;
 
 use super::decode_data_url;
 use super::document::{Document, Kind};
-use super::units::{
-    FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT,
-    RUN_BINARY, SCRIPT_PATH,
-};
+use super::units::{FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PIVOT_UNIT, PULL_UNIT, RUN_BINARY};
 
 /// The units whose files, drop-ins and masks only `systemd.units` may carry.
 pub const GUARDED_UNITS: [&str; 4] = [INSTALL_UNIT, FIRSTBOOT_UNIT, PULL_UNIT, PIVOT_UNIT];
@@ -615,7 +612,7 @@ fn add_unit_source(node: &mut NodeView, p: &str, f: &Value) {
 /// Our own entries, checked on their own by `verify`.
 pub fn is_our_entry(kind: Kind, path: &str) -> bool {
     match kind {
-        Kind::Files => [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH].contains(&path),
+        Kind::Files => super::units::is_our_file(path),
         Kind::Links => path == LINK_PATH,
         _ => false,
     }

@@ -42,21 +42,80 @@ pub const REMOVED_MCO_UNITS: [&str; 2] = [
     "machine-config-daemon-firstboot-v42.service",
 ];
 
-/// The placeholder in the install script that the binary's sha256 replaces.
+/// The placeholders in the install script: the binary's sha256, and the other build's
+/// RHEL major and sha256.
 const SHA256_PLACEHOLDER: &str = "@MCD_SHA256@";
+const OTHER_RHEL_PLACEHOLDER: &str = "@OTHER_RHEL@";
+const OTHER_SHA256_PLACEHOLDER: &str = "@OTHER_SHA256@";
 const SCRIPT_TEMPLATE: &str = include_str!("mco-mcd-install.sh");
 
-/// The install script for a binary of this sha256.
-pub fn install_script(binary_sha256: &str) -> String {
-    SCRIPT_TEMPLATE.replace(SHA256_PLACEHOLDER, binary_sha256)
+/// Where the build for hosts of RHEL `rhel` lies, when the config carries a second one.
+pub fn other_payload_path(rhel: u32) -> String {
+    format!("/var/lib/mcd-inject/machine-config-daemon.rhel{rhel}.gz")
 }
 
-/// The sha256 an install script checks, if it is one of ours.
-pub fn script_sha256(script: &str) -> Option<&str> {
-    script
-        .lines()
-        .find_map(|l| l.strip_prefix("expected_sha256="))
-        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+/// The name of the second build's payload beside the first's (its URL, its file):
+/// `.rhelN` before a final `.gz`, else appended.
+pub fn other_name(first: &str, rhel: u32) -> String {
+    match first.strip_suffix(".gz") {
+        Some(stem) => format!("{stem}.rhel{rhel}.gz"),
+        None => format!("{first}.rhel{rhel}"),
+    }
+}
+
+/// Whether a path is one of our payloads: the bootimage's build, or another RHEL's.
+pub fn is_payload_path(path: &str) -> bool {
+    path == PAYLOAD_PATH
+        || path
+            .strip_prefix("/var/lib/mcd-inject/machine-config-daemon.rhel")
+            .and_then(|r| r.strip_suffix(".gz"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether a path is one of the files this tool writes.
+pub fn is_our_file(path: &str) -> bool {
+    is_payload_path(path) || [SCRIPT_PATH, PROVENANCE_PATH].contains(&path)
+}
+
+/// What the install script checks: the bootimage's build, and the build for hosts of
+/// another RHEL major, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptHashes {
+    /// sha256 of the bootimage's build.
+    pub first: String,
+    /// The other build's RHEL major and sha256.
+    pub other: Option<(u32, String)>,
+}
+
+/// The install script for these builds.
+pub fn install_script(h: &ScriptHashes) -> String {
+    let (rhel, sha) = match &h.other {
+        Some((r, s)) => (r.to_string(), s.as_str()),
+        None => (String::new(), ""),
+    };
+    SCRIPT_TEMPLATE
+        .replace(SHA256_PLACEHOLDER, &h.first)
+        .replace(OTHER_RHEL_PLACEHOLDER, &rhel)
+        .replace(OTHER_SHA256_PLACEHOLDER, sha)
+}
+
+fn is_sha256(h: &str) -> bool {
+    h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The hashes an install script checks, if it is one of ours.
+pub fn script_hashes(script: &str) -> Option<ScriptHashes> {
+    let value = |key: &str| script.lines().find_map(|l| l.strip_prefix(key));
+    let first = value("expected_sha256=").filter(|h| is_sha256(h))?;
+    let other = match (value("other_rhel=")?, value("other_sha256=")?) {
+        ("", "") => None,
+        (r, h) if is_sha256(h) => Some((r.parse().ok()?, h.to_string())),
+        _ => return None,
+    };
+    Some(ScriptHashes {
+        first: first.to_string(),
+        other,
+    })
 }
 
 /// The install unit.
@@ -142,15 +201,25 @@ ConditionPathExists=!{PAYLOAD_PATH}
     )
 }
 
-/// What the config delivers.
+/// One build the config carries, compressed.
 #[derive(Clone, Debug)]
-pub struct Delivery {
+pub struct Build {
     /// The gzip payload, inline or at a URL.
     pub payload: Source,
     /// Hex sha512 of the gzip bytes.
     pub payload_sha512: String,
     /// Hex sha256 of the binary.
     pub binary_sha256: String,
+}
+
+/// What the config delivers.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    /// The bootimage's build, installed on every host but `other`'s.
+    pub first: Build,
+    /// The build for hosts of another RHEL major (the cluster's OS), when the first
+    /// does not run there.
+    pub other: Option<(u32, Build)>,
     /// The provenance record, JSON.
     pub provenance: Vec<u8>,
     /// Mask the pre-4.6 `pivot.service` (4.1-4.5 targets).
@@ -170,20 +239,24 @@ pub fn config(d: &Delivery) -> Config {
         sha512: sha512_hex(&bytes),
         source: Source::Inline(bytes),
     };
-    let files = vec![
-        File {
-            path: PAYLOAD_PATH.into(),
-            mode: 0o600,
-            source: d.payload.clone(),
-            sha512: d.payload_sha512.clone(),
-        },
-        inline(
-            SCRIPT_PATH,
-            0o755,
-            install_script(&d.binary_sha256).into_bytes(),
-        ),
+    let payload = |path: String, b: &Build| File {
+        path,
+        mode: 0o600,
+        source: b.payload.clone(),
+        sha512: b.payload_sha512.clone(),
+    };
+    let hashes = ScriptHashes {
+        first: d.first.binary_sha256.clone(),
+        other: d.other.as_ref().map(|(r, b)| (*r, b.binary_sha256.clone())),
+    };
+    let mut files = vec![payload(PAYLOAD_PATH.into(), &d.first)];
+    if let Some((rhel, b)) = &d.other {
+        files.push(payload(other_payload_path(*rhel), b));
+    }
+    files.extend([
+        inline(SCRIPT_PATH, 0o755, install_script(&hashes).into_bytes()),
         inline(PROVENANCE_PATH, 0o644, d.provenance.clone()),
-    ];
+    ]);
     let links = vec![Link {
         path: LINK_PATH.into(),
         target: RUN_BINARY.into(),
@@ -234,20 +307,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn script_carries_the_hash() {
-        let h = "ab".repeat(32);
-        let s = install_script(&h);
-        assert_eq!(script_sha256(&s), Some(h.as_str()));
-        assert!(!s.contains(SHA256_PLACEHOLDER));
-        assert_eq!(script_sha256(SCRIPT_TEMPLATE), None);
+    fn script_carries_the_hashes() {
+        let one = ScriptHashes {
+            first: "ab".repeat(32),
+            other: None,
+        };
+        let s = install_script(&one);
+        assert_eq!(script_hashes(&s), Some(one));
+        assert!(!s.contains(SHA256_PLACEHOLDER) && !s.contains(OTHER_RHEL_PLACEHOLDER));
+        let two = ScriptHashes {
+            first: "ab".repeat(32),
+            other: Some((9, "cd".repeat(32))),
+        };
+        assert_eq!(script_hashes(&install_script(&two)), Some(two));
+        assert_eq!(script_hashes(SCRIPT_TEMPLATE), None);
     }
 
     #[test]
     fn every_target_gets_the_dropins_and_legacy_ones_the_pivot_mask() {
         let mut d = Delivery {
-            payload: Source::Inline(vec![1]),
-            payload_sha512: "0".repeat(128),
-            binary_sha256: "0".repeat(64),
+            first: Build {
+                payload: Source::Inline(vec![1]),
+                payload_sha512: "0".repeat(128),
+                binary_sha256: "0".repeat(64),
+            },
+            other: None,
             provenance: b"{}".to_vec(),
             legacy_firstboot: false,
         };

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{data_url, Config, Source, SpecVersion, Unit, STREAM_MARK};
+use super::{data_url, stream_mark, Config, Source, SpecVersion, Unit};
 
 pub(super) fn render(c: &Config, spec: SpecVersion) -> Value {
     render_nodes(c, spec, None)
@@ -28,7 +28,7 @@ pub(super) fn render_nodes(c: &Config, spec: SpecVersion, filesystem: Option<&st
         .map(|f| {
             let source = match &f.source {
                 Source::Inline(b) => data_url(b),
-                Source::Streamed => format!("data:;base64,{STREAM_MARK}"),
+                Source::Streamed(i) => format!("data:;base64,{}", stream_mark(*i)),
                 Source::Url(u) => u.clone(),
             };
             let mut m = node(&f.path);

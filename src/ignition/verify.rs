@@ -14,9 +14,10 @@ use super::document::{report_lines, Document, Kind};
 use super::node::{self, NodeView, UnitView};
 use super::schema::Schema;
 use super::units::{
-    firstboot_dropin, install_script, install_unit, pull_dropin, script_sha256, DROPIN,
-    FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT,
-    PROVENANCE_PATH, PULL_UNIT, REEXEC_ENV, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
+    self, firstboot_dropin, install_script, install_unit, other_payload_path, pull_dropin,
+    script_hashes, ScriptHashes, DROPIN, FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH,
+    PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT, REEXEC_ENV, REMOVED_MCO_UNITS,
+    RUN_BINARY, SCRIPT_PATH,
 };
 use super::{decode_data_url, SpecVersion};
 
@@ -26,6 +27,9 @@ pub struct Verified {
     /// The decompressed binary, when the payload could be read.
     pub binary: Option<NamedTempFile>,
     pub binary_sha256: Option<String>,
+    /// The build for hosts of another RHEL major, when the config carries one: that
+    /// major, the binary decompressed, and its sha256.
+    pub other: Option<(u32, NamedTempFile, String)>,
     pub provenance: Option<Value>,
     /// Units the config masks.
     pub masked: Vec<String>,
@@ -130,7 +134,7 @@ fn has_line(contents: &str, line: &str) -> bool {
 /// The entries `verify` reads whole: ours, and MCO's units that ours change.
 fn is_checked(kind: Kind, id: &str) -> bool {
     match kind {
-        Kind::Files => [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH].contains(&id),
+        Kind::Files => units::is_our_file(id),
         Kind::Links => id == LINK_PATH,
         Kind::Units => [INSTALL_UNIT, PULL_UNIT, FIRSTBOOT_UNIT].contains(&id),
         Kind::Directories => false,
@@ -153,6 +157,7 @@ pub fn verify(
         spec,
         binary: None,
         binary_sha256: None,
+        other: None,
         provenance: None,
         masked: Vec::new(),
         passed: Vec::new(),
@@ -168,8 +173,19 @@ pub fn verify(
             None
         }
     };
-    let script_hash = check_script(&cfg, spec, &mut v)?;
-    check_binary(payload, script_hash.as_deref(), spool, &mut v);
+    let hashes = check_script(&cfg, spec, &mut v)?;
+    let first = check_binary(
+        PAYLOAD_PATH,
+        payload,
+        hashes.as_ref().map(|h| h.first.as_str()),
+        spool,
+        &mut v,
+    );
+    if let Some((tmp, sha)) = first {
+        v.binary = Some(tmp);
+        v.binary_sha256 = Some(sha);
+    }
+    check_other(&cfg, spec, hashes.as_ref(), remote_payload, spool, &mut v)?;
     check_provenance(&cfg, spec, &mut v)?;
     let node = node::view(&doc, &node::is_our_entry);
     check_node(&node, &mut v);
@@ -194,12 +210,15 @@ fn check_spec(doc: &Document, spec: SpecVersion, v: &mut Verified) {
 
 /// The modes of our files, and (spec 2.x) every file's filesystem.
 fn check_modes(doc: &Document, cfg: &Value, spec: SpecVersion, v: &mut Verified) {
-    for (path, mode) in [
-        (PAYLOAD_PATH, 0o600),
-        (SCRIPT_PATH, 0o755),
-        (PROVENANCE_PATH, 0o644),
-    ] {
-        if let Some(f) = file(cfg, path) {
+    for f in files(cfg) {
+        let path = f["path"].as_str().unwrap_or_default();
+        let mode = match path {
+            SCRIPT_PATH => 0o755,
+            PROVENANCE_PATH => 0o644,
+            p if units::is_payload_path(p) => 0o600,
+            _ => continue,
+        };
+        {
             if f["mode"].as_u64() != Some(mode) {
                 v.problems.push(format!(
                     "{path}: mode {}, this version writes {mode:o}",
@@ -222,19 +241,19 @@ fn check_modes(doc: &Document, cfg: &Value, spec: SpecVersion, v: &mut Verified)
     }
 }
 
-/// The install script is this version's; returns the sha256 it expects.
-fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Option<String>> {
+/// The install script is this version's; returns the hashes it expects.
+fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Option<ScriptHashes>> {
     let Some(f) = file(cfg, SCRIPT_PATH) else {
         v.problems.push(format!("no install script {SCRIPT_PATH}"));
         return Ok(None);
     };
     Ok(contents(f, spec, None, v)?.and_then(|s| {
         let s = String::from_utf8_lossy(&s).into_owned();
-        let h = script_sha256(&s).map(str::to_string);
+        let h = script_hashes(&s);
         match &h {
-            None => v
-                .problems
-                .push(format!("{SCRIPT_PATH}: no expected_sha256 line")),
+            None => v.problems.push(format!(
+                "{SCRIPT_PATH}: no expected_sha256, other_rhel and other_sha256 lines of this version"
+            )),
             Some(h) if s != install_script(h) => v.problems.push(format!(
                 "{SCRIPT_PATH} differs from the script this version writes"
             )),
@@ -246,35 +265,76 @@ fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Opti
     }))
 }
 
-/// The payload decompresses to the binary the script expects; keeps the binary.
+/// A payload decompresses to the binary the script expects; returns the binary and
+/// its sha256.
 fn check_binary(
+    path: &str,
     payload: Option<Vec<u8>>,
     script_hash: Option<&str>,
     spool: &Path,
     v: &mut Verified,
-) {
-    let Some(gz) = payload else {
-        return;
-    };
+) -> Option<(NamedTempFile, String)> {
+    let gz = payload?;
     let (tmp, sha) = match gunzip(&gz, spool) {
         Ok(u) => u,
         Err(e) => {
             v.problems
-                .push(format!("{PAYLOAD_PATH}: not a gzip payload: {e:#}"));
-            return;
+                .push(format!("{path}: not a gzip payload: {e:#}"));
+            return None;
         }
     };
     match script_hash {
         Some(h) if h == sha => v
             .passed
-            .push(format!("payload decompresses to the script's sha256 {sha}")),
+            .push(format!("{path} decompresses to the script's sha256 {sha}")),
         Some(h) => v.problems.push(format!(
-            "payload decompresses to sha256 {sha}, the install script expects {h}"
+            "{path} decompresses to sha256 {sha}, the install script expects {h}"
         )),
         None => {}
     }
-    v.binary = Some(tmp);
-    v.binary_sha256 = Some(sha);
+    Some((tmp, sha))
+}
+
+/// The build for another RHEL's hosts, when the script names one: its payload is in
+/// the config (or served, beside `remote`) and decompresses to the script's sha256.
+fn check_other(
+    cfg: &Value,
+    spec: SpecVersion,
+    hashes: Option<&ScriptHashes>,
+    remote: Option<&Path>,
+    spool: &Path,
+    v: &mut Verified,
+) -> Result<()> {
+    let named = hashes.and_then(|h| h.other.clone());
+    let carried: Vec<&str> = files(cfg)
+        .filter_map(|f| f["path"].as_str())
+        .filter(|p| *p != PAYLOAD_PATH && units::is_payload_path(p))
+        .collect();
+    let Some((rhel, sha)) = named else {
+        for p in carried {
+            v.problems
+                .push(format!("{p}: a payload the install script does not name"));
+        }
+        return Ok(());
+    };
+    let path = other_payload_path(rhel);
+    for p in carried.iter().filter(|p| **p != path) {
+        v.problems
+            .push(format!("{p}: a payload the install script does not name"));
+    }
+    let Some(f) = file(cfg, &path) else {
+        v.problems.push(format!(
+            "the install script names a build for RHEL {rhel} hosts, but the config has no {path}"
+        ));
+        return Ok(());
+    };
+    let served =
+        remote.map(|r| std::path::PathBuf::from(units::other_name(&r.to_string_lossy(), rhel)));
+    let payload = contents(f, spec, served.as_deref(), v)?;
+    if let Some((tmp, got)) = check_binary(&path, payload, Some(&sha), spool, v) {
+        v.other = Some((rhel, tmp, got));
+    }
+    Ok(())
 }
 
 /// The provenance record parses and names the payload's binary.

@@ -217,8 +217,12 @@ fn compress(
 }
 
 /// [`compress`] from the start, for a build nothing was compressed of early.
-#[cfg(test)]
-fn compress_whole(path: &Path, size: u64, spool: &Path, threads: usize) -> Result<Payload> {
+pub(crate) fn compress_whole(
+    path: &Path,
+    size: u64,
+    spool: &Path,
+    threads: usize,
+) -> Result<Payload> {
     compress(path, size, spool, threads, None)
 }
 
