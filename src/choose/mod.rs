@@ -511,7 +511,13 @@ pub fn select_boots(
     } = select_in(image, spool, target, binary_path, force, tap)?;
     let first_c = binaries[first.index].candidate();
     let everywhere = boots::runs_on_every_later_rhel(&first_c, target);
-    if !everywhere {
+    // Given the cluster's OS, a first build that runs there settles it.
+    let given = boots::cluster_os(hint.rhel, hint.release_version.as_deref(), None, &[]);
+    let settled = everywhere
+        || given.as_ref().is_some_and(|c| {
+            boots::on_rhel(target, c.rhel).is_ok_and(|t| first_c.verdict(&t).compatible)
+        });
+    if !settled {
         // The cluster's OS and the builds that may serve it.
         if os.is_none() {
             os = r.os_release()?;

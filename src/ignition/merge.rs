@@ -355,6 +355,14 @@ fn merge_nodes<'a>(
                 .iter()
                 .find(|(_, o)| key(o, "path") == Some(path))
             else {
+                // A payload of an earlier run that this one does not carry (its build
+                // for another RHEL): nothing would install it any more.
+                if kind == Kind::Files && super::units::is_payload_path(path) {
+                    notes.info.push(format!(
+                        "removed {path} from an earlier run: this one carries no such build"
+                    ));
+                    return false;
+                }
                 return true;
             };
             if conflict.is_some() || *k == kind && *o == n.value() {

@@ -228,6 +228,66 @@ fn spec3_outputs_validate_and_apply() {
     );
 }
 
+/// The build each boot of the first boot gets: on the bootimage's OS the bootimage's,
+/// and after MCO's in-place update, on the cluster's RHEL 9, the one for RHEL 9, as the
+/// install script reads the host's os-release at each boot.
+#[test]
+fn the_install_script_installs_the_build_of_each_boots_os() {
+    require_real_tools();
+    let dir = tempfile::tempdir().unwrap();
+    let reference = fixture("mco-4.16").reference("oci");
+    let cfg_path = inject(&reference, "4.9", None, dir.path());
+    let root = os_root(dir.path());
+    ignition_apply(&cfg_path, &root);
+    let lib = root.join("var/lib/mcd-inject");
+    let prov: Value =
+        serde_json::from_slice(&fs::read(lib.join("provenance.json")).unwrap()).unwrap();
+    let builds = prov["builds"]
+        .as_array()
+        .expect("provenance lists the builds");
+    assert_eq!(builds.len(), 2, "{prov}");
+    assert_eq!(prov["cluster_os"]["rhel"], 9, "{prov}");
+    let sha_for = |rhel: u64| {
+        let b = builds.iter().find(|b| b["rhel"] == rhel).unwrap();
+        assert!(lib
+            .join(
+                Path::new(b["payload"].as_str().unwrap())
+                    .file_name()
+                    .unwrap()
+            )
+            .is_file());
+        b["binary_sha256"].as_str().unwrap().to_string()
+    };
+    let (first, second) = (sha_for(8), sha_for(9));
+    assert_ne!(first, second);
+    assert_eq!(prov["binary_sha256"], first.as_str());
+    fs::create_dir_all(root.join("etc")).unwrap();
+    for (os_release, want) in [
+        // RHCOS 4.9, the bootimage.
+        ("NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\nID_LIKE=\"rhel fedora\"\nVERSION_ID=\"4.9\"\nRHEL_VERSION=\"8.4\"\n", &first),
+        // RHCOS 4.16, the cluster's OS after the in-place update.
+        ("NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\nID_LIKE=\"rhel fedora\"\nVERSION_ID=\"4.16\"\nOPENSHIFT_VERSION=\"4.16\"\nRHEL_VERSION=\"9.4\"\n", &second),
+        // RHCOS 4.2, which names no RHEL_VERSION: RHEL 8.
+        ("NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\nID_LIKE=\"rhel fedora\"\nVERSION_ID=\"42.80\"\n", &first),
+        // RHCOS 4.19+: ID=rhel.
+        ("NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhel\"\nVERSION_ID=\"9.6\"\nVARIANT_ID=coreos\n", &second),
+    ] {
+        fs::write(root.join("etc/os-release"), os_release).unwrap();
+        let (ok, text) = run(Command::new("bash")
+            .arg(lib.join("mco-mcd-install.sh"))
+            .env("MCD_INJECT_ROOT", &root));
+        assert!(ok, "install script: {text}");
+        let installed = root.join("run/bin/machine-config-daemon");
+        assert_eq!(
+            &sha256_hex(&fs::read(&installed).unwrap()),
+            want,
+            "{os_release}: {text}"
+        );
+        assert!(text.contains(&format!("(sha256 {want})")), "{text}");
+    }
+    assert_verifies(&cfg_path, &reference);
+}
+
 /// The checks of a spec 2.2 config that no Debian tool makes.
 fn check_spec22(cfg: &Value) {
     assert_eq!(cfg["ignition"]["version"], "2.2.0");
@@ -319,6 +379,27 @@ fn remote_mode_serves_the_same_hash() {
     assert_eq!(r.code, Some(0), "{}", r.describe());
     let cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
     check_spec22_remote(&cfg, &fs::read(&payload).unwrap());
+    // The build for the cluster's RHEL 9 is served beside the first, and named so.
+    let second = dir.path().join("mcd.rhel9.gz");
+    let entry = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/var/lib/mcd-inject/machine-config-daemon.rhel9.gz")
+        .expect("the second payload's entry");
+    assert_eq!(
+        entry["contents"]["source"],
+        "http://127.0.0.1:8080/mcd.rhel9.gz"
+    );
+    assert_eq!(
+        entry["contents"]["verification"]["hash"],
+        format!(
+            "sha512-{}",
+            hex::encode(<sha2::Sha512 as sha2::Digest>::digest(
+                fs::read(&second).unwrap()
+            ))
+        )
+    );
     let r = mcd_inject([
         "verify",
         cfg_path.to_str().unwrap(),

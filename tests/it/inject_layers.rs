@@ -174,7 +174,8 @@ fn the_top_layer_settles_an_mco_shaped_image() {
     // RHEL 9 bootimage: the plain build fits; the os-release (base layer) decides.
     assert_eq!(choose(&r, "4.16").unwrap(), (format!("/{MCD}"), vec![1, 2]));
 
-    // The command line says so: inject reads the top layer, inspect every layer.
+    // inject reads the base layer too: the twin does not run on the cluster's OS,
+    // which the os-release there names (RHEL 9), so the plain build goes with it.
     let reference = format!("oci:{}:latest", dir.path().join("image").display());
     let out = dir.path().join("out.ign");
     let run = crate::harness::inject(&reference, "4.2", &out, &[]);
@@ -182,7 +183,18 @@ fn the_top_layer_settles_an_mco_shaped_image() {
     assert!(
         run.stderr
             .contains("chose /usr/bin/machine-config-daemon.rhel8")
-            && run.stderr.contains("read 1 of 2 layers (2): "),
+            && run.stderr.contains("read 2 of 2 layers (1, 2): ")
+            && run
+                .stderr
+                .contains("the config also carries /usr/bin/machine-config-daemon (sha256"),
+        "{}",
+        run.describe()
+    );
+    // Told the cluster's OS is RHEL 8, it needs no os-release: the top layer settles it.
+    let run = crate::harness::inject(&reference, "4.2", &out, &["--cluster-rhel", "8"]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        run.stderr.contains("read 1 of 2 layers (2): ") && !run.stderr.contains("also carries"),
         "{}",
         run.describe()
     );
