@@ -517,26 +517,20 @@ pub fn select_boots(
         || given.as_ref().is_some_and(|c| {
             boots::on_rhel(target, c.rhel).is_ok_and(|t| first_c.verdict(&t).compatible)
         });
-    if !settled {
-        // The cluster's OS and the builds that may serve it.
+    if !settled && given.is_none() {
+        // The cluster's OS, from the image: its os-release and every build it ships
+        // (a `.rhelN` twin newer than its base names the nodes of its release).
         if os.is_none() {
             os = r.os_release()?;
         }
         for path in r.list()? {
             if !binaries.iter().any(|b| b.path == path) {
-                if let Some(b) = r.binary(&path)? {
-                    binaries.push(b);
-                }
+                binaries.extend(r.binary(&path)?);
             }
         }
     }
     let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
-    let cluster = boots::cluster_os(
-        hint.rhel,
-        hint.release_version.as_deref(),
-        os.as_ref(),
-        &cands,
-    );
+    let cluster = given.or_else(|| boots::cluster_os(None, None, os.as_ref(), &cands));
     let mut result = Boots {
         first: first.clone(),
         cluster_os: cluster.clone(),
@@ -561,6 +555,24 @@ pub fn select_boots(
         }
         .into());
     };
+    if !settled {
+        // The builds that may serve it, as few as settle it: those read already and the
+        // twin named for its RHEL, else every build.
+        let twin = format!("{BIN_DIR}/{MCD_NAME}.rhel{}", cluster.rhel);
+        let ct = boots::on_rhel(target, cluster.rhel)?;
+        let fits = |bs: &[Binary]| bs.iter().any(|b| b.candidate().verdict(&ct).compatible);
+        if !fits(&binaries) && !binaries.iter().any(|b| b.path == twin) {
+            binaries.extend(r.binary(&twin)?);
+        }
+        if !fits(&binaries) {
+            for path in r.list()? {
+                if !binaries.iter().any(|b| b.path == path) {
+                    binaries.extend(r.binary(&path)?);
+                }
+            }
+        }
+    }
+    let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
     let ct = boots::on_rhel(target, cluster.rhel)?;
     let on_cluster = first_c.verdict(&ct);
     result.first_on_cluster = Some(on_cluster.clone());
