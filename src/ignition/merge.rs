@@ -10,8 +10,8 @@ use super::document::{report_lines, Document, Entry, Kind};
 use super::node;
 use super::schema::Schema;
 use super::units::{
-    DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH,
-    PULL_UNIT, REMOVED_MCO_UNITS, SCRIPT_PATH,
+    DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PERSIST_NICS_SCRIPT_PATH,
+    PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT, REMOVED_MCO_UNITS, SCRIPT_PATH,
 };
 use super::SpecVersion;
 
@@ -84,7 +84,14 @@ fn key<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
 
 /// The paths only this tool writes: a base that holds them is an earlier run's output.
 fn is_ours(path: &str) -> bool {
-    [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH, LINK_PATH].contains(&path)
+    [
+        PAYLOAD_PATH,
+        SCRIPT_PATH,
+        PROVENANCE_PATH,
+        PERSIST_NICS_SCRIPT_PATH,
+        LINK_PATH,
+    ]
+    .contains(&path)
 }
 
 /// A base's MCO unit with our drop-ins: its text, enablement and other drop-ins stay

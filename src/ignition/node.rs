@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::decode_data_url;
 use super::document::{Document, Kind};
 use super::units::{
-    FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT,
-    RUN_BINARY, SCRIPT_PATH,
+    FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PERSIST_NICS_SCRIPT_PATH, PIVOT_UNIT,
+    PROVENANCE_PATH, PULL_UNIT, RUN_BINARY, SCRIPT_PATH,
 };
 
 /// The units whose files, drop-ins and masks only `systemd.units` may carry.
@@ -38,7 +38,7 @@ const OS_LINKS: [(&str, &str); 7] = [
     ("/media", "/run/media"),
 ];
 
-/// The directory of our payload, script and provenance record.
+/// The directory of our payload, scripts and provenance record.
 const PAYLOAD_DIR: &str = "/var/lib/mcd-inject";
 
 /// A unit as systemd reads it: its text, its drop-ins by name (later sources of the
@@ -615,7 +615,13 @@ fn add_unit_source(node: &mut NodeView, p: &str, f: &Value) {
 /// Our own entries, checked on their own by `verify`.
 pub fn is_our_entry(kind: Kind, path: &str) -> bool {
     match kind {
-        Kind::Files => [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH].contains(&path),
+        Kind::Files => [
+            PAYLOAD_PATH,
+            SCRIPT_PATH,
+            PROVENANCE_PATH,
+            PERSIST_NICS_SCRIPT_PATH,
+        ]
+        .contains(&path),
         Kind::Links => path == LINK_PATH,
         _ => false,
     }

@@ -14,9 +14,10 @@ use super::document::{report_lines, Document, Kind};
 use super::node::{self, NodeView, UnitView};
 use super::schema::Schema;
 use super::units::{
-    firstboot_dropin, install_script, install_unit, pull_dropin, script_sha256, DROPIN,
-    FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH, PIVOT_UNIT,
-    PROVENANCE_PATH, PULL_UNIT, REEXEC_ENV, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
+    firstboot_dropin, install_script, install_unit, persist_nics_script, pull_dropin,
+    script_sha256, DROPIN, FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PAYLOAD_PATH,
+    PERSIST_NICS_SCRIPT_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT, REEXEC_ENV,
+    REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
 };
 use super::{decode_data_url, SpecVersion};
 
@@ -130,7 +131,13 @@ fn has_line(contents: &str, line: &str) -> bool {
 /// The entries `verify` reads whole: ours, and MCO's units that ours change.
 fn is_checked(kind: Kind, id: &str) -> bool {
     match kind {
-        Kind::Files => [PAYLOAD_PATH, SCRIPT_PATH, PROVENANCE_PATH].contains(&id),
+        Kind::Files => [
+            PAYLOAD_PATH,
+            SCRIPT_PATH,
+            PROVENANCE_PATH,
+            PERSIST_NICS_SCRIPT_PATH,
+        ]
+        .contains(&id),
         Kind::Links => id == LINK_PATH,
         Kind::Units => [INSTALL_UNIT, PULL_UNIT, FIRSTBOOT_UNIT].contains(&id),
         Kind::Directories => false,
@@ -169,6 +176,7 @@ pub fn verify(
         }
     };
     let script_hash = check_script(&cfg, spec, &mut v)?;
+    check_persist_nics_script(&cfg, spec, &mut v)?;
     check_binary(payload, script_hash.as_deref(), spool, &mut v);
     check_provenance(&cfg, spec, &mut v)?;
     let node = node::view(&doc, &node::is_our_entry);
@@ -198,6 +206,7 @@ fn check_modes(doc: &Document, cfg: &Value, spec: SpecVersion, v: &mut Verified)
         (PAYLOAD_PATH, 0o600),
         (SCRIPT_PATH, 0o755),
         (PROVENANCE_PATH, 0o644),
+        (PERSIST_NICS_SCRIPT_PATH, 0o755),
     ] {
         if let Some(f) = file(cfg, path) {
             if f["mode"].as_u64() != Some(mode) {
@@ -244,6 +253,25 @@ fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Opti
         }
         h
     }))
+}
+
+/// The NIC-persisting script is this version's.
+fn check_persist_nics_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<()> {
+    let path = PERSIST_NICS_SCRIPT_PATH;
+    let Some(f) = file(cfg, path) else {
+        v.problems.push(format!("no NIC-persisting script {path}"));
+        return Ok(());
+    };
+    if let Some(s) = contents(f, spec, None, v)? {
+        if s == persist_nics_script().into_bytes() {
+            v.passed.push(format!("{path} is this version's script"));
+        } else {
+            v.problems.push(format!(
+                "{path} differs from the script this version writes"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The payload decompresses to the binary the script expects; keeps the binary.
