@@ -70,7 +70,7 @@ mkdir -p "$(dirname "$vm_base")"
   bash tests/support/vm-root.sh base "$boot_base" "$vm_base") >"$vm_base.build.log" 2>&1 &
 roots_pid=$!
 
-# nmstatectl for tests/it/persist_nics.rs (its NMSTATECTL_VERSION), built from crates.io
+# nmstatectl for tests/it/persist_nics.rs (its NMSTATECTL_VERSION), built with cargo install
 # while the lints run: some 6 minutes on 2 cores from nothing. The test builds it itself
 # when this did not.
 nmstatectl_root=$PWD/target/nmstatectl

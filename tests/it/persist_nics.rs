@@ -1,8 +1,7 @@
 //! The NIC-persisting script of the config (`src/ignition/mco-persist-nics.sh`, as a
-//! config `inject` writes carries it) against
-//! the program it stands in for: real `nmstatectl persist-nic-names` (nmstate 2.2, built
-//! from crates.io once per run into `target/nmstatectl`). Both run on the same host, in
-//! the same network namespace, with the same kernel command line (a file bound over
+//! config `inject` writes carries it) against the program it stands in for: real
+//! `nmstatectl persist-nic-names` (nmstate 2.2, built with `cargo install` once per run
+//! into `target/nmstatectl`). Both run on the same host, in the same network namespace, with the same kernel command line (a file bound over
 //! `/proc/cmdline` in a private mount namespace), each against its own scratch root; the
 //! trees they leave under `etc/systemd/network` must be byte-identical, and the kernel
 //! arguments the script hands to `rpm-ostree kargs` (a stand-in that records its
@@ -22,7 +21,7 @@ use serde_json::Value;
 
 use crate::harness::{crate_root, inject, run_ok};
 
-/// The newest nmstate 2.2 release on crates.io.
+/// The newest nmstate 2.2 release in the crate registry.
 const NMSTATECTL_VERSION: &str = "2.2.62";
 const SCRIPT_PATH: &str = "/var/lib/mcd-inject/mco-persist-nics.sh";
 const UNIT: &str = "etc/systemd/system/machine-config-daemon-firstboot.service";
@@ -39,8 +38,8 @@ After=machine-config-daemon-pull.service
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=/usr/bin/podman run --rm --privileged --net=host -v /:/rootfs  --entrypoint machine-config-daemon 'quay.io/x/mco@sha256:00' firstboot-complete-machineconfig --persist-nics
-ExecStart=/usr/bin/podman run --rm --privileged --pid=host --net=host -v /:/rootfs  --entrypoint machine-config-daemon 'quay.io/x/mco@sha256:00' firstboot-complete-machineconfig
+ExecStart=/usr/bin/podman run --rm --privileged --net=host -v /:/rootfs  --entrypoint machine-config-daemon 'MCO-IMAGE' firstboot-complete-machineconfig --persist-nics
+ExecStart=/usr/bin/podman run --rm --privileged --pid=host --net=host -v /:/rootfs  --entrypoint machine-config-daemon 'MCO-IMAGE' firstboot-complete-machineconfig
 ";
 
 /// RHCOS 4.2's os-release: no RHEL_VERSION, VERSION_ID 4.2 (MCO reads it as RHEL 8.2).
