@@ -70,6 +70,14 @@ mkdir -p "$(dirname "$vm_base")"
   bash tests/support/vm-root.sh base "$boot_base" "$vm_base") >"$vm_base.build.log" 2>&1 &
 roots_pid=$!
 
+# nmstatectl for tests/it/persist_nics.rs (its NMSTATECTL_VERSION), built with cargo install
+# while the lints run: some 6 minutes on 2 cores from nothing. The test builds it itself
+# when this did not.
+nmstatectl_root=$PWD/target/nmstatectl
+cargo install nmstatectl --version =2.2.62 --locked --no-default-features \
+  --features query_apply --root "$nmstatectl_root" >"$nmstatectl_root.build.log" 2>&1 &
+nmstatectl_pid=$!
+
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 bash scripts/msrv.sh
@@ -90,6 +98,7 @@ bash scripts/registry-services.sh start "$state"
 # shellcheck disable=SC1091
 . "$state/env"
 
+wait "$nmstatectl_pid" || echo "building nmstatectl failed: $nmstatectl_root.build.log"
 cargo test --all-targets 2>&1 | tee "$log"
 # The roots were made (or failed, and the boot tests said so).
 wait "$roots_pid" || echo "making the boot roots failed: $vm_base.build.log"

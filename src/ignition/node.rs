@@ -35,7 +35,7 @@ const OS_LINKS: [(&str, &str); 7] = [
     ("/media", "/run/media"),
 ];
 
-/// The directory of our payload, script and provenance record.
+/// The directory of our payload, scripts and provenance record.
 const PAYLOAD_DIR: &str = "/var/lib/mcd-inject";
 
 /// A unit as systemd reads it: its text, its drop-ins by name (later sources of the

@@ -8,6 +8,9 @@ use super::{Config, Dropin, File, Link, Source, Unit};
 pub const PAYLOAD_PATH: &str = "/var/lib/mcd-inject/machine-config-daemon.gz";
 /// The script that installs the binary into `/run/bin`.
 pub const SCRIPT_PATH: &str = "/var/lib/mcd-inject/mco-mcd-install.sh";
+/// The script that pins NIC names before the firstboot, as MCO 4.13+'s `--persist-nics`
+/// pass does with `nmstatectl persist-nic-names` (docs/firstboot.md).
+pub const PERSIST_NICS_SCRIPT_PATH: &str = "/var/lib/mcd-inject/mco-persist-nics.sh";
 /// Where the binary came from.
 pub const PROVENANCE_PATH: &str = "/var/lib/mcd-inject/provenance.json";
 /// Where the binary runs from; `/run` is a tmpfs, so it is installed at boot.
@@ -48,6 +51,19 @@ const SHA256_PLACEHOLDER: &str = "@MCD_SHA256@";
 const OTHER_RHEL_PLACEHOLDER: &str = "@OTHER_RHEL@";
 const OTHER_SHA256_PLACEHOLDER: &str = "@OTHER_SHA256@";
 const SCRIPT_TEMPLATE: &str = include_str!("mco-mcd-install.sh");
+const PERSIST_NICS_SOURCE: &str = include_str!("mco-persist-nics.sh");
+
+/// The NIC-persisting script as the config carries it: the source less its comment and
+/// blank lines (the `#!` line stays), which keeps remote-mode configs small.
+pub fn persist_nics_script() -> String {
+    let mut lines = PERSIST_NICS_SOURCE.lines();
+    let mut out = format!("{}\n", lines.next().unwrap_or_default());
+    for l in lines.filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
 
 /// Where the build for hosts of RHEL `rhel` lies, when the config carries a second one.
 pub fn other_payload_path(rhel: u32) -> String {
@@ -74,7 +90,8 @@ pub fn is_payload_path(path: &str) -> bool {
 
 /// Whether a path is one of the files this tool writes.
 pub fn is_our_file(path: &str) -> bool {
-    is_payload_path(path) || [SCRIPT_PATH, PROVENANCE_PATH].contains(&path)
+    is_payload_path(path)
+        || [SCRIPT_PATH, PROVENANCE_PATH, PERSIST_NICS_SCRIPT_PATH].contains(&path)
 }
 
 /// What the install script checks: the bootimage's build, and the build for hosts of
@@ -126,11 +143,15 @@ Description=Install the machine-config-daemon delivered by mcd-inject
 # Only until the first boot completes, like the MCD firstboot unit.
 ConditionPathExists=/etc/ignition-machine-config-encapsulated.json
 Before={FIRSTBOOT_UNIT}
+# The NIC names to pin are the ones the network came up with, as for MCO's pass.
+Wants=network-online.target
+After=network-online.target
 
 [Service]
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/bash {SCRIPT_PATH}
+ExecStart=/bin/bash {PERSIST_NICS_SCRIPT_PATH}
 
 [Install]
 WantedBy=multi-user.target
@@ -256,6 +277,11 @@ pub fn config(d: &Delivery) -> Config {
     files.extend([
         inline(SCRIPT_PATH, 0o755, install_script(&hashes).into_bytes()),
         inline(PROVENANCE_PATH, 0o644, d.provenance.clone()),
+        inline(
+            PERSIST_NICS_SCRIPT_PATH,
+            0o755,
+            persist_nics_script().into_bytes(),
+        ),
     ]);
     let links = vec![Link {
         path: LINK_PATH.into(),
@@ -345,6 +371,43 @@ mod tests {
         d.legacy_firstboot = true;
         let c = config(&d);
         assert!(c.units.iter().any(|u| u.name == PIVOT_UNIT && u.mask));
+    }
+
+    #[test]
+    fn the_install_unit_persists_nic_names_after_installing() {
+        let u = install_unit();
+        let starts: Vec<&str> = u
+            .lines()
+            .filter_map(|l| l.strip_prefix("ExecStart="))
+            .collect();
+        assert_eq!(
+            starts,
+            [
+                format!("/bin/bash {SCRIPT_PATH}"),
+                format!("/bin/bash {PERSIST_NICS_SCRIPT_PATH}")
+            ]
+        );
+        let d = Delivery {
+            first: Build {
+                payload: Source::Inline(vec![1]),
+                payload_sha512: "0".repeat(128),
+                binary_sha256: "0".repeat(64),
+            },
+            other: None,
+            provenance: b"{}".to_vec(),
+            legacy_firstboot: false,
+        };
+        let c = config(&d);
+        let f = c
+            .files
+            .iter()
+            .find(|f| f.path == PERSIST_NICS_SCRIPT_PATH)
+            .unwrap();
+        assert_eq!(f.mode, 0o755);
+        assert!(matches!(&f.source, Source::Inline(b) if *b == persist_nics_script().into_bytes()));
+        let shipped = persist_nics_script();
+        assert!(shipped.starts_with("#!/bin/bash\n") && !shipped.contains("\n#"));
+        assert!(shipped.len() < PERSIST_NICS_SOURCE.len());
     }
 
     #[test]

@@ -14,10 +14,10 @@ use super::document::{report_lines, Document, Kind};
 use super::node::{self, NodeView, UnitView};
 use super::schema::Schema;
 use super::units::{
-    self, firstboot_dropin, install_script, install_unit, other_payload_path, pull_dropin,
-    script_hashes, ScriptHashes, DROPIN, FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH,
-    PAYLOAD_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT, REEXEC_ENV, REMOVED_MCO_UNITS,
-    RUN_BINARY, SCRIPT_PATH,
+    self, firstboot_dropin, install_script, install_unit, other_payload_path, persist_nics_script,
+    pull_dropin, script_hashes, ScriptHashes, DROPIN, FIRSTBOOT_ARGV, FIRSTBOOT_UNIT, INSTALL_UNIT,
+    LINK_PATH, PAYLOAD_PATH, PERSIST_NICS_SCRIPT_PATH, PIVOT_UNIT, PROVENANCE_PATH, PULL_UNIT,
+    REEXEC_ENV, REMOVED_MCO_UNITS, RUN_BINARY, SCRIPT_PATH,
 };
 use super::{decode_data_url, SpecVersion};
 
@@ -185,6 +185,7 @@ pub fn verify(
         v.binary = Some(tmp);
         v.binary_sha256 = Some(sha);
     }
+    check_persist_nics_script(&cfg, spec, &mut v)?;
     check_other(&cfg, spec, hashes.as_ref(), remote_payload, spool, &mut v)?;
     check_provenance(&cfg, spec, &mut v)?;
     let node = node::view(&doc, &node::is_our_entry);
@@ -213,7 +214,7 @@ fn check_modes(doc: &Document, cfg: &Value, spec: SpecVersion, v: &mut Verified)
     for f in files(cfg) {
         let path = f["path"].as_str().unwrap_or_default();
         let mode = match path {
-            SCRIPT_PATH => 0o755,
+            SCRIPT_PATH | PERSIST_NICS_SCRIPT_PATH => 0o755,
             PROVENANCE_PATH => 0o644,
             p if units::is_payload_path(p) => 0o600,
             _ => continue,
@@ -263,6 +264,25 @@ fn check_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<Opti
         }
         h
     }))
+}
+
+/// The NIC-persisting script is this version's.
+fn check_persist_nics_script(cfg: &Value, spec: SpecVersion, v: &mut Verified) -> Result<()> {
+    let path = PERSIST_NICS_SCRIPT_PATH;
+    let Some(f) = file(cfg, path) else {
+        v.problems.push(format!("no NIC-persisting script {path}"));
+        return Ok(());
+    };
+    if let Some(s) = contents(f, spec, None, v)? {
+        if s == persist_nics_script().into_bytes() {
+            v.passed.push(format!("{path} is this version's script"));
+        } else {
+            v.problems.push(format!(
+                "{path} differs from the script this version writes"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A payload decompresses to the binary the script expects; returns the binary and

@@ -675,8 +675,8 @@ fn large_bases_are_merged_entry_by_entry_to_the_same_bytes() {
     assert_eq!(files[..20_000], arr(&base, "storage", "files")[..]);
     assert_eq!(
         files.len(),
-        20_004,
-        "the two payloads (the bootimage's build, the cluster's), the script and the provenance follow"
+        20_005,
+        "the two payloads (the bootimage's build, the cluster's), the scripts and the provenance follow"
     );
     assert_eq!(
         arr(&cfg, "storage", "directories"),

@@ -21,6 +21,7 @@ mod layering;
 mod mcs_renders;
 mod node_view;
 mod outputs;
+mod persist_nics;
 mod policy_conformance;
 mod registry;
 mod release;
