@@ -251,6 +251,19 @@ fn check_chosen_build(
         Ok((ins, b)) => {
             let chosen = &ins.binaries[b.first.index];
             let second = b.second.as_ref().map(|c| &ins.binaries[c.index]);
+            let want = chosen.sha256.hex().to_string();
+            if v.binary_sha256.as_deref() == Some(want.as_str()) {
+                checks.passed.push(format!(
+                    "the payload is {} of {r}, the binary inject chooses",
+                    chosen.path
+                ));
+            } else {
+                checks.problems.push(format!(
+                    "inject would choose {} (sha256 {want}), the payload is {}",
+                    chosen.path,
+                    v.binary_sha256.as_deref().unwrap_or("unreadable")
+                ));
+            }
             let carried = v.other.as_ref().map(|(_, _, h)| h.clone());
             match (second, carried) {
                 (None, None) => {}
@@ -268,22 +281,12 @@ fn check_chosen_build(
                     "the config carries a second build; inject would carry one build only".into(),
                 ),
             }
-            let want = chosen.sha256.hex().to_string();
-            if v.binary_sha256.as_deref() == Some(want.as_str()) {
-                checks.passed.push(format!(
-                    "the payload is {} of {r}, the binary inject chooses",
-                    chosen.path
-                ));
-            } else {
-                checks.problems.push(format!(
-                    "inject would choose {} (sha256 {want}), the payload is {}",
-                    chosen.path,
-                    v.binary_sha256.as_deref().unwrap_or("unreadable")
-                ));
-            }
         }
         // No build fits: a finding about the config. Reading the image failed: an error.
-        Err(e) if e.downcast_ref::<rules::SelectError>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<rules::SelectError>().is_some()
+                || e.downcast_ref::<choose::BootsError>().is_some() =>
+        {
             checks.problems.push(format!("{e:#}"))
         }
         Err(e) => return Err(e),

@@ -776,6 +776,9 @@ fn quiet_prints_nothing_on_success() {
         &image,
         "--bootimage",
         "4.2",
+        // One build: a config under 16 KB, which warns of nothing.
+        "--cluster-rhel",
+        "8",
         "--ign",
         &ign,
     ];

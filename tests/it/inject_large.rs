@@ -136,7 +136,7 @@ fn big_inline_spec2_configs_warn_and_remote_mode_does_not() {
 fn small_inline_configs_do_not_warn() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("small.ign");
-    let run = inject(&fixture("mco-small").reference("oci"), "4.8", &out, &[]);
+    let run = inject(&fixture("mco-4.6").reference("oci"), "4.8", &out, &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert!(fs::metadata(&out).unwrap().len() < 16 * 1024);
     assert!(!run.stderr.contains("warning"), "{}", run.describe());

@@ -229,7 +229,7 @@ fn binary_path_is_checked_and_force_warns() {
         &reference,
         "4.2",
         &out,
-        &["--binary-path", RHEL8, "--strict"],
+        &["--binary-path", RHEL8, "--strict", "--cluster-rhel", "8"],
     );
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert!(!run.stderr.contains("warning"), "{}", run.stderr);

@@ -93,6 +93,10 @@ fn inject_args(out: &str) -> Vec<String> {
         &small(),
         "--bootimage",
         "4.2",
+        // One build (the fixture's RHEL 8 one, for a RHEL 8 cluster): a config under
+        // 16 KB, which warns of nothing.
+        "--cluster-rhel",
+        "8",
         "--ign",
         out,
     ]
