@@ -352,6 +352,19 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
         });
     }
     log::info!("chose {}", bin.path);
+    if let (Some(v), None, Some(c)) = (&boots.first_on_cluster, &boots.second, &boots.cluster_os) {
+        if !v.compatible && !choice.forced {
+            // --force, and no build runs on the cluster's OS: the first goes alone.
+            warnings.warn(Warning::ForcedIncompatible {
+                binary: bin.path.clone(),
+                target: format!(
+                    "the cluster's OS (RHEL {}, from {}), from the second boot on",
+                    c.rhel, c.source
+                ),
+                reasons: v.because(),
+            });
+        }
+    }
     if let Some(c) = &boots.second {
         log::info!(
             "chose {} for the cluster's OS too: {} does not run there",

@@ -143,9 +143,9 @@ Description=Install the machine-config-daemon delivered by mcd-inject
 # Only until the first boot completes, like the MCD firstboot unit.
 ConditionPathExists=/etc/ignition-machine-config-encapsulated.json
 Before={FIRSTBOOT_UNIT}
-# The NIC names to pin are the ones the network came up with, as for MCO's pass.
-Wants=network-online.target
-After=network-online.target
+# No ordering on the network: MCO's units of 4.16 and later order the network after
+# the firstboot (through firstboot-osupdate.target), and the NIC names are pinned
+# before the network is configured, as MCO's pass does in the firstboot unit.
 
 [Service]
 Type=oneshot

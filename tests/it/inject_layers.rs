@@ -162,6 +162,46 @@ fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String>
     got
 }
 
+/// An image whose one build fits the bootimage but not the cluster's OS: the refusal
+/// names the second boot; told the cluster's OS is the bootimage's, or forced, it goes.
+#[test]
+fn a_build_that_fits_only_the_first_boot_is_refused_naming_the_second() {
+    let (_, rhel8) = builds();
+    let dir = tempfile::tempdir().unwrap();
+    let base = layer(&[("usr/lib/os-release", Some(RHEL9_OS))]);
+    let top = layer(&[(RHEL8, Some(&rhel8))]);
+    layout(&dir.path().join("image"), &[base, top]);
+    let reference = format!("oci:{}:latest", dir.path().join("image").display());
+    let out = dir.path().join("out.ign");
+    let run = crate::harness::inject(&reference, "4.2", &out, &[]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("fits the second boot of the first boot, on the cluster's OS")
+            && run.stderr.contains("RHEL 9")
+            && run
+                .stderr
+                .contains("machine-config-daemon.rhel8 fits the first boot only")
+            && run.stderr.contains("--cluster-rhel"),
+        "{}",
+        run.describe()
+    );
+    assert!(!out.exists(), "a refused run wrote {}", out.display());
+    let run = crate::harness::inject(&reference, "4.2", &out, &["--cluster-rhel", "8"]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let run = crate::harness::inject(&reference, "4.2", &out, &["--force", "--json"]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("--force: delivering /usr/bin/machine-config-daemon.rhel8")
+            && run.stderr.contains("the cluster's OS (RHEL 9"),
+        "{}",
+        run.describe()
+    );
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(v["boots"]["cluster_os"]["verdict"]["fits"], false, "{v:#}");
+}
+
 #[test]
 fn the_top_layer_settles_an_mco_shaped_image() {
     let (rhel9, rhel8) = builds();
