@@ -460,7 +460,7 @@ pub enum BootsError {
     /// The cluster's OS could not be told, and the first build does not run everywhere.
     #[error(
         "{first} fits the first boot, on {boot}, but not every OS the node may run after it \
-         ({because}), and the cluster's OS cannot be told: the MCO image has no os-release. \
+         ({because}), and the cluster's OS cannot be told: the MCO image's os-release names no RHEL. \
          Give the cluster's RHEL major with --cluster-rhel N, or the release with --release"
     )]
     UnknownClusterOs {
@@ -489,6 +489,16 @@ pub enum BootsError {
         /// Each other build and why it does not run there.
         rejected: String,
     },
+}
+
+/// Adds to `binaries` every build of the merged `/usr/bin` not read yet.
+fn read_every_build(r: &mut Reader, binaries: &mut Vec<Binary>) -> Result<()> {
+    for path in r.list()? {
+        if !binaries.iter().any(|b| b.path == path) {
+            binaries.extend(r.binary(&path)?);
+        }
+    }
+    Ok(())
 }
 
 /// [`select`] for the first boot, then the build for the cluster's OS when the first one
@@ -523,11 +533,7 @@ pub fn select_boots(
         if os.is_none() {
             os = r.os_release()?;
         }
-        for path in r.list()? {
-            if !binaries.iter().any(|b| b.path == path) {
-                binaries.extend(r.binary(&path)?);
-            }
-        }
+        read_every_build(&mut r, &mut binaries)?;
     }
     let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
     let cluster = given.or_else(|| boots::cluster_os(None, None, os.as_ref(), &cands));
@@ -565,11 +571,7 @@ pub fn select_boots(
             binaries.extend(r.binary(&twin)?);
         }
         if !fits(&binaries) {
-            for path in r.list()? {
-                if !binaries.iter().any(|b| b.path == path) {
-                    binaries.extend(r.binary(&path)?);
-                }
-            }
+            read_every_build(&mut r, &mut binaries)?;
         }
     }
     let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
