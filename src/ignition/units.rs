@@ -349,9 +349,9 @@ mod tests {
         assert_eq!(script_hashes(SCRIPT_TEMPLATE), None);
     }
 
-    #[test]
-    fn every_target_gets_the_dropins_and_legacy_ones_the_pivot_mask() {
-        let mut d = Delivery {
+    /// A delivery of one build, for a bootimage after 4.5.
+    fn delivery() -> Delivery {
+        Delivery {
             first: Build {
                 payload: Source::Inline(vec![1]),
                 payload_sha512: "0".repeat(128),
@@ -360,7 +360,12 @@ mod tests {
             other: None,
             provenance: b"{}".to_vec(),
             legacy_firstboot: false,
-        };
+        }
+    }
+
+    #[test]
+    fn every_target_gets_the_dropins_and_legacy_ones_the_pivot_mask() {
+        let mut d = delivery();
         let c = config(&d);
         let names: Vec<&str> = c.units.iter().map(|u| u.name.as_str()).collect();
         assert_eq!(names, [INSTALL_UNIT, FIRSTBOOT_UNIT, PULL_UNIT]);
@@ -387,16 +392,7 @@ mod tests {
                 format!("/bin/bash {PERSIST_NICS_SCRIPT_PATH}")
             ]
         );
-        let d = Delivery {
-            first: Build {
-                payload: Source::Inline(vec![1]),
-                payload_sha512: "0".repeat(128),
-                binary_sha256: "0".repeat(64),
-            },
-            other: None,
-            provenance: b"{}".to_vec(),
-            legacy_firstboot: false,
-        };
+        let d = delivery();
         let c = config(&d);
         let f = c
             .files
