@@ -15,7 +15,7 @@
 //! machine's Debian mirror), ignition, openssl, python3 and gcc.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -205,7 +205,7 @@ fn first_boot(
     tamper: impl Fn(&mut Value),
     hang: Option<&str>,
 ) -> Node {
-    let a = applied(bootimage, flow, mcd, tamper);
+    let a = applied(bootimage, flow, mcd, &|_| {}, tamper);
     let boot = node::boot(&a.root, hang);
     let _ = fs::remove_dir_all(&a.root);
     Node {
@@ -216,9 +216,21 @@ fn first_boot(
 }
 
 /// Writes the config for `bootimage` with `inject` and lets real Ignition apply it (and
-/// merge the cluster's config, in the pointer flow) to a fresh root. `tamper` edits the
-/// config before Ignition sees it.
-fn applied(bootimage: &str, flow: Flow, mcd: Mcd, tamper: impl Fn(&mut Value)) -> Applied {
+/// merge the cluster's config, in the pointer flow) to a fresh root. `cluster` edits the
+/// cluster's config (as the MCS serves it) before anything reads it; `tamper` edits the
+/// config `inject` wrote before Ignition sees it.
+fn applied(
+    bootimage: &str,
+    flow: Flow,
+    mcd: Mcd,
+    cluster: &dyn Fn(&mut Value),
+    tamper: impl Fn(&mut Value),
+) -> Applied {
+    let mcs_config = |release: &str, spec2: bool| {
+        let mut c = mcs_config(release, spec2);
+        cluster(&mut c);
+        c
+    };
     let dir = tempfile::tempdir_in(work_root()).unwrap();
     let work = dir.path();
     let spec2 = ["4.1", "4.2", "4.3", "4.4", "4.5"].contains(&bootimage);
@@ -766,6 +778,8 @@ fn installed_sha256(b: &Boot) -> Option<String> {
 struct FirstBoot {
     _dir: tempfile::TempDir,
     cfg: Value,
+    /// The machine config the node completes (the encapsulated one).
+    mc: Value,
     root: PathBuf,
     boots: Vec<Boot>,
 }
@@ -776,30 +790,130 @@ impl Drop for FirstBoot {
     }
 }
 
+/// The MCO repository the test clusters name their images in
+/// (`tests/data/mcs/inputs/manifests/controllerconfig.yaml`).
+const RELEASE_REPO: &str = "registry.example.com/openshift/release";
+
+/// The cluster's OS image as a registry serves it, for an MCD that reads it from the
+/// registry itself (4.12 checks its `ostree.bootable` label with containers/image before
+/// it rebases): a static server of a registry's read API (`/v2/`, the manifest by
+/// digest, the config blob), to which the root's `registries.conf` mirrors
+/// `registry.example.com/openshift/release` (insecure: plain HTTP on loopback). The
+/// image is labelled as RHCOS's are (`ostree.bootable`, `com.coreos.ostree-commit`) and
+/// has no layers (the rpm-ostree stand-in deploys it). Returns the server and the
+/// image's reference by digest.
+fn serve_os_image(work: &Path, os: &str) -> (HttpsServer, String) {
+    let dir = work.join("registry");
+    let repo = dir.join("v2/openshift/release");
+    fs::create_dir_all(repo.join("manifests")).unwrap();
+    fs::create_dir_all(repo.join("blobs")).unwrap();
+    fs::write(dir.join("v2/index.html"), b"{}").unwrap();
+    let commit = crate::harness::sha256_hex(os.as_bytes());
+    let config = serde_json::to_vec(&json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {"Labels": {"ostree.bootable": "true", "com.coreos.ostree-commit": commit}},
+        "rootfs": {"type": "layers", "diff_ids": []},
+    }))
+    .unwrap();
+    let config_digest = format!("sha256:{}", crate::harness::sha256_hex(&config));
+    fs::write(repo.join("blobs").join(&config_digest), &config).unwrap();
+    let manifest = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "digest": config_digest,
+            "size": config.len(),
+        },
+        "layers": [],
+    }))
+    .unwrap();
+    let digest = format!("sha256:{}", crate::harness::sha256_hex(&manifest));
+    fs::write(repo.join("manifests").join(&digest), &manifest).unwrap();
+    let server = HttpsServer::serve(&dir, work);
+    (server, format!("{RELEASE_REPO}@{digest}"))
+}
+
+/// The root's `registries.conf`: `registry.example.com/openshift/release` mirrored by
+/// the loopback registry.
+fn mirror_release_repo(root: &Path, server: &HttpsServer) {
+    let dir = root.join("etc/containers");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("registries.conf"),
+        format!(
+            "[[registry]]\nlocation = \"{RELEASE_REPO}\"\n\n[[registry.mirror]]\nlocation = \"127.0.0.1:{}/openshift/release\"\ninsecure = true\n",
+            server.http_port
+        ),
+    )
+    .unwrap();
+}
+
+/// Sets the OS image of the encapsulated machine config of an MCS config.
+fn set_os_image_url(cfg: &mut Value, image: &str) {
+    for f in cfg["storage"]["files"].as_array_mut().unwrap() {
+        if f["path"] == "/etc/ignition-machine-config-encapsulated.json" {
+            let source = f["contents"]["source"].as_str().unwrap();
+            let bytes = mcd_inject::ignition::decode_data_url(source).unwrap();
+            let mut mc: Value = serde_json::from_slice(&bytes).unwrap();
+            mc["spec"]["osImageURL"] = json!(image);
+            f["contents"]["source"] = json!(data_url(&serde_json::to_vec(&mc).unwrap()));
+            f["contents"]
+                .as_object_mut()
+                .unwrap()
+                .remove("verification");
+        }
+    }
+}
+
 /// The first boot of an old bootimage, run to its end: the config for `bootimage`,
 /// applied by real Ignition to a root that runs the bootimage's RHCOS, whose cluster
 /// (MCO `release`) ships its OS image with the cluster's RHCOS; booted again at each
-/// reboot the root asks for, at most three times.
+/// reboot the root asks for, at most three times. For the 4.12 MCD, which reads the OS
+/// image from its registry, the image is served (`serve_os_image`) and the machine
+/// config names it: the renders' OS image is a digest no registry has.
 fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd, release: &str) -> FirstBoot {
     let start = std::time::Instant::now();
-    let a = applied(bootimage, flow, mcd, |_| {});
-    let mc = encapsulated_mc(release);
-    let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
-    node::set_os(
-        &a.root,
-        bootimage_os(bootimage),
-        cluster_os(release).0,
-        os_image,
+    let (os, _) = cluster_os(release);
+    let scratch = tempfile::tempdir_in(work_root()).unwrap();
+    let registry = matches!(mcd, Mcd::Real412).then(|| serve_os_image(scratch.path(), os));
+    let image = registry.as_ref().map(|(_, image)| image.clone());
+    let a = applied(
+        bootimage,
+        flow,
+        mcd,
+        &|c| {
+            if let Some(image) = &image {
+                set_os_image_url(c, image);
+            }
+        },
+        |_| {},
     );
+    let mut mc = encapsulated_mc(release);
+    if let Some(image) = &image {
+        mc["spec"]["osImageURL"] = json!(image);
+    }
+    let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
+    let extensions = mc["spec"]["baseOSExtensionsContainerImage"]
+        .as_str()
+        .unwrap_or("");
+    node::set_os(&a.root, bootimage_os(bootimage), os, os_image, extensions);
+    if let Some((server, _)) = &registry {
+        mirror_release_repo(&a.root, server);
+    }
     let boots = node::boots(&a.root, 3);
     eprintln!(
         "first boot of the {bootimage} bootimage to {release}: {} boots, {:.1} s (config and Ignition included)",
         boots.len(),
         start.elapsed().as_secs_f64()
     );
+    drop(registry);
+    drop(scratch);
     FirstBoot {
         _dir: a.dir,
         cfg: a.cfg,
+        mc,
         root: a.root,
         boots,
     }
@@ -831,7 +945,7 @@ fn describe_boots(f: &FirstBoot) -> String {
 /// 3. no firstboot; the kubelet starts.
 fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
     let why = || describe_boots(f);
-    let mc = encapsulated_mc(release);
+    let mc = &f.mc;
     let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
     let (_, cluster_rhel) = cluster_os(release);
     assert_eq!(

@@ -41,8 +41,21 @@ report() { # report STATE: what the probe records
   mv "$out/report.tmp" "$out/report"
   sync
 }
+# Units that stop at shutdown may be unloaded before the probe stops, their timestamps
+# gone: a report is made as soon as the firstboot unit starts (the install unit has
+# finished by then), and at shutdown only the state is added to it.
+early=""
+stopped() {
+  if [ -n "$early" ]; then
+    echo "state=$state (stopped: the system is shutting down)" >>"$out/report"
+    sync
+  else
+    report "$state (stopped: the system is shutting down)"
+  fi
+  exit 0
+}
 state=starting
-trap 'report "$state (stopped: the system is shutting down)"; exit 0' TERM
+trap stopped TERM
 deadline=$(($(uptime_s) + 90))
 while :; do
   state=$(systemctl is-system-running 2>/dev/null)
@@ -51,6 +64,11 @@ while :; do
     grep -qF -- "$wait_for"; then
     state="$state (stopped waiting: the firstboot unit logged the awaited line)"
     break
+  fi
+  if [ -z "$early" ] && [ "$(systemctl show -p ExecMainStartTimestampMonotonic --value \
+    machine-config-daemon-firstboot.service)" != 0 ]; then
+    report "$state (the firstboot unit started)"
+    early=yes
   fi
   if [ "$(uptime_s)" -ge "$deadline" ]; then
     state="$state (timed out)"

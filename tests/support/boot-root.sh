@@ -10,7 +10,7 @@
 #                                  OS's own pivot.service, stand-ins for crio, kubelet,
 #                                  podman, rpm-ostree, skopeo, ostree, setenforce
 #                                  (tests/support/stand-ins), and the probe unit
-#   boot-root.sh os ROOT BOOT_OS CLUSTER_OS IMAGE
+#   boot-root.sh os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS]
 #                                  make ROOT run the bootimage's OS (its os-release and
 #                                  programs, over stand-in ostree deployments) whose
 #                                  cluster OS image IMAGE carries CLUSTER_OS
@@ -161,10 +161,11 @@ WantedBy=multi-user.target"
     >"$root/etc/systemd/system-preset/10-boot-test.preset"
 }
 
-os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE: ROOT runs the bootimage's OS BOOT_OS (its
-  # os-release and programs, stand-ins/lib.sh), booted from an ostree deployment; the
-  # cluster's OS image OS_IMAGE carries CLUSTER_OS (tests/support/rhcos-os.sh)
-  local root=$1 boot_os=$2 cluster_os=$3 image=$4
+os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE [EXTENSIONS_IMAGE]: ROOT runs the
+  # bootimage's OS BOOT_OS (its os-release and programs, stand-ins/lib.sh), booted from an
+  # ostree deployment; the cluster's OS image OS_IMAGE carries CLUSTER_OS
+  # (tests/support/rhcos-os.sh); EXTENSIONS_IMAGE is its extensions image
+  local root=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-}
   local state=$root/var/lib/stand-in-ostree images=$root/var/lib/stand-in-images
   rm -rf "$state" "$images"
   bash "$here/rhcos-os.sh" "$boot_os" "$state/deploy/d0"
@@ -179,8 +180,11 @@ os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE: ROOT runs the bootimage's OS BOOT_
   cp "$d/os-release" "$root/usr/lib/os-release"
   ln -sf ../usr/lib/os-release "$root/etc/os-release"
   install -D -m 0644 "$d/os.env" "$root/usr/lib/stand-ins/os.env"
+  # SELinux's chcon, which the host has and the nspawn root lacks (stand-ins/chcon).
+  install -m 0755 "$here/stand-ins/chcon" "$root/usr/bin/chcon"
   bash "$here/rhcos-os.sh" "$cluster_os" "$images/os"
   echo "$image" >"$images/os-image"
+  [[ -z $extensions ]] || echo "$extensions" >"$images/extensions-image"
   # What a registry serves for it: one image manifest (a single-arch image).
   local csum
   csum=$(cat "$images/os/checksum")
@@ -230,5 +234,5 @@ case $cmd in
   prepare) prepare "$@" ;;
   os) os "$@" ;;
   boot) boot "$@" ;;
-  *) die "usage: boot-root.sh base DIR | prepare BASE ROOT | os ROOT BOOT_OS CLUSTER_OS IMAGE | boot ROOT SECS" ;;
+  *) die "usage: boot-root.sh base DIR | prepare BASE ROOT | os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS] | boot ROOT SECS" ;;
 esac

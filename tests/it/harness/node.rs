@@ -450,13 +450,14 @@ pub fn boot(root: &Path, wait_for: Option<&str>) -> Boot {
 }
 
 /// Gives `root` (prepared) the bootimage's OS `boot_os` and the cluster's OS image
-/// `image`, which carries `cluster_os` (`boot-root.sh os`, `tests/support/rhcos-os.sh`).
-pub fn set_os(root: &Path, boot_os: &str, cluster_os: &str, image: &str) {
+/// `image`, which carries `cluster_os`, and its extensions image `extensions`
+/// (`boot-root.sh os`, `tests/support/rhcos-os.sh`).
+pub fn set_os(root: &Path, boot_os: &str, cluster_os: &str, image: &str, extensions: &str) {
     let (ok, text) = run(Command::new("bash")
         .arg(boot_script())
         .arg("os")
         .arg(root)
-        .args([boot_os, cluster_os, image]));
+        .args([boot_os, cluster_os, image, extensions]));
     assert!(ok, "giving {} its OS: {text}", root.display());
 }
 
