@@ -77,4 +77,5 @@ while :; do
   sleep 0.2
 done
 report "$state"
+trap - TERM
 systemctl poweroff --no-block

@@ -150,7 +150,9 @@ ExecStart=/bin/true"
   mkdir -p "$root/var/log/journal"
   unit "$root" boot-probe.service "[Unit]
 Description=records how the first boot went, then powers off
-After=basic.target
+# After the install unit: at a shutdown (a reboot the MCD asks for) the probe, which
+# records then, stops before it, whose state it records.
+After=basic.target mco-mcd-install.service
 [Service]
 Type=simple
 ExecStart=/usr/libexec/boot-probe.sh
