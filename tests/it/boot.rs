@@ -9,7 +9,10 @@
 //! The delivered MCD is either a probe (`tests/support/mcd_probe.c`: a static stand-in
 //! that hangs like an MCD of MCO 4.13+ when the re-exec guard is missing, and records
 //! its command line otherwise) or a real MCD built from MCO's source
-//! (`../shared/real-mcd`), of which the journal shows how far it got.
+//! (`../shared/real-mcd`), whose first boot runs to its end: on a root that runs the
+//! bootimage's RHCOS (stand-ins for its rpm-ostree, podman, skopeo and ostree), the
+//! MCD moves the node to the cluster's OS and reboots, completes the machine config
+//! there and reboots, and the third boot starts the kubelet.
 //!
 //! Needs root, systemd-nspawn, debootstrap (the base root is made once, from the
 //! machine's Debian mirror), ignition, openssl, python3 and gcc.
@@ -903,10 +906,22 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd, release: &str) -
         mirror_release_repo(&a.root, server);
     }
     let boots = node::boots(&a.root, 3);
+    let each: Vec<String> = boots
+        .iter()
+        .map(|b| {
+            let sha = installed_sha256(b).unwrap_or_default();
+            format!(
+                "boot {}: {:.1} s, installed {}",
+                b.number,
+                b.seconds,
+                &sha[..sha.len().min(12)]
+            )
+        })
+        .collect();
     eprintln!(
-        "first boot of the {bootimage} bootimage to {release}: {} boots, {:.1} s (config and Ignition included)",
-        boots.len(),
-        start.elapsed().as_secs_f64()
+        "first boot of the {bootimage} bootimage to {release}: {:.1} s with the config and Ignition; {}",
+        start.elapsed().as_secs_f64(),
+        each.join("; ")
     );
     drop(registry);
     drop(scratch);

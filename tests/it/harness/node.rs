@@ -330,6 +330,8 @@ pub struct Boot {
     pub number: usize,
     /// The boot ended in a reboot that the root asked for (systemd-nspawn exits 133).
     pub rebooted: bool,
+    /// How long the boot took, from systemd-nspawn's start to its exit.
+    pub seconds: f64,
 }
 
 impl Boot {
@@ -360,6 +362,7 @@ impl Boot {
             mcd_run,
             number: 1,
             rebooted: false,
+            seconds: 0.0,
         }
     }
 
@@ -471,6 +474,7 @@ pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
     for number in 1..=max {
         fs::write(probe.join("boot"), number.to_string()).unwrap();
         let _ = fs::remove_file(probe.join("report"));
+        let start = std::time::Instant::now();
         let output = Command::new("bash")
             .arg(boot_script())
             .arg("boot")
@@ -478,6 +482,7 @@ pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
             .arg("240")
             .output()
             .expect("running boot-root.sh boot");
+        let seconds = start.elapsed().as_secs_f64();
         let code = output.status.code();
         let journal = |args: &[&str]| {
             run(Command::new("journalctl")
@@ -505,6 +510,7 @@ pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
             None,
         );
         b.number = number;
+        b.seconds = seconds;
         // systemd-nspawn exits 133 when the container asked for a reboot.
         b.rebooted = code == Some(133);
         let again = b.rebooted;
