@@ -982,6 +982,15 @@ fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
         "the MCD did not ask rpm-ostree its features\n{}",
         why()
     );
+    // The MCD read the bootimage's deployment (its version), as RHCOS's rpm-ostree tells it.
+    let bootimage_version =
+        fs::read_to_string(f.root.join("var/lib/stand-in-ostree/deploy/d0/version")).unwrap();
+    let booted = |v: &str| format!("Booted osImageURL:  ({})", v.trim());
+    assert!(
+        b1.firstboot_journal.contains(&booted(&bootimage_version)),
+        "the MCD did not run on the bootimage's OS\n{}",
+        why()
+    );
     assert!(
         b1.firstboot_journal.contains("not new enough"),
         "the MCD did not find the bootimage's rpm-ostree too old for the new-format image\n{}",
@@ -1024,6 +1033,19 @@ fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
     // Boot 2: the cluster's OS.
     assert!(b2.rebooted, "boot 2 did not end in a reboot\n{}", why());
     assert_delivered_in(b2, &provenance_sha256_for(&f.cfg, cluster_rhel), &why);
+    let cluster_version = fs::read_to_string(f.root.join("var/lib/stand-in-images/os/os-release"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VERSION=")
+                .map(|v| v.trim_matches('"').to_string())
+        })
+        .unwrap();
+    assert!(
+        b2.firstboot_journal.contains(&booted(&cluster_version)),
+        "the MCD did not run on the cluster's OS\n{}",
+        why()
+    );
     assert!(
         b2.firstboot_journal
             .contains("rpm-ostree has container feature"),
