@@ -110,7 +110,7 @@ Description=stand-in for the bootimage's pivot.service
 ConditionPathExists=/etc/ignition-machine-config-encapsulated.json
 [Service]
 Type=oneshot
-ExecStart=/bin/sh -c 'echo \"\$(cat /proc/uptime) pivot.service\" >>/var/lib/boot-probe/called'
+ExecStart=/bin/sh -c '. /usr/libexec/stand-ins/lib.sh; record pivot.service'
 [Install]
 WantedBy=multi-user.target"
   unit "$root" crio.service "[Unit]

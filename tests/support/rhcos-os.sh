@@ -5,9 +5,10 @@
 #
 # os-release: the shape is RHCOS's own, as MCO's pkg/daemon/osrelease/osrelease_test.go
 # (main) holds it for RHCOS 4.12 (RHEL 8.6) and 4.13 (RHEL 9.0): OPENSHIFT_VERSION and
-# RHEL_VERSION from 4.6 on, VARIANT/VARIANT_ID on RHEL 9; the RHCOS 4.2 bootimage's has
-# neither (VERSION 42.80.<date>.0, as its nodes report "Red Hat Enterprise Linux CoreOS
-# 42.80.20191010.0 (Ootpa)"). VERSION is <OCP><RHEL>.<timestamp>-0 from 4.3 on.
+# RHEL_VERSION, VARIANT/VARIANT_ID on RHEL 9; 4.9's is given the same fields (assumed:
+# no 4.9 os-release is on hand), 4.16-4.22 the RHEL 9 shape. The RHCOS 4.2 bootimage's
+# has neither field (VERSION 42.80.<date>.0, as its nodes report "Red Hat Enterprise
+# Linux CoreOS 42.80.20191010.0 (Ootpa)"; VERSION_ID is the OpenShift version, 4.2).
 #
 # os.env: the versions of the programs the MCD asks on that OS:
 #   rpm-ostree: 4.2 is a 2019 release (RHEL 8.0/8.1 era), 4.9 a 2021 one; "container"
