@@ -9,13 +9,16 @@
 //! The delivered MCD is either a probe (`tests/support/mcd_probe.c`: a static stand-in
 //! that hangs like an MCD of MCO 4.13+ when the re-exec guard is missing, and records
 //! its command line otherwise) or a real MCD built from MCO's source
-//! (`../shared/real-mcd`), of which the journal shows how far it got.
+//! (`../shared/real-mcd`), whose first boot runs to its end: on a root that runs the
+//! bootimage's RHCOS (stand-ins for its rpm-ostree, podman, skopeo and ostree), the
+//! MCD moves the node to the cluster's OS and reboots, completes the machine config
+//! there and reboots, and the third boot starts the kubelet.
 //!
 //! Needs root, systemd-nspawn, debootstrap (the base root is made once, from the
 //! machine's Debian mirror), ignition, openssl, python3 and gcc.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -150,6 +153,7 @@ pub(crate) fn data_url(bytes: &[u8]) -> String {
 }
 
 /// How the node gets the cluster's config.
+#[derive(Clone, Copy)]
 enum Flow {
     /// No cluster config at boot: the base holds only the machine config the
     /// firstboot completes (as a CI job that boots a bootimage gives it).
@@ -162,8 +166,7 @@ enum Flow {
     Pointer(&'static str),
 }
 
-/// Which MCD the config delivers, and the journal line that shows a real one got past
-/// its re-exec step and read the machine config.
+/// Which MCD the config delivers.
 #[derive(Clone, Copy)]
 enum Mcd {
     Probe,
@@ -179,23 +182,19 @@ impl Mcd {
             Mcd::RealMain => real_main_image(),
         }
     }
-
-    /// What the firstboot unit's journal shows once the MCD has read the machine
-    /// config: 4.12 then asks rpm-ostree its version; main then queries its (absent,
-    /// on a non-CoreOS root) rpm-ostree client and panics in that frame.
-    fn past_reexec(self) -> Option<&'static str> {
-        match self {
-            Mcd::Probe => None,
-            Mcd::Real412 => Some("Running captured: rpm-ostree --version"),
-            Mcd::RealMain => Some("RunFirstbootCompleteMachineconfig"),
-        }
-    }
 }
 
 struct Node {
     _dir: tempfile::TempDir,
     cfg: Value,
     boot: Boot,
+}
+
+/// A root that real Ignition wrote, not booted yet.
+struct Applied {
+    dir: tempfile::TempDir,
+    cfg: Value,
+    root: PathBuf,
 }
 
 /// Writes the config for `bootimage` with `inject`, lets real Ignition apply it (and
@@ -209,6 +208,32 @@ fn first_boot(
     tamper: impl Fn(&mut Value),
     hang: Option<&str>,
 ) -> Node {
+    let a = applied(bootimage, flow, mcd, &|_| {}, tamper);
+    let boot = node::boot(&a.root, hang);
+    let _ = fs::remove_dir_all(&a.root);
+    Node {
+        _dir: a.dir,
+        cfg: a.cfg,
+        boot,
+    }
+}
+
+/// Writes the config for `bootimage` with `inject` and lets real Ignition apply it (and
+/// merge the cluster's config, in the pointer flow) to a fresh root. `cluster` edits the
+/// cluster's config (as the MCS serves it) before anything reads it; `tamper` edits the
+/// config `inject` wrote before Ignition sees it.
+fn applied(
+    bootimage: &str,
+    flow: Flow,
+    mcd: Mcd,
+    cluster: &dyn Fn(&mut Value),
+    tamper: impl Fn(&mut Value),
+) -> Applied {
+    let mcs_config = |release: &str, spec2: bool| {
+        let mut c = mcs_config(release, spec2);
+        cluster(&mut c);
+        c
+    };
     let dir = tempfile::tempdir_in(work_root()).unwrap();
     let work = dir.path();
     let spec2 = ["4.1", "4.2", "4.3", "4.4", "4.5"].contains(&bootimage);
@@ -256,14 +281,24 @@ fn first_boot(
     ];
     // The big real MCD goes in remote mode, served beside the loopback MCS, as the docs
     // advise for payloads that would cost old Ignition too much inline. Over HTTPS for
-    // v0.35; over HTTP for spec 3, whose `ignition-apply` (unlike the initramfs files
-    // stage) does not take the config's CAs for file fetches.
+    // v0.35 in the pointer flow (whose base trusts the server's CA); over HTTP for spec
+    // 3, whose `ignition-apply` (unlike the initramfs files stage) does not take the
+    // config's CAs for file fetches, and in the offline merge (no CA in the base).
+    // Without an MCS (the offline merge), a server of its own serves the payload.
+    if matches!(mcd, Mcd::RealMain) && server.is_none() {
+        fs::create_dir_all(work.join("mcs")).unwrap();
+        server = Some(HttpsServer::serve(&work.join("mcs"), work));
+    }
     if let (Mcd::RealMain, Some(s)) = (mcd, &server) {
         fs::create_dir_all(work.join("mcs/payload")).unwrap();
         let path = "payload/machine-config-daemon.gz";
         args.extend([
             "--payload-url".into(),
-            if spec2 { s.url(path) } else { s.http_url(path) },
+            if spec2 && matches!(flow, Flow::Pointer(_)) {
+                s.url(path)
+            } else {
+                s.http_url(path)
+            },
             "--payload-out".into(),
             work.join("mcs/payload/machine-config-daemon.gz")
                 .display()
@@ -284,13 +319,7 @@ fn first_boot(
         apply_spec3(&cfg_path, &root, work);
     }
     drop(server);
-    let boot = node::boot(&root, hang.or(mcd.past_reexec()));
-    let _ = fs::remove_dir_all(&root);
-    Node {
-        _dir: dir,
-        cfg,
-        boot,
-    }
+    Applied { dir, cfg, root }
 }
 
 pub(crate) fn provenance_sha256(cfg: &Value) -> String {
@@ -313,12 +342,21 @@ pub(crate) fn mcd_podman_calls(b: &Boot) -> Vec<&str> {
     b.called
         .lines()
         .filter(|l| l.contains("/usr/bin/podman "))
-        .filter(|l| {
-            l.contains(mcs_renders::MCO_IMAGE)
-                || l.contains("machine-config-daemon")
-                || l.contains("firstboot-complete-machineconfig")
-        })
+        .filter(|l| pulls_or_runs_the_mcd(l))
         .collect()
+}
+
+/// Whether the arguments of a podman call name the MCO image, the MCD's binary or its
+/// firstboot subcommand (as the podman stand-in refuses them), rather than another
+/// image (the cluster's OS image) or a file of the MCD's (its podman policy).
+fn pulls_or_runs_the_mcd(args: &str) -> bool {
+    args.split_whitespace().any(|a| {
+        a.contains(mcs_renders::MCO_IMAGE)
+            || a == "machine-config-daemon"
+            || a.ends_with("/machine-config-daemon")
+            || a.ends_with("=machine-config-daemon")
+            || a == "firstboot-complete-machineconfig"
+    })
 }
 
 /// What every first boot must show: our binary installed before the firstboot ran,
@@ -421,22 +459,6 @@ pub(crate) fn assert_probe_completed(b: &Boot, why: &dyn Fn() -> String) {
     }
 }
 
-/// A real MCD got past its re-exec step and read the machine config.
-fn assert_real_mcd_ran(n: &Node, mcd: Mcd) {
-    let b = &n.boot;
-    let journal = &b.firstboot_journal;
-    assert!(
-        !journal.contains("failed to re-exec"),
-        "the MCD could not re-exec\n{}",
-        b.describe()
-    );
-    assert!(
-        journal.contains(mcd.past_reexec().unwrap()),
-        "the MCD did not reach the machine config\n{}",
-        b.describe()
-    );
-}
-
 #[test]
 fn spec3_standalone() {
     let n = first_boot("4.8", Flow::Standalone, Mcd::Probe, |_| {}, None);
@@ -493,39 +515,6 @@ fn spec22_standalone_under_ignition_v035() {
     let n = first_boot("4.2", Flow::Standalone, Mcd::Probe, |_| {}, None);
     assert_delivered(&n, true);
     assert_completed(&n);
-}
-
-#[test]
-fn real_412_mcd_spec22_pointer_to_release_4_12() {
-    let n = first_boot(
-        "4.2",
-        Flow::Pointer("release-4.12"),
-        Mcd::Real412,
-        |_| {},
-        None,
-    );
-    assert_delivered(&n, true);
-    assert_real_mcd_ran(&n, Mcd::Real412);
-}
-
-#[test]
-fn real_main_mcd_spec22_pointer_to_main() {
-    let n = first_boot("4.2", Flow::Pointer("main"), Mcd::RealMain, |_| {}, None);
-    assert_delivered(&n, true);
-    assert_real_mcd_ran(&n, Mcd::RealMain);
-}
-
-#[test]
-fn real_main_mcd_spec3_pointer_to_main() {
-    let n = first_boot(
-        SPEC3_BOOTIMAGE,
-        Flow::Pointer("main"),
-        Mcd::RealMain,
-        |_| {},
-        None,
-    );
-    assert_delivered(&n, false);
-    assert_real_mcd_ran(&n, Mcd::RealMain);
 }
 
 /// The firstboot unit and pull drop-in of the previous release, taken from its output.
@@ -718,4 +707,481 @@ fn assert_cluster_units(n: &Node, release: &str) {
             why()
         );
     }
+}
+
+/// The RHCOS a bootimage runs (`tests/support/rhcos-os.sh`).
+fn bootimage_os(bootimage: &str) -> &'static str {
+    match bootimage {
+        "4.2" => "rhcos-4.2",
+        SPEC3_BOOTIMAGE => "rhcos-4.9",
+        other => panic!("no RHCOS stand-in for the {other} bootimage"),
+    }
+}
+
+/// The RHCOS the cluster's OS image of an MCO release carries: RHEL 8.6 for 4.12,
+/// RHEL 9.4 for 4.16 and 4.18, RHEL 9.6 for main (4.22).
+fn cluster_os(release: &str) -> (&'static str, u64) {
+    match release {
+        "release-4.12" => ("rhcos-4.12", 8),
+        "release-4.16" => ("rhcos-4.16", 9),
+        "release-4.18" => ("rhcos-4.18", 9),
+        "main" => ("rhcos-4.22", 9),
+        other => panic!("no RHCOS stand-in for {other}"),
+    }
+}
+
+/// The machine config the firstboot completes, from the MCS config of `release`.
+fn encapsulated_mc(release: &str) -> Value {
+    let file = mcs_config(release, false)["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/etc/ignition-machine-config-encapsulated.json")
+        .cloned()
+        .expect("the MCS config carries the encapsulated machine config");
+    let source = file["contents"]["source"].as_str().unwrap();
+    let bytes = mcd_inject::ignition::decode_data_url(source).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The sha256 of the build the install script must pick on a host of RHEL major
+/// `rhel`: the provenance's `builds` entry for it (else its first), or, from a config
+/// that records one build, its `binary_sha256`.
+pub(crate) fn provenance_sha256_for(cfg: &Value, rhel: u64) -> String {
+    let file = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
+        .expect("the config carries a provenance record");
+    let bytes = mcd_inject::ignition::decode_data_url(file["contents"]["source"].as_str().unwrap())
+        .unwrap();
+    let p: Value = serde_json::from_slice(&bytes).unwrap();
+    match p["builds"].as_array() {
+        Some(builds) => builds
+            .iter()
+            .find(|b| b["rhel"].as_u64() == Some(rhel))
+            .unwrap_or(&builds[0])["binary_sha256"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        None => p["binary_sha256"].as_str().unwrap().to_string(),
+    }
+}
+
+/// The sha256 the install script logged for the binary it installed in this boot.
+fn installed_sha256(b: &Boot) -> Option<String> {
+    b.journal
+        .lines()
+        .filter(|l| l.starts_with("mco-mcd-install: installed /run/bin/machine-config-daemon"))
+        .find_map(|l| l.split("(sha256 ").nth(1)?.strip_suffix(')'))
+        .map(str::to_string)
+}
+
+struct FirstBoot {
+    _dir: tempfile::TempDir,
+    cfg: Value,
+    /// The machine config the node completes (the encapsulated one).
+    mc: Value,
+    root: PathBuf,
+    boots: Vec<Boot>,
+}
+
+impl Drop for FirstBoot {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The MCO repository the test clusters name their images in
+/// (`tests/data/mcs/inputs/manifests/controllerconfig.yaml`).
+const RELEASE_REPO: &str = "registry.example.com/openshift/release";
+
+/// The cluster's OS image as a registry serves it, for an MCD that reads it from the
+/// registry itself (4.12 checks its `ostree.bootable` label with containers/image before
+/// it rebases): a static server of a registry's read API (`/v2/`, the manifest by
+/// digest, the config blob), to which the root's `registries.conf` mirrors
+/// `registry.example.com/openshift/release` (insecure: plain HTTP on loopback). The
+/// image is labelled as RHCOS's are (`ostree.bootable`, `com.coreos.ostree-commit`) and
+/// has no layers (the rpm-ostree stand-in deploys it). Returns the server and the
+/// image's reference by digest.
+fn serve_os_image(work: &Path, os: &str) -> (HttpsServer, String) {
+    let dir = work.join("registry");
+    let repo = dir.join("v2/openshift/release");
+    fs::create_dir_all(repo.join("manifests")).unwrap();
+    fs::create_dir_all(repo.join("blobs")).unwrap();
+    fs::write(dir.join("v2/index.html"), b"{}").unwrap();
+    let commit = crate::harness::sha256_hex(os.as_bytes());
+    let config = serde_json::to_vec(&json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {"Labels": {"ostree.bootable": "true", "com.coreos.ostree-commit": commit}},
+        "rootfs": {"type": "layers", "diff_ids": []},
+    }))
+    .unwrap();
+    let config_digest = format!("sha256:{}", crate::harness::sha256_hex(&config));
+    fs::write(repo.join("blobs").join(&config_digest), &config).unwrap();
+    let manifest = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "digest": config_digest,
+            "size": config.len(),
+        },
+        "layers": [],
+    }))
+    .unwrap();
+    let digest = format!("sha256:{}", crate::harness::sha256_hex(&manifest));
+    fs::write(repo.join("manifests").join(&digest), &manifest).unwrap();
+    let server = HttpsServer::serve(&dir, work);
+    (server, format!("{RELEASE_REPO}@{digest}"))
+}
+
+/// The root's `registries.conf`: `registry.example.com/openshift/release` mirrored by
+/// the loopback registry.
+fn mirror_release_repo(root: &Path, server: &HttpsServer) {
+    let dir = root.join("etc/containers");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("registries.conf"),
+        format!(
+            "[[registry]]\nlocation = \"{RELEASE_REPO}\"\n\n[[registry.mirror]]\nlocation = \"127.0.0.1:{}/openshift/release\"\ninsecure = true\n",
+            server.http_port
+        ),
+    )
+    .unwrap();
+}
+
+/// Sets the OS image of the encapsulated machine config of an MCS config.
+fn set_os_image_url(cfg: &mut Value, image: &str) {
+    for f in cfg["storage"]["files"].as_array_mut().unwrap() {
+        if f["path"] == "/etc/ignition-machine-config-encapsulated.json" {
+            let source = f["contents"]["source"].as_str().unwrap();
+            let bytes = mcd_inject::ignition::decode_data_url(source).unwrap();
+            let mut mc: Value = serde_json::from_slice(&bytes).unwrap();
+            mc["spec"]["osImageURL"] = json!(image);
+            f["contents"]["source"] = json!(data_url(&serde_json::to_vec(&mc).unwrap()));
+            f["contents"]
+                .as_object_mut()
+                .unwrap()
+                .remove("verification");
+        }
+    }
+}
+
+/// The first boot of an old bootimage, run to its end: the config for `bootimage`,
+/// applied by real Ignition to a root that runs the bootimage's RHCOS, whose cluster
+/// (MCO `release`) ships its OS image with the cluster's RHCOS; booted again at each
+/// reboot the root asks for, at most three times. For the 4.12 MCD, which reads the OS
+/// image from its registry, the image is served (`serve_os_image`) and the machine
+/// config names it: the renders' OS image is a digest no registry has.
+fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd, release: &str) -> FirstBoot {
+    let start = std::time::Instant::now();
+    let (os, _) = cluster_os(release);
+    let scratch = tempfile::tempdir_in(work_root()).unwrap();
+    let registry = matches!(mcd, Mcd::Real412).then(|| serve_os_image(scratch.path(), os));
+    let image = registry.as_ref().map(|(_, image)| image.clone());
+    let a = applied(
+        bootimage,
+        flow,
+        mcd,
+        &|c| {
+            if let Some(image) = &image {
+                set_os_image_url(c, image);
+            }
+        },
+        |_| {},
+    );
+    let mut mc = encapsulated_mc(release);
+    if let Some(image) = &image {
+        mc["spec"]["osImageURL"] = json!(image);
+    }
+    let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
+    let extensions = mc["spec"]["baseOSExtensionsContainerImage"]
+        .as_str()
+        .unwrap_or("");
+    node::set_os(&a.root, bootimage_os(bootimage), os, os_image, extensions);
+    if let Some((server, _)) = &registry {
+        mirror_release_repo(&a.root, server);
+    }
+    let boots = node::boots(&a.root, 3);
+    let each: Vec<String> = boots
+        .iter()
+        .map(|b| {
+            let sha = installed_sha256(b).unwrap_or_default();
+            format!(
+                "boot {}: {:.1} s, installed {}",
+                b.number,
+                b.seconds,
+                &sha[..sha.len().min(12)]
+            )
+        })
+        .collect();
+    eprintln!(
+        "first boot of the {bootimage} bootimage to {release}: {:.1} s with the config and Ignition; {}",
+        start.elapsed().as_secs_f64(),
+        each.join("; ")
+    );
+    drop(registry);
+    drop(scratch);
+    FirstBoot {
+        _dir: a.dir,
+        cfg: a.cfg,
+        mc,
+        root: a.root,
+        boots,
+    }
+}
+
+/// Every boot, for a failure message.
+fn describe_boots(f: &FirstBoot) -> String {
+    f.boots
+        .iter()
+        .map(|b| {
+            format!(
+                "===== boot {} (rebooted: {}) =====\n{}",
+                b.number,
+                b.rebooted,
+                b.describe()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The three boots of an old bootimage's first boot into a 4.12+ cluster (docs/firstboot.md):
+/// 1. on the bootimage's OS, whose rpm-ostree lacks the `container` feature, the
+///    delivered build (the bootimage's) runs, pulls the cluster's OS image (never the
+///    MCO image), deploys it with `rpm-ostree ex deploy-from-self` in it, and reboots;
+/// 2. on the cluster's OS, the build for it is installed and runs the native path: it
+///    rebases to `ostree-unverified-registry:` the OS image, asks for the machine
+///    config's kernel arguments, renames the encapsulated config to `.bak`, and reboots;
+/// 3. no firstboot; the kubelet starts.
+fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
+    let why = || describe_boots(f);
+    let mc = &f.mc;
+    let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
+    let (_, cluster_rhel) = cluster_os(release);
+    assert_eq!(
+        f.boots.len(),
+        3,
+        "the first boot took three boots\n{}",
+        why()
+    );
+    let [b1, b2, b3] = &f.boots[..] else {
+        unreachable!()
+    };
+
+    // Boot 1: the bootimage's OS.
+    assert!(b1.rebooted, "boot 1 did not end in a reboot\n{}", why());
+    assert_delivered_in(b1, &provenance_sha256_for(&f.cfg, 8), &why);
+    assert!(
+        b1.calls_of("/usr/bin/rpm-ostree")
+            .contains(&"--version".to_string()),
+        "the MCD did not ask rpm-ostree its features\n{}",
+        why()
+    );
+    // The MCD read the bootimage's deployment (its version), as RHCOS's rpm-ostree tells it.
+    let bootimage_version =
+        fs::read_to_string(f.root.join("var/lib/stand-in-ostree/deploy/d0/version")).unwrap();
+    let booted = |v: &str| format!("Booted osImageURL:  ({})", v.trim());
+    assert!(
+        b1.firstboot_journal.contains(&booted(&bootimage_version)),
+        "the MCD did not run on the bootimage's OS\n{}",
+        why()
+    );
+    assert!(
+        b1.firstboot_journal.contains("not new enough"),
+        "the MCD did not find the bootimage's rpm-ostree too old for the new-format image\n{}",
+        why()
+    );
+    let podman = b1.calls_of("/usr/bin/podman");
+    let pulled = podman.iter().any(|c| {
+        c.starts_with("pull --authfile /var/lib/kubelet/config.json") && c.ends_with(os_image)
+    });
+    assert!(pulled, "the OS image was not pulled: {podman:?}\n{}", why());
+    let deploy = format!("-v /:/run/host {os_image} rpm-ostree ex deploy-from-self /run/host");
+    assert!(
+        podman
+            .iter()
+            .any(|c| c.starts_with("run ") && c.contains("--privileged") && c.ends_with(&deploy)),
+        "the OS image was not deployed: {podman:?}\n{}",
+        why()
+    );
+    assert!(
+        b1.calls_of("/usr/bin/rpm-ostree")
+            .iter()
+            .any(|c| c.starts_with("rebase ") && c.len() == "rebase ".len() + 64),
+        "deploy-from-self did not rebase the host to the image's commit\n{}",
+        why()
+    );
+    assert!(
+        b1.journal.contains("extra reboot for in-place update"),
+        "the reboot was not the MCD's\n{}",
+        why()
+    );
+    assert_eq!(
+        b1.calls_of("/usr/bin/ostree"),
+        ["admin finalize-staged"],
+        "the staged deployment was not finalized at shutdown\n{}",
+        why()
+    );
+    // NIC names (`--persist-nics`, before the OS moves to another RHEL major): its
+    // check on boot 1 goes here.
+
+    // Boot 2: the cluster's OS.
+    assert!(b2.rebooted, "boot 2 did not end in a reboot\n{}", why());
+    assert_delivered_in(b2, &provenance_sha256_for(&f.cfg, cluster_rhel), &why);
+    let cluster_version = fs::read_to_string(f.root.join("var/lib/stand-in-images/os/os-release"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VERSION=")
+                .map(|v| v.trim_matches('"').to_string())
+        })
+        .unwrap();
+    assert!(
+        b2.firstboot_journal.contains(&booted(&cluster_version)),
+        "the MCD did not run on the cluster's OS\n{}",
+        why()
+    );
+    assert!(
+        b2.firstboot_journal
+            .contains("rpm-ostree has container feature"),
+        "{}",
+        why()
+    );
+    // From the registry, or (MCO main, when podman holds the image: boot 1 pulled it)
+    // from podman's storage.
+    let rpm_ostree = b2.calls_of("/usr/bin/rpm-ostree");
+    let rebases = [
+        format!("rebase --experimental ostree-unverified-registry:{os_image}"),
+        format!("rebase --experimental ostree-unverified-image:containers-storage:{os_image}"),
+    ];
+    assert!(
+        rpm_ostree.iter().any(|c| rebases.contains(c)),
+        "no rebase to the OS image: {rpm_ostree:?}\n{}",
+        why()
+    );
+    for karg in mc["spec"]["kernelArguments"].as_array().unwrap() {
+        let append = format!("--append={}", karg.as_str().unwrap());
+        assert!(
+            rpm_ostree
+                .iter()
+                .any(|c| c.starts_with("kargs ") && c.split(' ').any(|a| a == append)),
+            "no kargs {append}: {rpm_ostree:?}\n{}",
+            why()
+        );
+    }
+    assert!(
+        b2.journal.contains("Completing firstboot provisioning to"),
+        "the reboot was not the MCD's\n{}",
+        why()
+    );
+    let etc = f.root.join("etc");
+    assert!(
+        etc.join("ignition-machine-config-encapsulated.json.bak")
+            .is_file()
+            && !etc
+                .join("ignition-machine-config-encapsulated.json")
+                .exists(),
+        "the encapsulated config was not renamed to .bak\n{}",
+        why()
+    );
+
+    // Boot 3: the node.
+    assert!(!b3.rebooted, "boot 3 rebooted\n{}", why());
+    assert_eq!(
+        b3.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic"),
+        0,
+        "the firstboot ran again\n{}",
+        why()
+    );
+    assert_eq!(
+        b3.at(INSTALL, "ExecMainStartTimestampMonotonic"),
+        0,
+        "{}",
+        why()
+    );
+    assert!(
+        !b3.calls_of("/usr/bin/kubelet").is_empty(),
+        "the kubelet did not start\n{}",
+        why()
+    );
+    let os_release = fs::read_to_string(f.root.join("usr/lib/os-release")).unwrap();
+    assert!(
+        os_release.contains(&format!("RHEL_VERSION=\"{cluster_rhel}.")),
+        "boot 3 does not run the cluster's OS:\n{os_release}"
+    );
+}
+
+/// One boot of a first boot: our binary (of sha256 `sha256`, mode 0755), installed before
+/// the firstboot ran, ran through our drop-in; the pull unit never started; podman
+/// never pulled or ran the MCO image. Read at the probe's last report (the boot may
+/// have ended in a reboot: units may be stopping).
+fn assert_delivered_in(b: &Boot, sha256: &str, why: &dyn Fn() -> String) {
+    let n = b.number;
+    assert_eq!(
+        installed_sha256(b).as_deref(),
+        Some(sha256),
+        "boot {n}: the install script did not install the build for this host\n{}",
+        why()
+    );
+    assert_eq!(b.get("bin.sha256"), sha256, "boot {n}\n{}", why());
+    assert_eq!(b.get("bin.mode"), "755", "boot {n}\n{}", why());
+    let installed = b.at(INSTALL, "ActiveEnterTimestampMonotonic");
+    let started = b.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic");
+    assert!(
+        installed > 0 && started > 0 && installed <= started,
+        "boot {n}: the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
+        why()
+    );
+    assert!(
+        b.unit(FIRSTBOOT, "DropInPaths")
+            .contains("99-mcd-inject.conf"),
+        "boot {n}\n{}",
+        why()
+    );
+    assert_eq!(
+        b.at(PULL, "ExecMainStartTimestampMonotonic"),
+        0,
+        "boot {n}: the pull unit ran\n{}",
+        why()
+    );
+    let mco: Vec<String> = b
+        .calls_of("/usr/bin/podman")
+        .into_iter()
+        .filter(|c| pulls_or_runs_the_mcd(c))
+        .collect();
+    assert!(
+        mco.is_empty(),
+        "boot {n}: podman pulled or ran the MCO image: {mco:?}\n{}",
+        why()
+    );
+}
+
+/// The real MCDs of `../shared/real-mcd` through the three boots: the 4.12 build with
+/// the 4.12 cluster's config, main's builds (RHEL 9, and its `.rhel8` twin) with the
+/// configs of 4.16, 4.18 and main; spec 2.2 under Ignition v0.35 for a 4.2 bootimage,
+/// spec 3 under Ignition 2.14 for a 4.9 bootimage.
+macro_rules! three_boots {
+    ($($name:ident: $bootimage:expr, $flow:ident($release:literal), $mcd:ident;)*) => {$(
+        #[test]
+        fn $name() {
+            let f = first_boot_to_the_end($bootimage, Flow::$flow($release), Mcd::$mcd, $release);
+            assert_first_boot_completed(&f, $release);
+        }
+    )*};
+}
+
+three_boots! {
+    real_412_mcd_spec3_offline_merge_of_release_4_12: SPEC3_BOOTIMAGE, Offline("release-4.12"), Real412;
+    real_412_mcd_spec22_pointer_to_release_4_12: "4.2", Pointer("release-4.12"), Real412;
+    real_main_mcd_spec3_offline_merge_of_release_4_16: SPEC3_BOOTIMAGE, Offline("release-4.16"), RealMain;
+    real_main_mcd_spec22_offline_merge_of_release_4_16: "4.2", Offline("release-4.16"), RealMain;
+    real_main_mcd_spec3_offline_merge_of_release_4_18: SPEC3_BOOTIMAGE, Offline("release-4.18"), RealMain;
+    real_main_mcd_spec22_offline_merge_of_release_4_18: "4.2", Offline("release-4.18"), RealMain;
+    real_main_mcd_spec3_pointer_to_main: SPEC3_BOOTIMAGE, Pointer("main"), RealMain;
+    real_main_mcd_spec22_pointer_to_main: "4.2", Pointer("main"), RealMain;
 }

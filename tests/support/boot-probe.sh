@@ -4,16 +4,58 @@
 # real MCD retries for ever), or 90 s; records the units, the installed binary (with its
 # SELinux labels, under SELinux) and the failed units in /var/lib/boot-probe; powers off.
 # In a VM the awaited line comes from the kernel command line, boot_probe.wait_for=LINE
-# (no spaces).
+# (no spaces). When the boot ends otherwise (a reboot the MCD asked for), the probe
+# records the same when systemd stops it.
 out=/var/lib/boot-probe
+cat /proc/sys/kernel/random/boot_id >"$out/boot-id"
 wait_for=$(cat "$out/wait-for" 2>/dev/null || true)
 if [ -z "$wait_for" ]; then
   for arg in $(cat /proc/cmdline); do
     case $arg in boot_probe.wait_for=*) wait_for=${arg#boot_probe.wait_for=} ;; esac
   done
 fi
-units="mco-mcd-install.service machine-config-daemon-firstboot.service machine-config-daemon-pull.service pivot.service crio.service kubelet.service kubelet-dependencies.target firstboot-osupdate.target"
+units="mco-mcd-install.service machine-config-daemon-firstboot.service machine-config-daemon-pull.service pivot.service crio.service kubelet.service kubelet-dependencies.target firstboot-osupdate.target ostree-finalize-staged.service"
 uptime_s() { cut -d. -f1 /proc/uptime; }
+report() { # report STATE: what the probe records
+  {
+    echo "state=$1"
+    for u in $units; do
+      systemctl show "$u" -p Id,LoadState,ActiveState,SubState,Result,UnitFileState,ExecMainStatus \
+        -p InactiveExitTimestampMonotonic,ActiveEnterTimestampMonotonic \
+        -p ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,DropInPaths |
+        sed "s/^/unit.$u./"
+    done
+    if [ -e /run/bin/machine-config-daemon ]; then
+      echo "bin.sha256=$(sha256sum /run/bin/machine-config-daemon | cut -d' ' -f1)"
+      echo "bin.mode=$(stat -c %a /run/bin/machine-config-daemon)"
+    fi
+    if [ -e /sys/fs/selinux/enforce ]; then
+      echo "selinux.enforce=$(cat /sys/fs/selinux/enforce)"
+      for p in /run/bin/machine-config-daemon /run/bin /usr/bin/true /usr/bin \
+        /var/lib/mcd-inject/machine-config-daemon.gz /var/lib/mcd-inject/mco-mcd-install.sh; do
+        echo "label.$p=$(stat -c %C "$p" 2>/dev/null)"
+      done
+    fi
+    systemctl list-units --failed --plain --no-legend --no-pager | sed 's/^/failed=/'
+  } >"$out/report.tmp"
+  mv "$out/report.tmp" "$out/report"
+  sync
+}
+# Units that stop at shutdown may be unloaded before the probe stops, their timestamps
+# gone: a report is made as soon as the firstboot unit starts (the install unit has
+# finished by then), and at shutdown only the state is added to it.
+early=""
+stopped() {
+  if [ -n "$early" ]; then
+    echo "state=$state (stopped: the system is shutting down)" >>"$out/report"
+    sync
+  else
+    report "$state (stopped: the system is shutting down)"
+  fi
+  exit 0
+}
+state=starting
+trap stopped TERM
 deadline=$(($(uptime_s) + 90))
 while :; do
   state=$(systemctl is-system-running 2>/dev/null)
@@ -23,33 +65,17 @@ while :; do
     state="$state (stopped waiting: the firstboot unit logged the awaited line)"
     break
   fi
+  if [ -z "$early" ] && [ "$(systemctl show -p ExecMainStartTimestampMonotonic --value \
+    machine-config-daemon-firstboot.service)" != 0 ]; then
+    report "$state (the firstboot unit started)"
+    early=yes
+  fi
   if [ "$(uptime_s)" -ge "$deadline" ]; then
     state="$state (timed out)"
     break
   fi
   sleep 0.2
 done
-{
-  echo "state=$state"
-  for u in $units; do
-    systemctl show "$u" -p Id,LoadState,ActiveState,SubState,Result,UnitFileState,ExecMainStatus \
-      -p InactiveExitTimestampMonotonic,ActiveEnterTimestampMonotonic \
-      -p ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,DropInPaths |
-      sed "s/^/unit.$u./"
-  done
-  if [ -e /run/bin/machine-config-daemon ]; then
-    echo "bin.sha256=$(sha256sum /run/bin/machine-config-daemon | cut -d' ' -f1)"
-    echo "bin.mode=$(stat -c %a /run/bin/machine-config-daemon)"
-  fi
-  if [ -e /sys/fs/selinux/enforce ]; then
-    echo "selinux.enforce=$(cat /sys/fs/selinux/enforce)"
-    for p in /run/bin/machine-config-daemon /run/bin /usr/bin/true /usr/bin \
-      /var/lib/mcd-inject/machine-config-daemon.gz /var/lib/mcd-inject/mco-mcd-install.sh; do
-      echo "label.$p=$(stat -c %C "$p" 2>/dev/null)"
-    done
-  fi
-  systemctl list-units --failed --plain --no-legend --no-pager | sed 's/^/failed=/'
-} >"$out/report.tmp"
-mv "$out/report.tmp" "$out/report"
-sync
+report "$state"
+trap - TERM
 systemctl poweroff --no-block

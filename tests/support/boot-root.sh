@@ -8,7 +8,12 @@
 #                                  first boot: /usr/local -> ../var/usrlocal, an
 #                                  uninitialized machine-id, /run/ostree-booted, the
 #                                  OS's own pivot.service, stand-ins for crio, kubelet,
-#                                  podman and rpm-ostree, and the probe unit
+#                                  podman, rpm-ostree, skopeo, ostree, setenforce
+#                                  (tests/support/stand-ins), and the probe unit
+#   boot-root.sh os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS]
+#                                  make ROOT run the bootimage's OS (its os-release and
+#                                  programs, over stand-in ostree deployments) whose
+#                                  cluster OS image IMAGE carries CLUSTER_OS
 #   boot-root.sh boot ROOT SECS    boot ROOT with systemd-nspawn in a cgroup of its own;
 #                                  the probe powers it off; SECS bounds the whole boot
 set -euo pipefail
@@ -59,19 +64,9 @@ stand_in() { # stand_in ROOT PATH: a program that records its call and succeeds
   mkdir -p "$(dirname "$1$2")"
   cat >"$1$2" <<STUB
 #!/bin/sh
-echo "\$(cat /proc/uptime) $2 \$*" >>/var/lib/boot-probe/called
+. /usr/libexec/stand-ins/lib.sh
+record $2 "\$@"
 exit 0
-STUB
-  chmod 0755 "$1$2"
-}
-
-stub() { # stub ROOT PATH: a program that records its call and fails
-  mkdir -p "$(dirname "$1$2")"
-  cat >"$1$2" <<STUB
-#!/bin/sh
-echo "\$(cat /proc/uptime) $2 \$*" >>/var/lib/boot-probe/called
-echo "$2: not available on the test root" >&2
-exit 1
 STUB
   chmod 0755 "$1$2"
 }
@@ -79,21 +74,18 @@ STUB
 # The MCO image of the test clusters' configs (tests/data/mcs/inputs).
 MCO_IMAGE=registry.example.com/openshift/release@sha256:1111111111111111111111111111111111111111111111111111111111111111
 
-podman_stub() { # podman_stub ROOT: records every call; fails those that would pull or
-  # run the MCO image or an MCD, succeeds the others (the cluster's own units run
-  # other images through podman, e.g. nodeip-configuration.service, and a node has
-  # podman for them)
-  mkdir -p "$1/usr/bin"
-  cat >"$1/usr/bin/podman" <<STUB
-#!/bin/sh
-echo "\$(cat /proc/uptime) /usr/bin/podman \$*" >>/var/lib/boot-probe/called
-case "\$*" in
-  *"$MCO_IMAGE"* | *machine-config-daemon* | *firstboot-complete-machineconfig*)
-    echo "/usr/bin/podman: not available on the test root" >&2
-    exit 1 ;;
-esac
-exit 0
-STUB
+here=$(cd "$(dirname "$0")" && pwd)
+
+stand_ins() { # stand_ins ROOT: the programs of tests/support/stand-ins, which record
+  # every call (stand-ins/lib.sh); rpm-ostree fails every call until `os` gives the
+  # root an OS; podman fails what would pull or run the MCO image or an MCD
+  install -D -m 0644 "$here/stand-ins/lib.sh" "$1/usr/libexec/stand-ins/lib.sh"
+  local p
+  for p in rpm-ostree skopeo ostree kubelet; do
+    install -D -m 0755 "$here/stand-ins/$p" "$1/usr/bin/$p"
+  done
+  install -D -m 0755 "$here/stand-ins/setenforce" "$1/usr/sbin/setenforce"
+  sed "s|@MCO_IMAGE@|'$MCO_IMAGE'|" "$here/stand-ins/podman" >"$1/usr/bin/podman"
   chmod 0755 "$1/usr/bin/podman"
 }
 
@@ -118,7 +110,7 @@ Description=stand-in for the bootimage's pivot.service
 ConditionPathExists=/etc/ignition-machine-config-encapsulated.json
 [Service]
 Type=oneshot
-ExecStart=/bin/sh -c 'echo \"\$(cat /proc/uptime) pivot.service\" >>/var/lib/boot-probe/called'
+ExecStart=/bin/sh -c '. /usr/libexec/stand-ins/lib.sh; record pivot.service'
 [Install]
 WantedBy=multi-user.target"
   unit "$root" crio.service "[Unit]
@@ -145,7 +137,7 @@ RemainAfterExit=yes
 ExecStart=/bin/true
 [Install]
 WantedBy=multi-user.target"
-  podman_stub "$root"
+  stand_ins "$root"
   # RHCOS's NetworkManager and nmstate, which the clusters' nmstate.service needs.
   stand_in "$root" /usr/bin/nmstatectl
   unit "$root" NetworkManager.service "[Unit]
@@ -154,12 +146,13 @@ Description=stand-in for NetworkManager
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/true"
-  stub "$root" /usr/bin/rpm-ostree
   install -D -m 0755 "$(dirname "$0")/boot-probe.sh" "$root/usr/libexec/boot-probe.sh"
   mkdir -p "$root/var/log/journal"
   unit "$root" boot-probe.service "[Unit]
 Description=records how the first boot went, then powers off
-After=basic.target
+# After the install unit: at a shutdown (a reboot the MCD asks for) the probe, which
+# records then, stops before it, whose state it records.
+After=basic.target mco-mcd-install.service
 [Service]
 Type=simple
 ExecStart=/usr/libexec/boot-probe.sh
@@ -168,6 +161,51 @@ WantedBy=multi-user.target"
   mkdir -p "$root/etc/systemd/system-preset"
   printf 'enable boot-probe.service\nenable crio.service\nenable kubelet.service\nenable pivot.service\n' \
     >"$root/etc/systemd/system-preset/10-boot-test.preset"
+}
+
+os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE [EXTENSIONS_IMAGE]: ROOT runs the
+  # bootimage's OS BOOT_OS (its os-release and programs, stand-ins/lib.sh), booted from an
+  # ostree deployment; the cluster's OS image OS_IMAGE carries CLUSTER_OS
+  # (tests/support/rhcos-os.sh); EXTENSIONS_IMAGE is its extensions image
+  local root=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-}
+  local state=$root/var/lib/stand-in-ostree images=$root/var/lib/stand-in-images
+  rm -rf "$state" "$images"
+  bash "$here/rhcos-os.sh" "$boot_os" "$state/deploy/d0"
+  local d=$state/deploy/d0
+  # The bootimage was deployed from its commit (coreos-assembler), no custom origin.
+  echo "refspec $(cat "$d/checksum")" >"$d/origin"
+  echo "rw rootflags=prjquota" >"$d/kargs"
+  sed -n "s/^VERSION=//p" "$d/os-release" | tr -d "\"'" >"$d/version"
+  echo 1570000000 >"$d/timestamp"
+  echo d0 >"$state/booted"
+  rm -f "$root/usr/lib/os-release"
+  cp "$d/os-release" "$root/usr/lib/os-release"
+  ln -sf ../usr/lib/os-release "$root/etc/os-release"
+  install -D -m 0644 "$d/os.env" "$root/usr/lib/stand-ins/os.env"
+  # SELinux's chcon, which the host has and the nspawn root lacks (stand-ins/chcon).
+  install -m 0755 "$here/stand-ins/chcon" "$root/usr/bin/chcon"
+  bash "$here/rhcos-os.sh" "$cluster_os" "$images/os"
+  echo "$image" >"$images/os-image"
+  [[ -z $extensions ]] || echo "$extensions" >"$images/extensions-image"
+  # What a registry serves for it: one image manifest (a single-arch image).
+  local csum
+  csum=$(cat "$images/os/checksum")
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":2},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":32}],"annotations":{"ostree.commit":"%s"}}\n' \
+    "$csum" "$csum" "$csum" >"$images/os/manifest.json"
+  # ostree's unit that makes the staged deployment the next boot's, at shutdown
+  # (ostree's src/boot/ostree-finalize-staged.service, without RequiresMountsFor=/sysroot
+  # /boot, which the test root lacks); staging starts it.
+  unit "$root" ostree-finalize-staged.service "[Unit]
+Description=OSTree Finalize Staged Deployment
+ConditionPathExists=/run/ostree-booted
+DefaultDependencies=no
+After=local-fs.target
+Before=basic.target final.target
+Conflicts=final.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStop=/usr/bin/ostree admin finalize-staged"
 }
 
 boot() {
@@ -196,6 +234,7 @@ shift || true
 case $cmd in
   base) base "$@" ;;
   prepare) prepare "$@" ;;
+  os) os "$@" ;;
   boot) boot "$@" ;;
-  *) die "usage: boot-root.sh base DIR | prepare BASE ROOT | boot ROOT SECS" ;;
+  *) die "usage: boot-root.sh base DIR | prepare BASE ROOT | os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS] | boot ROOT SECS" ;;
 esac

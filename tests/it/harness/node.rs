@@ -326,6 +326,12 @@ pub struct Boot {
     pub journal: String,
     /// What the probe MCD recorded, if it ran to the end.
     pub mcd_run: Option<String>,
+    /// Which boot of the root this was (1 for the first).
+    pub number: usize,
+    /// The boot ended in a reboot that the root asked for (systemd-nspawn exits 133).
+    pub rebooted: bool,
+    /// How long the boot took, from systemd-nspawn's start to its exit.
+    pub seconds: f64,
 }
 
 impl Boot {
@@ -354,7 +360,26 @@ impl Boot {
             firstboot_journal,
             journal,
             mcd_run,
+            number: 1,
+            rebooted: false,
+            seconds: 0.0,
         }
+    }
+
+    /// The calls of the stand-in `program` (its path, as the call log names it) in this
+    /// boot: their arguments, in order.
+    pub fn calls_of(&self, program: &str) -> Vec<String> {
+        let boot = format!("boot={}", self.number);
+        self.called
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.splitn(3, ' ');
+                let (b, _uptime, rest) = (f.next()?, f.next()?, f.next()?);
+                let args = rest.strip_prefix(program)?;
+                (b == boot && (args.is_empty() || args.starts_with(' ')))
+                    .then(|| args.trim_start().to_string())
+            })
+            .collect()
     }
 
     pub fn get(&self, key: &str) -> &str {
@@ -425,4 +450,74 @@ pub fn boot(root: &Path, wait_for: Option<&str>) -> Boot {
         full,
         fs::read_to_string(probe.join("mcd-run")).ok(),
     )
+}
+
+/// Gives `root` (prepared) the bootimage's OS `boot_os` and the cluster's OS image
+/// `image`, which carries `cluster_os`, and its extensions image `extensions`
+/// (`boot-root.sh os`, `tests/support/rhcos-os.sh`).
+pub fn set_os(root: &Path, boot_os: &str, cluster_os: &str, image: &str, extensions: &str) {
+    let (ok, text) = run(Command::new("bash")
+        .arg(boot_script())
+        .arg("os")
+        .arg(root)
+        .args([boot_os, cluster_os, image, extensions]));
+    assert!(ok, "giving {} its OS: {text}", root.display());
+}
+
+/// Boots `root` (prepared and applied) again and again while a boot ends in a reboot
+/// the root asked for, at most `max` times: the boots of a first boot that updates
+/// the OS. Each boot's probe report, its own journal, and the stand-ins' calls.
+pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
+    let probe = root.join("var/lib/boot-probe");
+    let journal_dir = root.join("var/log/journal");
+    let mut out = Vec::new();
+    for number in 1..=max {
+        fs::write(probe.join("boot"), number.to_string()).unwrap();
+        let _ = fs::remove_file(probe.join("report"));
+        let start = std::time::Instant::now();
+        let output = Command::new("bash")
+            .arg(boot_script())
+            .arg("boot")
+            .arg(root)
+            .arg("240")
+            .output()
+            .expect("running boot-root.sh boot");
+        let seconds = start.elapsed().as_secs_f64();
+        let code = output.status.code();
+        let journal = |args: &[&str]| {
+            run(Command::new("journalctl")
+                .arg("-D")
+                .arg(&journal_dir)
+                .args(["--no-pager", "-o", "cat", "-b", "-0"])
+                .args(args))
+            .1
+        };
+        let full = journal(&[]);
+        let report_text = fs::read_to_string(probe.join("report")).unwrap_or_else(|_| {
+            panic!(
+                "boot {number} of {} left no probe report (nspawn exit {code:?}):\n{}{}\n{full}",
+                root.display(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        fs::rename(probe.join("report"), probe.join(format!("report.{number}"))).unwrap();
+        let mut b = Boot::from_report(
+            &report_text,
+            fs::read_to_string(probe.join("called")).unwrap_or_default(),
+            journal(&["-u", "machine-config-daemon-firstboot.service"]),
+            full,
+            None,
+        );
+        b.number = number;
+        b.seconds = seconds;
+        // systemd-nspawn exits 133 when the container asked for a reboot.
+        b.rebooted = code == Some(133);
+        let again = b.rebooted;
+        out.push(b);
+        if !again {
+            break;
+        }
+    }
+    out
 }
