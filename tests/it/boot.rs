@@ -1027,8 +1027,34 @@ fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
         "the staged deployment was not finalized at shutdown\n{}",
         why()
     );
-    // NIC names (`--persist-nics`, before the OS moves to another RHEL major): its
-    // check on boot 1 goes here.
+    // NIC names, before the OS moves to another RHEL major: where the cluster's
+    // firstboot unit asks for the pass (4.14 and later), on the bootimage's EL8, the
+    // install unit pinned them and left nmstatectl's stamp; 4.12 asks for none.
+    let stamp = f.root.join("etc/systemd/network/.nmstate-persist.stamp");
+    if release == "release-4.12" {
+        assert!(
+            !stamp.exists(),
+            "NIC names were persisted for 4.12\n{}",
+            why()
+        );
+        assert!(
+            b1.journal
+                .contains("the firstboot unit does not ask to persist NIC names"),
+            "{}",
+            why()
+        );
+    } else {
+        assert!(
+            stamp.is_file(),
+            "NIC names were not persisted on boot 1\n{}",
+            why()
+        );
+        assert!(
+            !b1.journal.contains("is not EL8; nothing to do"),
+            "the bootimage was not taken for EL8\n{}",
+            why()
+        );
+    }
 
     // Boot 2: the cluster's OS.
     assert!(b2.rebooted, "boot 2 did not end in a reboot\n{}", why());
