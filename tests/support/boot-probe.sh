@@ -58,6 +58,12 @@ state=starting
 trap stopped TERM
 deadline=$(($(uptime_s) + 90))
 while :; do
+  # First, and every round: the firstboot may reboot the node within half a second.
+  if [ -z "$early" ] && [ "$(systemctl show -p ExecMainStartTimestampMonotonic --value \
+    machine-config-daemon-firstboot.service)" != 0 ]; then
+    report "$state (the firstboot unit started)"
+    early=yes
+  fi
   state=$(systemctl is-system-running 2>/dev/null)
   case $state in running | degraded) break ;; esac
   if [ -n "$wait_for" ] && journalctl -b -o cat -u machine-config-daemon-firstboot.service |
@@ -65,16 +71,11 @@ while :; do
     state="$state (stopped waiting: the firstboot unit logged the awaited line)"
     break
   fi
-  if [ -z "$early" ] && [ "$(systemctl show -p ExecMainStartTimestampMonotonic --value \
-    machine-config-daemon-firstboot.service)" != 0 ]; then
-    report "$state (the firstboot unit started)"
-    early=yes
-  fi
   if [ "$(uptime_s)" -ge "$deadline" ]; then
     state="$state (timed out)"
     break
   fi
-  sleep 0.2
+  sleep 0.1
 done
 report "$state"
 trap - TERM
