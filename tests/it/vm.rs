@@ -412,15 +412,36 @@ fn vm_real_main_mcd_spec22_standalone_selinux_enforcing() {
 
 /// Under SELinux, v0.35 relabels what it wrote itself: its files stage lists the paths in
 /// `/etc/selinux/ignition.relabel` and writes `ignition-relabel.service`, which runs
-/// `restorecon` on that list early in the real root's boot and then removes the list.
+/// `restorecon -0vRif` on that list early in the real root's boot (logging each file it
+/// relabels) and then removes the list. Our units and files were on the list, and left
+/// `unlabeled_t`, the label of what is written from an initramfs without a policy.
 fn assert_v035_relabelled(n: &VmNode) {
     let j = &n.vm.boot.journal;
-    let why = || n.vm.describe();
+    let relabel_lines = || {
+        j.lines()
+            .filter(|l| l.contains("elabel") || l.contains("restorecon"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let why = || format!("{}\nrelabelling:\n{}", n.vm.describe(), relabel_lines());
     assert!(
         j.contains("Finished ignition-relabel.service"),
         "ignition-relabel.service did not finish\n{}",
         why()
     );
+    for p in [
+        "/etc/systemd/system/mco-mcd-install.service",
+        "/var/lib/mcd-inject/mco-mcd-install.sh",
+        "/var/lib/mcd-inject/machine-config-daemon.gz",
+    ] {
+        assert!(
+            j.contains(&format!(
+                "Relabeled {p} from system_u:object_r:unlabeled_t:s0 to "
+            )),
+            "restorecon did not relabel {p}\n{}",
+            why()
+        );
+    }
     assert!(
         !n.vm.exists("/etc/selinux/ignition.relabel"),
         "the relabel list is still there\n{}",
