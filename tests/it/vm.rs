@@ -1,7 +1,10 @@
 //! The first boot as a CI bootimage job gives it: a qemu VM, the config handed over qemu's
-//! firmware config (fw_cfg), Debian's Ignition running in a dracut initramfs and writing
-//! the disk, SELinux enforcing (Debian's reference policy, the root labelled offline),
-//! then the real root's systemd (`harness::vm`, `scripts/boot-vm.sh`).
+//! firmware config (fw_cfg), Ignition running in a dracut initramfs and writing the disk,
+//! SELinux enforcing (Debian's reference policy, the root labelled offline), then the real
+//! root's systemd (`harness::vm`, `scripts/boot-vm.sh`). Spec 3 configs (bootimage 4.8)
+//! meet Debian's Ignition 2.14; spec 2.2 configs (bootimage 4.2) meet Ignition v0.35 with
+//! the dracut glue of its era (ignition-dracut, branch spec2x), as 4.1/4.2 bootimages
+//! boot them.
 //!
 //! Configs travel in remote mode: an inline payload cannot travel through fw_cfg, which
 //! Ignition reads in quadratic time (`inject` warns about that). The config is a few kB;
@@ -17,10 +20,11 @@
 //! that it got past its re-exec step. And what only a VM shows: Ignition ran in the
 //! initramfs and read the config from fw_cfg, `/run/bin` and the binary carry the
 //! labels of `/usr/bin` and `/usr/bin/true`, and no SELinux denial names our units,
-//! files or the programs our script runs.
+//! files or the programs our script runs. Under v0.35, also that its own relabelling
+//! (`ignition-relabel.service`, after switch-root) relabelled our unit and files.
 //!
 //! Needs root, qemu-system-x86 and e2fsprogs beside what `boot.rs` needs. Each boot takes
-//! a minute or two under TCG: the suite boots four.
+//! a minute or two under TCG: the suite boots six.
 
 use std::fs;
 use std::path::PathBuf;
@@ -390,6 +394,8 @@ fn vm_spec3_standalone_without_selinux() {
     );
 }
 
+/// A 4.2 bootimage: Ignition v0.35 applies the spec 2.2 config in the initramfs (config
+/// from fw_cfg through its qemu OEM provider, payload over HTTP in the files stage).
 #[test]
 fn vm_spec22_standalone_selinux_enforcing() {
     let n = first_boot("4.2", Flow::Standalone, Mcd::Probe, true);
@@ -400,12 +406,20 @@ fn vm_spec22_standalone_selinux_enforcing() {
     assert_selinux(&n);
 }
 
+/// Main's real MCD on a 4.2 bootimage: its RHEL 8 build (the bootimage's OS is RHEL 8).
 #[test]
 fn vm_real_main_mcd_spec22_standalone_selinux_enforcing() {
     let n = first_boot("4.2", Flow::Standalone, Mcd::RealMain, true);
     assert_ignition_in_initramfs(&n);
     assert_v035_relabelled(&n);
     assert_delivered(&n);
+    let rhel8 = crate::harness::node::shared_program("real-mcd", "mcd-main-rhel8");
+    assert_eq!(
+        n.vm.boot.get("bin.sha256"),
+        hex::encode(sha2::Sha256::digest(fs::read(rhel8).unwrap())),
+        "the installed MCD is not main's RHEL 8 build\n{}",
+        n.vm.describe()
+    );
     assert_real_mcd_ran(&n, Mcd::RealMain);
     assert_selinux(&n);
 }
