@@ -8,6 +8,9 @@
 #   --disk IMAGE       the disk: an RHCOS bootimage (qcow2) or a raw image. A qcow2 is
 #                      booted through an overlay in --work; the image is never written.
 #                      A raw image is booted as it is (copy it first).
+#   --extra-disk IMAGE another raw disk after it, booted as it is (repeatable): e.g. the
+#                      empty ext4 disk labelled "boot" that the initramfs of a 4.1/4.2
+#                      bootimage (ignition-dracut, spec2x) waits for
 #   --config CONFIG    the Ignition config, handed over fw_cfg. Inline payloads cannot
 #                      travel this way (Ignition reads fw_cfg in quadratic time): write
 #                      the config in remote mode (inject --payload-url/--payload-out).
@@ -103,10 +106,11 @@ probe_accel() {
 
 boot() {
   local disk="" config="" serve="" kernel="" initrd="" append="" memory=2048 cpus=1
-  local accel=auto timeout=900 work="" probe_kernel=""
+  local accel=auto timeout=900 work="" probe_kernel="" extra_disks=()
   while (($#)); do
     case $1 in
       --disk) disk=$2; shift 2 ;;
+      --extra-disk) extra_disks+=("$2"); shift 2 ;;
       --config) config=$2; shift 2 ;;
       --serve) serve=$2; shift 2 ;;
       --kernel) kernel=$2; shift 2 ;;
@@ -154,6 +158,11 @@ boot() {
     -drive "file=$drive,format=$format,if=virtio"
     -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
     -fw_cfg "name=opt/com.coreos/config,file=$config")
+  local extra
+  for extra in "${extra_disks[@]}"; do
+    [[ -r $extra ]] || die "cannot read $extra"
+    args+=(-drive "file=$extra,format=raw,if=virtio")
+  done
   [[ $accel == kvm ]] && args+=(-cpu host)
   if [[ -n $kernel ]]; then
     [[ -n $initrd ]] || die "--kernel needs --initrd"

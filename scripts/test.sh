@@ -61,13 +61,33 @@ if ! command -v qemu-system-x86_64 >/dev/null; then
 fi
 
 # The roots of the boot tests, made in the background while the lints run: the nspawn
-# base root, then the VM (kernel, initramfs and disk) from it. The tests wait for them
-# (the scripts take a lock) or make them if this did not.
+# base root, then the VM (kernel, initramfs and disk) from it, then the initramfs of a
+# 4.1/4.2 bootimage for that VM (Ignition v0.35 from the shared directory, decompressed
+# where the tests look for it and checked against its SHA256SUMS). The tests wait for
+# them (the scripts take a lock) or make them if this did not.
 boot_base=${MCD_INJECT_BOOT_BASE:-$PWD/target/boot-base}
 vm_base=${MCD_INJECT_VM_BASE:-$PWD/target/vm-base}
+vm_spec2x=${MCD_INJECT_VM_SPEC2X:-$PWD/target/vm-spec2x}
+shared=${MCD_INJECT_SHARED:-$PWD/../shared}
 mkdir -p "$(dirname "$vm_base")"
+shared_program() { # shared_program COMPONENT NAME: prints the path of the checked program
+  local dir=$PWD/target/shared-tools/$1 want
+  want=$(awk -v n="$2" '$2 == n || $2 == "*" n { print $1 }' "$shared/$1/SHA256SUMS")
+  [[ -n $want ]] || { echo "test.sh: $shared/$1/SHA256SUMS has no $2" >&2; return 1; }
+  mkdir -p "$dir"
+  if [[ $(sha256sum "$dir/$2" 2>/dev/null | cut -d' ' -f1) != "$want" ]]; then
+    xz -dc "$shared/$1/$2.xz" >"$dir/.$2.$$"
+    [[ $(sha256sum "$dir/.$2.$$" | cut -d' ' -f1) == "$want" ]] ||
+      { echo "test.sh: $shared/$1/$2.xz does not match SHA256SUMS" >&2; rm -f "$dir/.$2.$$"; return 1; }
+    chmod 0755 "$dir/.$2.$$"
+    mv "$dir/.$2.$$" "$dir/$2"
+  fi
+  echo "$dir/$2"
+}
 (bash tests/support/boot-root.sh base "$boot_base" &&
-  bash tests/support/vm-root.sh base "$boot_base" "$vm_base") >"$vm_base.build.log" 2>&1 &
+  bash tests/support/vm-root.sh base "$boot_base" "$vm_base" &&
+  bash tests/support/vm-root.sh spec2x "$vm_base" "$shared/ignition-dracut-spec2x/dracut" \
+    "$(shared_program ignition-v0.35 ignition-selinux)" "$vm_spec2x") >"$vm_base.build.log" 2>&1 &
 roots_pid=$!
 
 # nmstatectl for tests/it/persist_nics.rs (its NMSTATECTL_VERSION), built with cargo install

@@ -1,7 +1,10 @@
 //! The first boot as a CI bootimage job gives it: a qemu VM, the config handed over qemu's
-//! firmware config (fw_cfg), Debian's Ignition running in a dracut initramfs and writing
-//! the disk, SELinux enforcing (Debian's reference policy, the root labelled offline),
-//! then the real root's systemd (`harness::vm`, `scripts/boot-vm.sh`).
+//! firmware config (fw_cfg), Ignition running in a dracut initramfs and writing the disk,
+//! SELinux enforcing (Debian's reference policy, the root labelled offline), then the real
+//! root's systemd (`harness::vm`, `scripts/boot-vm.sh`). Spec 3 configs (bootimage 4.8)
+//! meet Debian's Ignition 2.14; spec 2.2 configs (bootimage 4.2) meet Ignition v0.35 with
+//! the dracut glue of its era (ignition-dracut, branch spec2x), as 4.1/4.2 bootimages
+//! boot them.
 //!
 //! Configs travel in remote mode: an inline payload cannot travel through fw_cfg, which
 //! Ignition reads in quadratic time (`inject` warns about that). The config is a few kB;
@@ -17,10 +20,11 @@
 //! that it got past its re-exec step. And what only a VM shows: Ignition ran in the
 //! initramfs and read the config from fw_cfg, `/run/bin` and the binary carry the
 //! labels of `/usr/bin` and `/usr/bin/true`, and no SELinux denial names our units,
-//! files or the programs our script runs.
+//! files or the programs our script runs. Under v0.35, also that its own relabelling
+//! (`ignition-relabel.service`, after switch-root) relabelled our unit and files.
 //!
 //! Needs root, qemu-system-x86 and e2fsprogs beside what `boot.rs` needs. Each boot takes
-//! a minute or two under TCG: the suite boots four.
+//! a minute or two under TCG: the suite boots six.
 
 use std::fs;
 use std::path::PathBuf;
@@ -30,7 +34,7 @@ use crate::boot::{
     FIRSTBOOT, INSTALL, PULL,
 };
 use crate::harness::node::HttpsServer;
-use crate::harness::vm::{self, guest_url, VmBoot, VmOptions};
+use crate::harness::vm::{self, guest_url, Initramfs, VmBoot, VmOptions};
 use crate::harness::{crate_root, mcd_inject};
 use serde_json::{json, Value};
 use sha2::Digest as _;
@@ -79,6 +83,8 @@ impl Mcd {
 
 struct VmNode {
     _dir: tempfile::TempDir,
+    /// A 4.1-4.5 bootimage: a spec 2.2 config, applied by Ignition v0.35.
+    spec2: bool,
     cfg: Value,
     /// The config as handed over.
     cfg_bytes: Vec<u8>,
@@ -92,15 +98,17 @@ struct VmNode {
 fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
     let dir = tempfile::tempdir_in(work_root()).unwrap();
     let work = dir.path();
+    let spec2 = ["4.1", "4.2", "4.3", "4.4", "4.5"].contains(&bootimage);
+    let version = if spec2 { "2.2.0" } else { "3.2.0" };
     let served = work.join("srv");
     fs::create_dir_all(served.join("payload")).unwrap();
     let server = HttpsServer::serve(&served, work);
     let (base, payload_url) = match flow {
         Flow::Standalone => {
             // The machine config the firstboot completes, as the 4.12 MCS serves it.
-            let mc = machine_config_file(false);
+            let mc = machine_config_file(spec2);
             (
-                json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [mc]}}),
+                json!({"ignition": {"version": version}, "storage": {"files": [mc]}}),
                 guest_url(&server.http_url(PAYLOAD)),
             )
         }
@@ -108,14 +116,15 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
             fs::create_dir_all(served.join("config")).unwrap();
             fs::write(
                 served.join("config/worker"),
-                serde_json::to_vec(&mcs_config(generation, false)).unwrap(),
+                serde_json::to_vec(&mcs_config(generation, spec2)).unwrap(),
             )
             .unwrap();
             // As the installer's pointer config: the MCS over HTTPS, its CA inline. The
             // payload comes from the same server, trusted through the same CA.
+            let key = if spec2 { "append" } else { "merge" };
             let base = json!({"ignition": {
-                "version": "3.2.0",
-                "config": {"merge": [{"source": guest_url(&server.url("config/worker"))}]},
+                "version": version,
+                "config": {key: [{"source": guest_url(&server.url("config/worker"))}]},
                 "security": {"tls": {"certificateAuthorities": [{"source": data_url(&server.ca_pem)}]}}
             }});
             (base, guest_url(&server.url(PAYLOAD)))
@@ -156,6 +165,11 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
         work,
         &cfg_path,
         &VmOptions {
+            initramfs: if spec2 {
+                Initramfs::Spec2x
+            } else {
+                Initramfs::Spec3
+            },
             selinux,
             wait_for: mcd.past_reexec(),
         },
@@ -163,6 +177,7 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
     drop(server);
     VmNode {
         _dir: dir,
+        spec2,
         cfg,
         cfg_bytes: bytes,
         payload_url,
@@ -171,13 +186,20 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
 }
 
 /// Ignition ran in the initramfs, read our config from fw_cfg (the journal names its
-/// sha512), fetched the payload from the host, and ran all its stages.
+/// sha512), fetched the payload from the host, and ran all its stages: Ignition 2.14's
+/// six, or v0.35's three (`fetch`, `disks`, `files`), which word their lines alike.
 fn assert_ignition_in_initramfs(n: &VmNode) {
     let j = &n.vm.boot.journal;
     let why = || n.vm.describe();
     assert!(
         j.contains("loading QEMU firmware config module"),
         "Ignition did not read fw_cfg\n{}",
+        why()
+    );
+    // v0.35 logs a missing fw_cfg item and goes on without a config.
+    assert!(
+        !j.contains("QEMU firmware config was not found"),
+        "Ignition found no config in fw_cfg\n{}",
         why()
     );
     let sha512 = hex::encode(sha2::Sha512::digest(&n.cfg_bytes));
@@ -187,12 +209,17 @@ fn assert_ignition_in_initramfs(n: &VmNode) {
         why()
     );
     assert!(
-        j.contains(&format!("GET {}", n.payload_url)),
+        j.contains(&format!("GET {}: attempt #", n.payload_url)),
         "Ignition did not fetch the payload from {}\n{}",
         n.payload_url,
         why()
     );
-    for stage in ["fetch-offline", "kargs", "disks", "mount", "files"] {
+    let stages: &[&str] = if n.spec2 {
+        &["fetch", "disks", "files"]
+    } else {
+        &["fetch-offline", "kargs", "disks", "mount", "files"]
+    };
+    for stage in stages {
         assert!(
             j.contains(&format!("Stage: {stage}\n")),
             "no Ignition {stage} stage\n{}",
@@ -200,7 +227,7 @@ fn assert_ignition_in_initramfs(n: &VmNode) {
         );
     }
     assert!(
-        j.matches("Ignition finished successfully").count() >= 5,
+        j.matches("Ignition finished successfully").count() >= stages.len(),
         "an Ignition stage did not finish\n{}",
         why()
     );
@@ -215,6 +242,20 @@ fn assert_delivered(n: &VmNode) {
         assert!(
             !b.failed_units.iter().any(|f| f.contains(unit)),
             "{unit} failed\n{}",
+            why()
+        );
+    }
+    if n.spec2 {
+        // 4.1-4.5: the config masks the pivot to the cluster's OS image.
+        assert_eq!(
+            b.unit("pivot.service", "UnitFileState"),
+            "masked",
+            "{}",
+            why()
+        );
+        assert!(
+            !b.called.contains("pivot.service"),
+            "pivot.service ran\n{}",
             why()
         );
     }
@@ -350,5 +391,74 @@ fn vm_spec3_standalone_without_selinux() {
         "",
         "SELinux is on\n{}",
         n.vm.describe()
+    );
+}
+
+/// A 4.2 bootimage: Ignition v0.35 applies the spec 2.2 config in the initramfs (config
+/// from fw_cfg through its qemu OEM provider, payload over HTTP in the files stage).
+#[test]
+fn vm_spec22_standalone_selinux_enforcing() {
+    let n = first_boot("4.2", Flow::Standalone, Mcd::Probe, true);
+    assert_ignition_in_initramfs(&n);
+    assert_v035_relabelled(&n);
+    assert_delivered(&n);
+    assert_completed(&n);
+    assert_selinux(&n);
+}
+
+/// Main's real MCD on a 4.2 bootimage: its RHEL 8 build (the bootimage's OS is RHEL 8).
+#[test]
+fn vm_real_main_mcd_spec22_standalone_selinux_enforcing() {
+    let n = first_boot("4.2", Flow::Standalone, Mcd::RealMain, true);
+    assert_ignition_in_initramfs(&n);
+    assert_v035_relabelled(&n);
+    assert_delivered(&n);
+    let rhel8 = crate::harness::node::shared_program("real-mcd", "mcd-main-rhel8");
+    assert_eq!(
+        n.vm.boot.get("bin.sha256"),
+        hex::encode(sha2::Sha256::digest(fs::read(rhel8).unwrap())),
+        "the installed MCD is not main's RHEL 8 build\n{}",
+        n.vm.describe()
+    );
+    assert_real_mcd_ran(&n, Mcd::RealMain);
+    assert_selinux(&n);
+}
+
+/// Under SELinux, v0.35 relabels what it wrote itself: its files stage lists the paths in
+/// `/etc/selinux/ignition.relabel` and writes `ignition-relabel.service`, which runs
+/// `restorecon -0vRif` on that list early in the real root's boot (logging each file it
+/// relabels) and then removes the list. Our units and files were on the list, and left
+/// `unlabeled_t`, the label of what is written from an initramfs without a policy.
+fn assert_v035_relabelled(n: &VmNode) {
+    let j = &n.vm.boot.journal;
+    let relabel_lines = || {
+        j.lines()
+            .filter(|l| l.contains("elabel") || l.contains("restorecon"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let why = || format!("{}\nrelabelling:\n{}", n.vm.describe(), relabel_lines());
+    assert!(
+        j.contains("Finished ignition-relabel.service"),
+        "ignition-relabel.service did not finish\n{}",
+        why()
+    );
+    for p in [
+        "/etc/systemd/system/mco-mcd-install.service",
+        "/var/lib/mcd-inject/mco-mcd-install.sh",
+        "/var/lib/mcd-inject/machine-config-daemon.gz",
+    ] {
+        assert!(
+            j.contains(&format!(
+                "Relabeled {p} from system_u:object_r:unlabeled_t:s0 to "
+            )),
+            "restorecon did not relabel {p}\n{}",
+            why()
+        );
+    }
+    assert!(
+        !n.vm.exists("/etc/selinux/ignition.relabel"),
+        "the relabel list is still there\n{}",
+        why()
     );
 }

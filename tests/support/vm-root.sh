@@ -140,9 +140,111 @@ EOF
   mv "$tmp" "$dir"
 }
 
+# The initramfs of a 4.1/4.2 bootimage for DIR's VM, in OUT: spec 2.x Ignition (v0.35) with the
+# dracut glue of its era (coreos/ignition-dracut, branch spec2x), made with the dracut of
+# DIR's packages root for DIR's kernel, and the empty ext4 disk labelled "boot" that
+# ignition-setup-user.service waits for. DIR and its packages root are not written: dracut
+# runs in a chroot of an overlay of the packages root, with the modules in a private copy
+# of /usr/lib/dracut (dracutbasedir), in which spec2x's 30ignition replaces Debian's.
+spec2x() {
+  local dir=$1 modules=$2 ignition=$3 out=$4
+  [[ -e $dir/.complete ]] || die "$dir is not a finished VM (vm-root.sh base)"
+  local packages=$dir.packages
+  [[ -e $packages/.packages ]] || die "$packages is missing (vm-root.sh base keeps it)"
+  [[ -r $modules/30ignition/module-setup.sh ]] || die "$modules has no 30ignition/module-setup.sh"
+  [[ -x $ignition ]] || die "$ignition is not an executable"
+  # Made anew when the VM, the modules, the program or these steps change.
+  local want
+  want=$({
+    cat "$dir/.complete"
+    sha256sum <"$ignition"
+    (cd "$modules" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+    declare -f spec2x
+    echo "$dracut_modules $dracut_drivers"
+  } | sha256sum | cut -d' ' -f1)
+  [[ -e $out/.complete && $(cat "$out/.complete") == "$want" ]] && return 0
+  mkdir -p "$(dirname "$out")"
+  exec 8>"$out.lock"
+  flock 8
+  [[ -e $out/.complete && $(cat "$out/.complete") == "$want" ]] && return 0
+  local tmp=$out.tmp
+  umount -l "$tmp/merged" 2>/dev/null || true
+  rm -rf --one-file-system "$tmp"
+  mkdir -p "$tmp/upper" "$tmp/work" "$tmp/merged"
+  trap unmount_all EXIT
+  trap 'unmount_all; exit 1' INT TERM HUP
+  local root=$tmp/merged
+  mount -t overlay overlay -o "lowerdir=$packages,upperdir=$tmp/upper,workdir=$tmp/work" "$root"
+  mounts+=("$root")
+  local base=/tmp/dracut-spec2x
+  cp -a "$root/usr/lib/dracut" "$root$base"
+  local mod=$root$base/modules.d/30ignition
+  rm -rf "$mod"
+  cp -r "$modules/30ignition" "$mod"
+  chmod -R u+w "$mod"
+  # RHCOS's hand-over of the initramfs network (NetworkManager, ifcfg) fails on this root
+  # and sends the boot to emergency mode: its script and unit are left out (three lines).
+  local n
+  n=$(grep -c coreos-teardown-initramfs-network "$mod/module-setup.sh" || true)
+  [[ $n == 3 ]] || die "module-setup.sh names coreos-teardown-initramfs-network $n times, not 3"
+  sed -i '/coreos-teardown-initramfs-network/d' "$mod/module-setup.sh"
+  install -m 0755 "$ignition" "$mod/ignition"
+  # v0.35 (built with SELinux relabelling) lists what its files stage wrote in
+  # /etc/selinux/ignition.relabel and writes ignition-relabel.service, which runs
+  # `restorecon -0vRif` on that list after switch-root. Everything it wrote from the
+  # initramfs, where no policy is loaded, is unlabeled_t until then, and under Debian's
+  # policy that costs two things, both seen in the journal of a boot without this:
+  # - restorecon (setfiles_t) may relabel an unlabeled file but not read one: "Unable to
+  #   open /etc/selinux/ignition.relabel: Permission denied", exit 255, emergency mode.
+  #   So the unit first labels the list itself.
+  # - systemd loaded the units Ignition wrote before the relabelling and keeps the label
+  #   they had then: a client in a confined domain is denied `status` on them (a
+  #   USER_AVC naming tcontext=unlabeled_t). So the unit reloads systemd afterwards.
+  # The files stage drops both into ignition-relabel.service (in /run, as the unit is);
+  # the relabelling itself is v0.35's own.
+  local extra=$root/tmp/spec2x-include
+  mkdir -p "$extra/usr/lib/systemd/system/ignition-files.service.d" "$extra/usr/share/ignition-debian"
+  cat >"$extra/usr/share/ignition-debian/10-label-the-list.conf" <<'EOF2'
+[Service]
+# Debian's policy lets restorecon relabel an unlabeled file but not read one: label the
+# list Ignition wrote from the initramfs before restorecon reads it.
+ExecStartPre=/usr/sbin/restorecon -v /etc/selinux/ignition.relabel
+# systemd keeps the label a unit file had when it was loaded: reload it after the
+# relabelling, so that it knows the units Ignition wrote by their new labels.
+ExecStartPost=/usr/bin/systemctl daemon-reload
+EOF2
+  cat >"$extra/usr/lib/systemd/system/ignition-files.service.d/10-relabel-list.conf" <<'EOF2'
+[Service]
+ExecStart=/usr/bin/mkdir -p /run/systemd/system/ignition-relabel.service.d
+ExecStart=/usr/bin/cp /usr/share/ignition-debian/10-label-the-list.conf /run/systemd/system/ignition-relabel.service.d/
+EOF2
+  local kver
+  kver=$(basename "$(ls -d "$root"/lib/modules/* | sort -V | tail -n1)")
+  for m in proc sys dev; do
+    mount --bind "/$m" "$root/$m"
+    mounts+=("$root/$m")
+  done
+  in_root "$root" dracutbasedir=$base dracut --force --no-hostonly --no-compress \
+    -m "$dracut_modules" -o "kernel-modules ifcfg" --add-drivers "$dracut_drivers" \
+    --include /tmp/spec2x-include / /tmp/initrd-spec2x.img "$kver" >"$tmp/dracut.log" 2>&1 ||
+    die "dracut failed; see $tmp/dracut.log"
+  mv "$root/tmp/initrd-spec2x.img" "$tmp/initrd.img"
+  unmount_all
+  trap - EXIT INT TERM HUP
+  rm -rf --one-file-system "$tmp/upper" "$tmp/work" "$tmp/merged"
+  # The boot partition of a bootimage, here empty: ignition-setup-user.service mounts it
+  # (read-only) to look for ignition/config.ign.
+  mke2fs -q -t ext4 -L boot "$tmp/boot.img" 32M >"$tmp/mke2fs.log" 2>&1 ||
+    die "mke2fs failed; see $tmp/mke2fs.log"
+  echo "$want" >"$tmp/.complete"
+  rm -rf "$out"
+  mv "$tmp" "$out"
+}
+
 cmd=${1:-}
 shift || true
 case $cmd in
   base) base "$@" ;;
-  *) die "usage: vm-root.sh base NSPAWN_BASE DIR" ;;
+  spec2x) spec2x "$@" ;;
+  *) die "usage: vm-root.sh base NSPAWN_BASE DIR | spec2x DIR MODULES IGNITION OUT" ;;
 esac

@@ -1,9 +1,16 @@
 //! The VM side of the boot tests: a qemu VM booted as a CI bootimage job boots one
-//! (`scripts/boot-vm.sh`): the config handed over fw_cfg, Debian's Ignition running in a
-//! dracut initramfs and writing the disk, SELinux enforcing or not, then the real root's
+//! (`scripts/boot-vm.sh`): the config handed over fw_cfg, Ignition running in a dracut
+//! initramfs and writing the disk, SELinux enforcing or not, then the real root's
 //! systemd. The VM (`tests/support/vm-root.sh`: kernel, initramfs, disk image) is made
 //! once per run of the suite from the nspawn boot tests' base root, and kept in
 //! `target/vm-base` (or `MCD_INJECT_VM_BASE`); each boot copies the disk.
+//!
+//! Two initramfs images boot that disk ([`Initramfs`]): one with Debian's Ignition 2.14
+//! (spec 3), as a 4.6+ bootimage; and one as a 4.1/4.2 bootimage, with Ignition v0.35
+//! (spec 2.x, built with SELinux relabelling, `../shared/ignition-v0.35`) and the dracut
+//! glue of its era (`../shared/ignition-dracut-spec2x`), made by `vm-root.sh spec2x` into
+//! `target/vm-spec2x` (or `MCD_INJECT_VM_SPEC2X`) beside the empty disk labelled `boot`
+//! that glue waits for.
 //!
 //! The guest reaches the host's loopback servers through qemu's user-mode network, at
 //! 10.0.2.2 ([`guest_url`]). After the boot, the probe's report and the journal are read
@@ -23,12 +30,12 @@ use std::time::Instant;
 use super::crate_root;
 use super::node::{self, run, Boot};
 
-/// The kernel command line of a first boot: the disk's root, Ignition's first boot on
-/// the qemu platform, a static address on qemu's user-mode network for the initramfs
-/// (Ignition fetches the payload and the cluster's config there), and failures that
-/// power the VM off instead of waiting at a shell.
+/// The kernel command line of a first boot: the disk's root, Ignition's first boot, a
+/// static address on qemu's user-mode network for the initramfs (Ignition fetches the
+/// payload and the cluster's config there), and failures that power the VM off instead
+/// of waiting at a shell. The platform comes from [`Initramfs::platform`].
 const CMDLINE: &str = "console=ttyS0 root=LABEL=root rw ignition.firstboot \
-    ignition.platform.id=qemu rd.neednet=1 ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off \
+    rd.neednet=1 ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off \
     net.ifnames=0 rd.shell=0 rd.emergency=poweroff panic=-1";
 
 /// Bound on a whole boot, TCG included (they take 35-100 s when nothing is wrong).
@@ -71,6 +78,51 @@ pub fn vm_base() -> PathBuf {
     .clone()
 }
 
+/// Which Ignition runs in the initramfs.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Initramfs {
+    /// Debian's Ignition 2.14 (spec 3) and its dracut module, as a 4.6+ bootimage.
+    Spec3,
+    /// Ignition v0.35 (spec 2.x) with ignition-dracut's spec2x glue, as a 4.1/4.2
+    /// bootimage: it also waits for a disk labelled `boot`.
+    Spec2x,
+}
+
+impl Initramfs {
+    /// The platform on the kernel command line, as each era's bootimage names it
+    /// (v0.x's generator reads `coreos.oem.id`, and hands it to `--oem`).
+    fn platform(self) -> &'static str {
+        match self {
+            Initramfs::Spec3 => "ignition.platform.id=qemu",
+            Initramfs::Spec2x => "coreos.oem.id=qemu",
+        }
+    }
+}
+
+/// The spec 2.x initramfs and the empty `boot` disk: `initrd.img` and `boot.img` in one
+/// directory, made once (`vm-root.sh spec2x`) for [`vm_base`]'s kernel.
+pub fn spec2x_initramfs() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = vm_base();
+        let dir = std::env::var_os("MCD_INJECT_VM_SPEC2X")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate_root().join("target/vm-spec2x"));
+        let ignition = node::shared_program("ignition-v0.35", "ignition-selinux");
+        let (ok, text) = run(Command::new("bash")
+            .arg(crate_root().join("tests/support/vm-root.sh"))
+            .arg("spec2x")
+            .arg(&base)
+            .arg(node::shared_dir().join("ignition-dracut-spec2x/dracut"))
+            .arg(&ignition)
+            .arg(&dir));
+        assert!(ok, "making the spec 2.x initramfs: {text}");
+        dir
+    })
+    .clone()
+}
+
 fn boot_vm_script() -> PathBuf {
     crate_root().join("scripts/boot-vm.sh")
 }
@@ -105,6 +157,8 @@ pub fn guest_url(url: &str) -> String {
 
 /// How the VM boots.
 pub struct VmOptions<'a> {
+    /// The initramfs, and so the Ignition, that applies the config.
+    pub initramfs: Initramfs,
     /// SELinux enforcing (Debian's reference policy), or no SELinux at all.
     pub selinux: bool,
     /// A line of the firstboot unit's journal after which the probe stops waiting (a
@@ -121,6 +175,8 @@ pub struct VmBoot {
     pub denials: Vec<String>,
     /// Wall time of the boot, qemu's start to its end.
     pub seconds: f64,
+    /// The disk after the boot, for [`VmBoot::exists`].
+    disk: PathBuf,
 }
 
 impl VmBoot {
@@ -133,6 +189,16 @@ impl VmBoot {
             self.denials.join("\n"),
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         )
+    }
+
+    /// Whether `path` exists on the VM's disk after the boot (read with `debugfs`).
+    pub fn exists(&self, path: &str) -> bool {
+        let (ok, text) = run(Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("stat {path}"))
+            .arg(&self.disk));
+        assert!(ok, "debugfs stat {path}: {text}");
+        !text.contains("File not found by ext2_lookup")
     }
 }
 
@@ -147,7 +213,7 @@ pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
         .arg(base.join("disk.img"))
         .arg(&disk));
     assert!(ok, "copying the VM disk: {text}");
-    let mut cmdline = CMDLINE.to_string();
+    let mut cmdline = format!("{CMDLINE} {}", opts.initramfs.platform());
     cmdline.push_str(if opts.selinux {
         " security=selinux selinux=1 enforcing=1"
     } else {
@@ -158,17 +224,30 @@ pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
         cmdline.push_str(&format!(" boot_probe.wait_for={w}"));
     }
     let vm_work = work.join("vm");
+    let mut qemu = Command::new("bash");
+    qemu.arg(boot_vm_script()).arg("--disk").arg(&disk);
+    let initrd = match opts.initramfs {
+        Initramfs::Spec3 => base.join("initrd.img"),
+        Initramfs::Spec2x => {
+            let spec2x = spec2x_initramfs();
+            let boot_disk = work.join("boot.img");
+            let (ok, text) = run(Command::new("cp")
+                .arg("--sparse=always")
+                .arg(spec2x.join("boot.img"))
+                .arg(&boot_disk));
+            assert!(ok, "copying the boot disk: {text}");
+            qemu.arg("--extra-disk").arg(&boot_disk);
+            spec2x.join("initrd.img")
+        }
+    };
     let started = Instant::now();
-    let (ok, text) = run(Command::new("bash")
-        .arg(boot_vm_script())
-        .arg("--disk")
-        .arg(&disk)
+    let (ok, text) = run(qemu
         .arg("--config")
         .arg(config)
         .arg("--kernel")
         .arg(base.join("vmlinuz"))
         .arg("--initrd")
-        .arg(base.join("initrd.img"))
+        .arg(&initrd)
         .arg("--append")
         .arg(&cmdline)
         .args(["--memory", "1024", "--accel", accel])
@@ -220,5 +299,6 @@ pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
         console,
         denials,
         seconds,
+        disk,
     }
 }
