@@ -323,6 +323,14 @@ fn applied(
 }
 
 pub(crate) fn provenance_sha256(cfg: &Value) -> String {
+    provenance(cfg)["binary_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The provenance record a config carries.
+fn provenance(cfg: &Value) -> Value {
     let file = cfg["storage"]["files"]
         .as_array()
         .unwrap()
@@ -331,8 +339,22 @@ pub(crate) fn provenance_sha256(cfg: &Value) -> String {
         .expect("the config carries a provenance record");
     let bytes = mcd_inject::ignition::decode_data_url(file["contents"]["source"].as_str().unwrap())
         .unwrap();
-    let p: Value = serde_json::from_slice(&bytes).unwrap();
-    p["binary_sha256"].as_str().unwrap().to_string()
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The 4.1 OS's `pivot.service` was masked and did not run (4.1-4.5 bootimages).
+pub(crate) fn assert_pivot_masked(b: &Boot, why: &dyn Fn() -> String) {
+    assert_eq!(
+        b.unit("pivot.service", "UnitFileState"),
+        "masked",
+        "{}",
+        why()
+    );
+    assert!(
+        !b.called.contains("pivot.service"),
+        "pivot.service ran\n{}",
+        why()
+    );
 }
 
 /// The calls of podman (the stand-in records them all) that pulled or ran the MCO image
@@ -366,17 +388,7 @@ fn assert_delivered(n: &Node, legacy: bool) {
     let why = || b.describe();
     assert_installed_and_used(b, &provenance_sha256(&n.cfg), &why);
     if legacy {
-        assert_eq!(
-            b.unit("pivot.service", "UnitFileState"),
-            "masked",
-            "{}",
-            why()
-        );
-        assert!(
-            !b.called.contains("pivot.service"),
-            "pivot.service ran\n{}",
-            why()
-        );
+        assert_pivot_masked(b, &why);
     }
 }
 
@@ -748,15 +760,7 @@ fn encapsulated_mc(release: &str) -> Value {
 /// `rhel`: the provenance's `builds` entry for it (else its first), or, from a config
 /// that records one build, its `binary_sha256`.
 pub(crate) fn provenance_sha256_for(cfg: &Value, rhel: u64) -> String {
-    let file = cfg["storage"]["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
-        .expect("the config carries a provenance record");
-    let bytes = mcd_inject::ignition::decode_data_url(file["contents"]["source"].as_str().unwrap())
-        .unwrap();
-    let p: Value = serde_json::from_slice(&bytes).unwrap();
+    let p = provenance(cfg);
     match p["builds"].as_array() {
         Some(builds) => builds
             .iter()
