@@ -139,11 +139,29 @@ fn refusal_lists_every_candidate() {
     assert!(dir_entries(dir.path()).is_empty());
 }
 
+/// `--binary-path MCD --force` in remote mode (payload at `payload`), then `extra`.
+fn forced_args<'a>(payload: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "--binary-path",
+        MCD,
+        "--force",
+        "--payload-url",
+        "http://127.0.0.1:1/p.gz",
+        "--payload-out",
+        payload,
+    ];
+    a.extend_from_slice(extra);
+    a
+}
+
 #[test]
 fn binary_path_is_checked_and_force_warns() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.ign");
     let reference = fixture("mco-4.16").reference("oci");
+    // Remote mode: the inline config would be over 16 KB, which warns too.
+    let served = tempfile::tempdir().unwrap();
+    let payload = served.path().join("p.gz").display().to_string();
     let run = inject(&reference, "4.2", &out, &["--binary-path", MCD]);
     assert_eq!(run.code, Some(1), "{}", run.describe());
     assert!(
@@ -154,7 +172,7 @@ fn binary_path_is_checked_and_force_warns() {
     assert!(run.stderr.contains("--force"), "{}", run.stderr);
     assert!(!out.exists());
 
-    let run = inject(&reference, "4.2", &out, &["--binary-path", MCD, "--force"]);
+    let run = inject(&reference, "4.2", &out, &forced_args(&payload, &[]));
     assert_eq!(run.code, Some(0), "{}", run.describe());
     // The warning is printed once, in the one form.
     assert_eq!(
@@ -170,12 +188,7 @@ fn binary_path_is_checked_and_force_warns() {
     let delivered = fs::read(&out).unwrap();
 
     // --json carries it, typed.
-    let run = inject(
-        &reference,
-        "4.2",
-        &out,
-        &["--binary-path", MCD, "--force", "--json"],
-    );
+    let run = inject(&reference, "4.2", &out, &forced_args(&payload, &["--json"]));
     assert_eq!(run.code, Some(0), "{}", run.describe());
     let v: Value = serde_json::from_slice(&run.stdout).expect("one JSON object on stdout");
     let warnings = v["warnings"].as_array().expect("warnings array");
@@ -195,7 +208,7 @@ fn binary_path_is_checked_and_force_warns() {
         &reference,
         "4.2",
         &out,
-        &["--binary-path", MCD, "--force", "--strict"],
+        &forced_args(&payload, &["--strict"]),
     );
     assert_eq!(run.code, Some(1), "{}", run.describe());
     assert_eq!(
@@ -218,7 +231,7 @@ fn binary_path_is_checked_and_force_warns() {
         &reference,
         "4.2",
         &fresh,
-        &["--binary-path", MCD, "--force", "--strict", "--json"],
+        &forced_args(&payload, &["--strict", "--json"]),
     );
     assert_eq!(run.code, Some(1), "{}", run.describe());
     assert!(run.stdout.is_empty(), "{}", run.describe());
