@@ -481,7 +481,7 @@ fn spec3_standalone() {
 /// The bootimage of the spec 3 boots: its Ignition (v2.12) reads up to spec 3.3, and
 /// asks the MCS for 3.3 as Debian's Ignition 2.14 does, so the MCS config of every
 /// release is the one that Ignition would be served.
-const SPEC3_BOOTIMAGE: &str = "4.9";
+pub(crate) const SPEC3_BOOTIMAGE: &str = "4.9";
 
 /// One boot of the probe MCD per MCO release, Ignition generation and flow: the MCS
 /// config as that release's own code renders it, merged at boot by real Ignition
@@ -722,7 +722,7 @@ fn assert_cluster_units(n: &Node, release: &str) {
 }
 
 /// The RHCOS a bootimage runs (`tests/support/rhcos-os.sh`).
-fn bootimage_os(bootimage: &str) -> &'static str {
+pub(crate) fn bootimage_os(bootimage: &str) -> &'static str {
     match bootimage {
         "4.2" => "rhcos-4.2",
         SPEC3_BOOTIMAGE => "rhcos-4.9",
@@ -732,7 +732,7 @@ fn bootimage_os(bootimage: &str) -> &'static str {
 
 /// The RHCOS the cluster's OS image of an MCO release carries: RHEL 8.6 for 4.12,
 /// RHEL 9.4 for 4.16 and 4.18, RHEL 9.6 for main (4.22).
-fn cluster_os(release: &str) -> (&'static str, u64) {
+pub(crate) fn cluster_os(release: &str) -> (&'static str, u64) {
     match release {
         "release-4.12" => ("rhcos-4.12", 8),
         "release-4.16" => ("rhcos-4.16", 9),
@@ -743,7 +743,7 @@ fn cluster_os(release: &str) -> (&'static str, u64) {
 }
 
 /// The machine config the firstboot completes, from the MCS config of `release`.
-fn encapsulated_mc(release: &str) -> Value {
+pub(crate) fn encapsulated_mc(release: &str) -> Value {
     let file = mcs_config(release, false)["storage"]["files"]
         .as_array()
         .unwrap()
@@ -774,7 +774,7 @@ pub(crate) fn provenance_sha256_for(cfg: &Value, rhel: u64) -> String {
 }
 
 /// The sha256 the install script logged for the binary it installed in this boot.
-fn installed_sha256(b: &Boot) -> Option<String> {
+pub(crate) fn installed_sha256(b: &Boot) -> Option<String> {
     b.journal
         .lines()
         .filter(|l| l.starts_with("mco-mcd-install: installed /run/bin/machine-config-daemon"))
@@ -782,13 +782,15 @@ fn installed_sha256(b: &Boot) -> Option<String> {
         .map(str::to_string)
 }
 
-struct FirstBoot {
-    _dir: tempfile::TempDir,
-    cfg: Value,
+/// A first boot run to its end: in an nspawn root, or in a VM (whose disk's files the
+/// checks read are copied to `root` after the last boot).
+pub(crate) struct FirstBoot {
+    pub(crate) _dir: tempfile::TempDir,
+    pub(crate) cfg: Value,
     /// The machine config the node completes (the encapsulated one).
-    mc: Value,
-    root: PathBuf,
-    boots: Vec<Boot>,
+    pub(crate) mc: Value,
+    pub(crate) root: PathBuf,
+    pub(crate) boots: Vec<Boot>,
 }
 
 impl Drop for FirstBoot {
@@ -962,7 +964,7 @@ fn describe_boots(f: &FirstBoot) -> String {
 ///    rebases to `ostree-unverified-registry:` the OS image, asks for the machine
 ///    config's kernel arguments, renames the encapsulated config to `.bak`, and reboots;
 /// 3. no firstboot; the kubelet starts.
-fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
+pub(crate) fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
     let why = || describe_boots(f);
     let mc = &f.mc;
     let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
@@ -1033,9 +1035,23 @@ fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
     );
     // NIC names, before the OS moves to another RHEL major: where the cluster's
     // firstboot unit asks for the pass (4.14 and later), on the bootimage's EL8, the
-    // install unit pinned them and left nmstatectl's stamp; 4.12 asks for none.
+    // install unit pinned them and left nmstatectl's stamp; 4.12 asks for none. A kernel
+    // booted with net.ifnames=0 (a VM's, whose journal has the kernel's command line)
+    // names the NICs itself: the pass says so and pins nothing, as nmstate does.
     let stamp = f.root.join("etc/systemd/network/.nmstate-persist.stamp");
-    if release == "release-4.12" {
+    let kernel_names_nics = b1.journal.lines().any(|l| {
+        l.starts_with("Kernel command line:") && l.split(' ').any(|a| a == "net.ifnames=0")
+    });
+    if release != "release-4.12" && kernel_names_nics {
+        assert!(
+            !stamp.exists()
+                && b1
+                    .journal
+                    .contains("net.ifnames=0 is set: the kernel names NICs, nothing to pin"),
+            "the NIC pass did not decline under net.ifnames=0\n{}",
+            why()
+        );
+    } else if release == "release-4.12" {
         assert!(
             !stamp.exists(),
             "NIC names were persisted for 4.12\n{}",

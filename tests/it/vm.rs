@@ -16,22 +16,30 @@
 //! afterwards: the install unit finished before the firstboot started, the installed
 //! binary has the provenance's sha256 and mode 0755, the firstboot ran through our
 //! drop-in, the pull unit never started, nothing called podman; with the probe MCD its
-//! command line and `_MCD_DID_REEXEC=1`, and no unit of ours failed; with the real MCD,
-//! that it got past its re-exec step. And what only a VM shows: Ignition ran in the
-//! initramfs and read the config from fw_cfg, `/run/bin` and the binary carry the
-//! labels of `/usr/bin` and `/usr/bin/true`, and no SELinux denial names our units,
-//! files or the programs our script runs. Under v0.35, also that its own relabelling
-//! (`ignition-relabel.service`, after switch-root) relabelled our unit and files.
+//! command line and `_MCD_DID_REEXEC=1`, and no unit of ours failed. And what only a VM
+//! shows: Ignition ran in the initramfs and read the config from fw_cfg, `/run/bin` and
+//! the binary carry the labels of `/usr/bin` and `/usr/bin/true`, and no SELinux denial
+//! names our units, files or the programs our script runs. Under v0.35, also that its
+//! own relabelling (`ignition-relabel.service`, after switch-root) relabelled our unit
+//! and files.
+//!
+//! Main's real MCD runs its first boot to its end, as the nspawn three-boot tests run
+//! it (`boot.rs`, `first_boot_to_the_end`), with their checks: on a disk that runs the
+//! bootimage's RHCOS, it moves the node to the cluster's OS and reboots, completes the
+//! machine config there and reboots, and the third boot starts the kubelet; each reboot
+//! ends qemu, and the harness boots the disk again without `ignition.firstboot`.
 //!
 //! Needs root, qemu-system-x86 and e2fsprogs beside what `boot.rs` needs. Each boot takes
-//! a minute or two under TCG: the suite boots six.
+//! a minute or two under TCG: the suite boots ten (four single boots, and the three
+//! boots of the two real-MCD cases).
 
 use std::fs;
 use std::path::PathBuf;
 
 use crate::boot::{
-    data_url, machine_config_file, mcs_config, probe_image, provenance_sha256, real_main_image,
-    FIRSTBOOT, INSTALL, PULL,
+    assert_first_boot_completed, bootimage_os, cluster_os, data_url, encapsulated_mc,
+    machine_config_file, mcs_config, probe_image, provenance_sha256, real_main_image, FirstBoot,
+    FIRSTBOOT, INSTALL, PULL, SPEC3_BOOTIMAGE,
 };
 use crate::harness::node::HttpsServer;
 use crate::harness::vm::{self, guest_url, Initramfs, VmBoot, VmOptions};
@@ -69,16 +77,6 @@ impl Mcd {
             Mcd::RealMain => real_main_image(),
         }
     }
-
-    /// The firstboot unit's journal line that shows a real MCD got past its re-exec
-    /// step and read the machine config (main then queries its rpm-ostree client,
-    /// absent on a non-CoreOS root, and panics in that frame).
-    fn past_reexec(self) -> Option<&'static str> {
-        match self {
-            Mcd::Probe => None,
-            Mcd::RealMain => Some("RunFirstbootCompleteMachineconfig"),
-        }
-    }
 }
 
 struct VmNode {
@@ -93,9 +91,49 @@ struct VmNode {
     vm: VmBoot,
 }
 
-/// Writes the config for `bootimage` in remote mode, serves the payload (and the MCS
-/// config) on loopback, and boots the VM with the config handed over fw_cfg.
-fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
+/// A config `inject` wrote for a VM, and the loopback server that serves its payload
+/// (and the MCS config).
+struct Written {
+    dir: tempfile::TempDir,
+    spec2: bool,
+    cfg: Value,
+    cfg_bytes: Vec<u8>,
+    cfg_path: PathBuf,
+    payload_url: String,
+    server: HttpsServer,
+}
+
+impl Written {
+    /// How the VM boots: the initramfs of the bootimage's era; SELinux enforcing or not.
+    fn options(&self, selinux: bool) -> VmOptions<'static> {
+        VmOptions {
+            initramfs: if self.spec2 {
+                Initramfs::Spec2x
+            } else {
+                Initramfs::Spec3
+            },
+            selinux,
+            wait_for: None,
+        }
+    }
+
+    /// The node of the first boot `vm`; the server stops.
+    fn node(self, vm: VmBoot) -> VmNode {
+        drop(self.server);
+        VmNode {
+            _dir: self.dir,
+            spec2: self.spec2,
+            cfg: self.cfg,
+            cfg_bytes: self.cfg_bytes,
+            payload_url: self.payload_url,
+            vm,
+        }
+    }
+}
+
+/// Writes the config for `bootimage` in remote mode and serves the payload (and the
+/// MCS config) on loopback.
+fn write_config(bootimage: &str, flow: Flow, mcd: Mcd) -> Written {
     let dir = tempfile::tempdir_in(work_root()).unwrap();
     let work = dir.path();
     let spec2 = ["4.1", "4.2", "4.3", "4.4", "4.5"].contains(&bootimage);
@@ -161,28 +199,23 @@ fn first_boot(bootimage: &str, flow: Flow, mcd: Mcd, selinux: bool) -> VmNode {
         bytes.len()
     );
     let cfg: Value = serde_json::from_slice(&bytes).unwrap();
-    let vm = vm::boot(
-        work,
-        &cfg_path,
-        &VmOptions {
-            initramfs: if spec2 {
-                Initramfs::Spec2x
-            } else {
-                Initramfs::Spec3
-            },
-            selinux,
-            wait_for: mcd.past_reexec(),
-        },
-    );
-    drop(server);
-    VmNode {
-        _dir: dir,
+    Written {
+        dir,
         spec2,
         cfg,
         cfg_bytes: bytes,
+        cfg_path,
         payload_url,
-        vm,
+        server,
     }
+}
+
+/// Writes the config for `bootimage` in remote mode, serves the payload (and the MCS
+/// config) on loopback, and boots the VM with the config handed over fw_cfg.
+fn first_boot(bootimage: &str, flow: Flow, selinux: bool) -> VmNode {
+    let w = write_config(bootimage, flow, Mcd::Probe);
+    let vm = vm::boot(w.dir.path(), &w.cfg_path, &w.options(selinux));
+    w.node(vm)
 }
 
 /// Ignition ran in the initramfs, read our config from fw_cfg (the journal names its
@@ -253,10 +286,10 @@ fn assert_delivered(n: &VmNode) {
 
 /// SELinux enforced, our script labelled `/run/bin` like `/usr/bin` and the binary like
 /// `/usr/bin/true` (`bin_t` under Debian's policy), and no denial names what is ours.
-fn assert_selinux(n: &VmNode) {
-    let b = &n.vm.boot;
-    let why = || n.vm.describe();
-    assert_eq!(b.get("selinux.enforce"), "1", "not enforcing\n{}", why());
+fn assert_selinux(vm: &VmBoot) {
+    assert_selinux_no_denials(vm);
+    let b = &vm.boot;
+    let why = || vm.describe();
     let label = |p: &str| b.get(&format!("label.{p}")).to_string();
     assert_eq!(label("/run/bin"), label("/usr/bin"), "{}", why());
     assert_eq!(
@@ -282,6 +315,18 @@ fn assert_selinux(n: &VmNode) {
             why()
         );
     }
+}
+
+/// SELinux enforced, and no denial names our units, files, the programs our script runs
+/// or the MCD (a boot without the install, as the node's, included).
+fn assert_selinux_no_denials(vm: &VmBoot) {
+    let why = || vm.describe();
+    assert_eq!(
+        vm.boot.get("selinux.enforce"),
+        "1",
+        "not enforcing\n{}",
+        why()
+    );
     // Ours: the units, the files, the programs the install script runs, the MCD.
     const OURS: &[&str] = &[
         "mco-mcd-install",
@@ -296,11 +341,11 @@ fn assert_selinux(n: &VmNode) {
         "comm=\"mv\"",
         "comm=\"selinuxenabled\"",
     ];
-    let ours: Vec<&String> =
-        n.vm.denials
-            .iter()
-            .filter(|d| OURS.iter().any(|o| d.contains(o)))
-            .collect();
+    let ours: Vec<&String> = vm
+        .denials
+        .iter()
+        .filter(|d| OURS.iter().any(|o| d.contains(o)))
+        .collect();
     assert!(
         ours.is_empty(),
         "SELinux denials of ours: {ours:#?}\n{}",
@@ -321,33 +366,18 @@ fn assert_completed(n: &VmNode) {
     );
 }
 
-/// A real MCD got past its re-exec step and read the machine config.
-fn assert_real_mcd_ran(n: &VmNode, mcd: Mcd) {
-    let journal = &n.vm.boot.firstboot_journal;
-    assert!(
-        !journal.contains("failed to re-exec"),
-        "the MCD could not re-exec\n{}",
-        n.vm.describe()
-    );
-    assert!(
-        journal.contains(mcd.past_reexec().unwrap()),
-        "the MCD did not reach the machine config\n{}",
-        n.vm.describe()
-    );
-}
-
 #[test]
 fn vm_spec3_standalone_selinux_enforcing() {
-    let n = first_boot("4.8", Flow::Standalone, Mcd::Probe, true);
+    let n = first_boot("4.8", Flow::Standalone, true);
     assert_ignition_in_initramfs(&n);
     assert_delivered(&n);
     assert_completed(&n);
-    assert_selinux(&n);
+    assert_selinux(&n.vm);
 }
 
 #[test]
 fn vm_spec3_pointer_to_a_413_plus_cluster_selinux_enforcing() {
-    let n = first_boot("4.8", Flow::Pointer("release-4.16"), Mcd::Probe, true);
+    let n = first_boot("4.8", Flow::Pointer("release-4.16"), true);
     assert_ignition_in_initramfs(&n);
     assert!(
         n.vm.boot.journal.contains("config/worker"),
@@ -356,23 +386,14 @@ fn vm_spec3_pointer_to_a_413_plus_cluster_selinux_enforcing() {
     );
     assert_delivered(&n);
     assert_completed(&n);
-    assert_selinux(&n);
-}
-
-#[test]
-fn vm_real_main_mcd_spec3_standalone_selinux_enforcing() {
-    let n = first_boot("4.8", Flow::Standalone, Mcd::RealMain, true);
-    assert_ignition_in_initramfs(&n);
-    assert_delivered(&n);
-    assert_real_mcd_ran(&n, Mcd::RealMain);
-    assert_selinux(&n);
+    assert_selinux(&n.vm);
 }
 
 /// Without SELinux (`selinux=0`): Ignition's files stage and our install script's
 /// labelling both do without it.
 #[test]
 fn vm_spec3_standalone_without_selinux() {
-    let n = first_boot("4.8", Flow::Standalone, Mcd::Probe, false);
+    let n = first_boot("4.8", Flow::Standalone, false);
     assert_ignition_in_initramfs(&n);
     assert_delivered(&n);
     assert_completed(&n);
@@ -388,30 +409,132 @@ fn vm_spec3_standalone_without_selinux() {
 /// from fw_cfg through its qemu OEM provider, payload over HTTP in the files stage).
 #[test]
 fn vm_spec22_standalone_selinux_enforcing() {
-    let n = first_boot("4.2", Flow::Standalone, Mcd::Probe, true);
+    let n = first_boot("4.2", Flow::Standalone, true);
     assert_ignition_in_initramfs(&n);
     assert_v035_relabelled(&n);
     assert_delivered(&n);
     assert_completed(&n);
-    assert_selinux(&n);
+    assert_selinux(&n.vm);
 }
 
-/// Main's real MCD on a 4.2 bootimage: its RHEL 8 build (the bootimage's OS is RHEL 8).
+/// Main's real MCD through the three boots of a first boot (`boot.rs`'s
+/// `first_boot_to_the_end`, in a VM): a pointer config to the cluster's MCS, on a disk
+/// that runs the bootimage's RHCOS (`boot-root.sh os`, labelled offline); each reboot
+/// the MCD asks for ends qemu (`-no-reboot`), and the harness boots the same disk
+/// again without `ignition.firstboot`, at most three times, reading each boot's report
+/// and journal from the disk. Returns boot 1 with its config, the later boots, and the
+/// first boot as the nspawn checks read it (the disk's `/etc`, `/usr/lib/os-release`
+/// and stand-in OS state copied out after the last boot).
+fn first_boot_to_the_end(
+    bootimage: &str,
+    release: &'static str,
+) -> (VmNode, Vec<VmBoot>, FirstBoot) {
+    let start = std::time::Instant::now();
+    let w = write_config(bootimage, Flow::Pointer(release), Mcd::RealMain);
+    let work = w.dir.path();
+    let disk = vm::copy_disk(work);
+    let mc = encapsulated_mc(release);
+    let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
+    let extensions = mc["spec"]["baseOSExtensionsContainerImage"]
+        .as_str()
+        .unwrap_or("");
+    vm::set_os(
+        &disk,
+        bootimage_os(bootimage),
+        cluster_os(release).0,
+        os_image,
+        extensions,
+    );
+    let mut boots = vm::boots(work, &disk, &w.cfg_path, &w.options(true), 3);
+    let view = tempfile::tempdir_in(work_root()).unwrap();
+    let root = view.path().join("root");
+    boots.last().unwrap().dump(
+        &[
+            "/etc",
+            "/usr/lib/os-release",
+            "/var/lib/stand-in-ostree",
+            "/var/lib/stand-in-images",
+        ],
+        &root,
+    );
+    let each: Vec<String> = boots
+        .iter()
+        .map(|b| format!("boot {}: {:.1} s", b.boot.number, b.seconds))
+        .collect();
+    eprintln!(
+        "VM first boot of the {bootimage} bootimage to {release}: {:.1} s in all; {}",
+        start.elapsed().as_secs_f64(),
+        each.join("; ")
+    );
+    let first = FirstBoot {
+        _dir: view,
+        cfg: w.cfg.clone(),
+        mc,
+        root,
+        boots: boots.iter().map(|b| b.boot.clone()).collect(),
+    };
+    let b1 = boots.remove(0);
+    (w.node(b1), boots, first)
+}
+
+/// The boots of `first_boot_to_the_end` pass the nspawn three-boot checks
+/// (`assert_first_boot_completed`), and what only a VM shows: boot 1 is Ignition's, its
+/// config from fw_cfg, the later ones are not; SELinux enforced on each, our script's
+/// labels on the boots that install, no denial of ours on any.
+fn assert_vm_first_boot_completed(n: &VmNode, later: &[VmBoot], f: &FirstBoot, release: &str) {
+    assert_first_boot_completed(f, release);
+    assert_ignition_in_initramfs(n);
+    if n.spec2 {
+        assert_v035_relabelled(n);
+        crate::boot::assert_pivot_masked(&n.vm.boot, &|| n.vm.describe());
+    }
+    assert_selinux(&n.vm);
+    for vm in later {
+        assert!(
+            !vm.boot.journal.contains("Ignition finished successfully")
+                && !vm.console.contains("ignition.firstboot"),
+            "boot {} was Ignition's first boot\n{}",
+            vm.boot.number,
+            vm.describe()
+        );
+    }
+    let [b2, b3] = later else {
+        unreachable!("assert_first_boot_completed counted three boots")
+    };
+    assert_selinux(b2);
+    assert_selinux_no_denials(b3);
+    for vm in [&n.vm, b2] {
+        assert!(
+            !vm.boot.firstboot_journal.contains("failed to re-exec"),
+            "boot {}: the MCD could not re-exec\n{}",
+            vm.boot.number,
+            vm.describe()
+        );
+    }
+}
+
+/// Main's real MCD on a 4.9 bootimage (spec 3 under Ignition 2.14), pointer to the 4.16
+/// MCS: the three boots of its first boot.
 #[test]
-fn vm_real_main_mcd_spec22_standalone_selinux_enforcing() {
-    let n = first_boot("4.2", Flow::Standalone, Mcd::RealMain, true);
-    assert_ignition_in_initramfs(&n);
-    assert_v035_relabelled(&n);
-    assert_delivered(&n);
+fn vm_real_main_mcd_spec3_three_boots_pointer_to_release_4_16_selinux_enforcing() {
+    let (n, later, f) = first_boot_to_the_end(SPEC3_BOOTIMAGE, "release-4.16");
+    assert_vm_first_boot_completed(&n, &later, &f, "release-4.16");
+}
+
+/// Main's real MCD on a 4.2 bootimage (spec 2.2 under Ignition v0.35), pointer to the
+/// 4.16 MCS: the three boots of its first boot; boot 1 installs main's RHEL 8 build (the
+/// bootimage's OS is RHEL 8).
+#[test]
+fn vm_real_main_mcd_spec22_three_boots_pointer_to_release_4_16_selinux_enforcing() {
+    let (n, later, f) = first_boot_to_the_end("4.2", "release-4.16");
     let rhel8 = crate::harness::node::shared_program("real-mcd", "mcd-main-rhel8");
     assert_eq!(
         n.vm.boot.get("bin.sha256"),
         hex::encode(sha2::Sha256::digest(fs::read(rhel8).unwrap())),
-        "the installed MCD is not main's RHEL 8 build\n{}",
+        "the MCD installed on boot 1 is not main's RHEL 8 build\n{}",
         n.vm.describe()
     );
-    assert_real_mcd_ran(&n, Mcd::RealMain);
-    assert_selinux(&n);
+    assert_vm_first_boot_completed(&n, &later, &f, "release-4.16");
 }
 
 /// Under SELinux, v0.35 relabels what it wrote itself: its files stage lists the paths in

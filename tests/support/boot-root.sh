@@ -14,6 +14,8 @@
 #                                  make ROOT run the bootimage's OS (its os-release and
 #                                  programs, over stand-in ostree deployments) whose
 #                                  cluster OS image IMAGE carries CLUSTER_OS
+#   boot-root.sh stand-ins ROOT    install the stand-ins of this tree in ROOT again (a
+#                                  root prepared by an earlier tree: the VM's disk)
 #   boot-root.sh boot ROOT SECS    boot ROOT with systemd-nspawn in a cgroup of its own;
 #                                  the probe powers it off; SECS bounds the whole boot
 set -euo pipefail
@@ -182,8 +184,9 @@ os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE [EXTENSIONS_IMAGE]: ROOT runs the
   cp "$d/os-release" "$root/usr/lib/os-release"
   ln -sf ../usr/lib/os-release "$root/etc/os-release"
   install -D -m 0644 "$d/os.env" "$root/usr/lib/stand-ins/os.env"
-  # SELinux's chcon, which the host has and the nspawn root lacks (stand-ins/chcon).
-  install -m 0755 "$here/stand-ins/chcon" "$root/usr/bin/chcon"
+  # SELinux's chcon, which the host has and the nspawn root lacks (stand-ins/chcon). A
+  # root with SELinux of its own (the VM's, booted enforcing) keeps the real one.
+  [[ -e $root/etc/selinux/config ]] || install -m 0755 "$here/stand-ins/chcon" "$root/usr/bin/chcon"
   bash "$here/rhcos-os.sh" "$cluster_os" "$images/os"
   echo "$image" >"$images/os-image"
   [[ -z $extensions ]] || echo "$extensions" >"$images/extensions-image"
@@ -235,6 +238,7 @@ case $cmd in
   base) base "$@" ;;
   prepare) prepare "$@" ;;
   os) os "$@" ;;
+  stand-ins) stand_ins "$@" ;;
   boot) boot "$@" ;;
-  *) die "usage: boot-root.sh base DIR | prepare BASE ROOT | os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS] | boot ROOT SECS" ;;
+  *) die "usage: boot-root.sh base DIR | prepare BASE ROOT | os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS] | stand-ins ROOT | boot ROOT SECS" ;;
 esac

@@ -8,6 +8,12 @@
 #                                     of the nspawn boot tests' debootstrapped base (the
 #                                     root with the packages is kept in DIR.packages)
 #
+#   vm-root.sh os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS]
+#                                     give a copy of the disk the bootimage's OS
+#                                     (boot-root.sh os), labelled offline
+#   vm-root.sh next-boot DISK N       before boot N of a copy of the disk: the stand-ins
+#                                     record their calls as boot N, no probe report
+#
 # The disk's root filesystem has the label "root"; boot it with
 #   root=LABEL=root rw ignition.firstboot ignition.platform.id=qemu
 # and security=selinux selinux=1 enforcing=1 for SELinux enforcing (scripts/boot-vm.sh).
@@ -241,10 +247,81 @@ EOF2
   mv "$tmp" "$out"
 }
 
+# Changes a copy of the VM's disk (DISK, not booted) offline: mounts it, runs CMD...
+# with the mount point as its first argument, and labels what CMD added or changed with
+# the root's own policy (setfiles in a chroot of it), as `base` labelled the rest: the
+# files newer than before CMD ran and the directories it made (setfiles labels a
+# directory's tree: the directories it only wrote into are left as they are).
+edit_disk() {
+  local disk=$1
+  shift
+  [[ -w $disk ]] || die "cannot write $disk"
+  local mnt tmp
+  mnt=$(mktemp -d)
+  tmp=$(mktemp -d)
+  mount -o loop "$disk" "$mnt" || die "mounting $disk (loop) failed"
+  mounts+=("$mnt")
+  trap unmount_all EXIT
+  trap 'unmount_all; exit 1' INT TERM HUP
+  (cd "$mnt" && find . -xdev -type d | LC_ALL=C sort) >"$tmp/dirs.before"
+  touch "$tmp/marker"
+  sleep 0.01
+  "$@" "$mnt"
+  local list=$mnt/.edit-disk-list
+  {
+    (cd "$mnt" && find . -xdev ! -type d -newer "$tmp/marker")
+    (cd "$mnt" && find . -xdev -type d | LC_ALL=C sort) |
+      LC_ALL=C comm -13 "$tmp/dirs.before" -
+  } | sed 's|^\.||' | tr '\n' '\0' >"$list"
+  if [[ -s $list ]]; then
+    mount -t proc proc "$mnt/proc"
+    mounts+=("$mnt/proc")
+    in_root "$mnt" setfiles -F -0 -f /.edit-disk-list \
+      /etc/selinux/default/contexts/files/file_contexts ||
+      die "setfiles on what was added to $disk failed"
+  fi
+  rm -f "$list"
+  # Not lazily: the disk is booted next, and must be unmounted and its loop device gone.
+  if mountpoint -q "$mnt/proc"; then umount "$mnt/proc"; fi
+  umount "$mnt" || die "unmounting $disk failed"
+  mounts=()
+  trap - EXIT INT TERM HUP
+  local i
+  for ((i = 0; i < 50; i++)); do
+    [[ -z $(losetup -j "$disk") ]] && break
+    sleep 0.1
+  done
+  [[ -z $(losetup -j "$disk") ]] || die "$disk is still on a loop device"
+  rmdir "$mnt"
+  rm -rf "$tmp"
+}
+
+# os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS]: the disk's root runs the bootimage's
+# OS, as the nspawn three-boot roots do (tests/support/boot-root.sh os), with this
+# tree's stand-ins (the disk is made once, maybe by an earlier tree).
+os_on() {
+  bash "$here/boot-root.sh" stand-ins "$5"
+  bash "$here/boot-root.sh" os "$5" "$1" "$2" "$3" "$4" >/dev/null
+}
+os() {
+  local disk=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-}
+  edit_disk "$disk" os_on "$boot_os" "$cluster_os" "$image" "$extensions"
+}
+
+# next-boot DISK N: the stand-ins record their calls as boot N (stand-ins/lib.sh), and
+# the last boot's probe report is gone.
+next_boot_on() {
+  echo "$1" >"$2/var/lib/boot-probe/boot"
+  rm -f "$2/var/lib/boot-probe/report"
+}
+next_boot() { edit_disk "$1" next_boot_on "$2"; }
+
 cmd=${1:-}
 shift || true
 case $cmd in
   base) base "$@" ;;
   spec2x) spec2x "$@" ;;
-  *) die "usage: vm-root.sh base NSPAWN_BASE DIR | spec2x DIR MODULES IGNITION OUT" ;;
+  os) os "$@" ;;
+  next-boot) next_boot "$@" ;;
+  *) die "usage: vm-root.sh base NSPAWN_BASE DIR | spec2x DIR MODULES IGNITION OUT | os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS] | next-boot DISK N" ;;
 esac

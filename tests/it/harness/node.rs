@@ -313,7 +313,7 @@ pub fn prepare_root(root: &Path) {
 }
 
 /// What a boot left behind.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Boot {
     /// `state=...`, `unit.NAME.PROPERTY=...`, `bin.sha256`, `bin.mode`.
     pub report: BTreeMap<String, String>,

@@ -3,7 +3,10 @@
 //! initramfs and writing the disk, SELinux enforcing or not, then the real root's
 //! systemd. The VM (`tests/support/vm-root.sh`: kernel, initramfs, disk image) is made
 //! once per run of the suite from the nspawn boot tests' base root, and kept in
-//! `target/vm-base` (or `MCD_INJECT_VM_BASE`); each boot copies the disk.
+//! `target/vm-base` (or `MCD_INJECT_VM_BASE`); each test copies the disk. A first boot
+//! run to its end ([`boots`]) boots its copy again at each reboot the guest asks for,
+//! after giving it the bootimage's OS ([`set_os`], `vm-root.sh os`: `boot-root.sh os`
+//! on the mounted copy, what it wrote labelled offline with the root's policy).
 //!
 //! Two initramfs images boot that disk ([`Initramfs`]): one with Debian's Ignition 2.14
 //! (spec 3), as a 4.6+ bootimage; and one as a 4.1/4.2 bootimage, with Ignition v0.35
@@ -30,13 +33,16 @@ use std::time::Instant;
 use super::crate_root;
 use super::node::{self, run, Boot};
 
-/// The kernel command line of a first boot: the disk's root, Ignition's first boot, a
-/// static address on qemu's user-mode network for the initramfs (Ignition fetches the
-/// payload and the cluster's config there), and failures that power the VM off instead
-/// of waiting at a shell. The platform comes from [`Initramfs::platform`].
-const CMDLINE: &str = "console=ttyS0 root=LABEL=root rw ignition.firstboot \
-    rd.neednet=1 ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off \
-    net.ifnames=0 rd.shell=0 rd.emergency=poweroff panic=-1";
+/// The kernel command line of every boot: the disk's root, and failures that power the
+/// VM off instead of waiting at a shell. The platform comes from [`Initramfs::platform`].
+const CMDLINE: &str =
+    "console=ttyS0 root=LABEL=root rw net.ifnames=0 rd.shell=0 rd.emergency=poweroff panic=-1";
+
+/// What the first boot adds, as GRUB does while the bootimage's firstboot stamp is
+/// there: Ignition's first boot, and a static address on qemu's user-mode network for
+/// the initramfs (Ignition fetches the payload and the cluster's config there).
+const FIRSTBOOT_CMDLINE: &str =
+    "ignition.firstboot rd.neednet=1 ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off";
 
 /// Bound on a whole boot, TCG included (they take 35-100 s when nothing is wrong).
 const BOOT_TIMEOUT_SECS: &str = "600";
@@ -166,7 +172,8 @@ pub struct VmOptions<'a> {
     pub wait_for: Option<&'a str>,
 }
 
-/// What a VM boot left behind: the nspawn boots' [`Boot`], and what only a VM shows.
+/// What a VM boot left behind: the nspawn boots' [`Boot`] (its `number`, whether it
+/// ended in a reboot, its wall time), and what only a VM shows.
 pub struct VmBoot {
     pub boot: Boot,
     /// The serial console.
@@ -205,15 +212,72 @@ impl VmBoot {
 /// Boots a copy of the VM's disk in `work` with `config` handed over fw_cfg, and
 /// reads what the boot left on the disk.
 pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
-    let base = vm_base();
-    let accel = accel();
+    let disk = copy_disk(work);
+    boot_disk(work, &disk, config, opts, 1)
+}
+
+/// A copy of the VM's disk in `work`, not booted yet.
+pub fn copy_disk(work: &Path) -> PathBuf {
     let disk = work.join("disk.img");
     let (ok, text) = run(Command::new("cp")
         .arg("--sparse=always")
-        .arg(base.join("disk.img"))
+        .arg(vm_base().join("disk.img"))
         .arg(&disk));
     assert!(ok, "copying the VM disk: {text}");
+    disk
+}
+
+/// Gives `disk` (a copy, not booted) the bootimage's OS `boot_os` and the cluster's OS
+/// image `image`, which carries `cluster_os`, and its extensions image `extensions`, as
+/// [`node::set_os`] gives an nspawn root, labelled offline (`vm-root.sh os`).
+pub fn set_os(disk: &Path, boot_os: &str, cluster_os: &str, image: &str, extensions: &str) {
+    let (ok, text) = run(Command::new("bash")
+        .arg(vm_root_script())
+        .arg("os")
+        .arg(disk)
+        .args([boot_os, cluster_os, image, extensions]));
+    assert!(ok, "giving {} its OS: {text}", disk.display());
+}
+
+fn vm_root_script() -> PathBuf {
+    crate_root().join("tests/support/vm-root.sh")
+}
+
+/// Boots `disk` again and again while a boot ends in a reboot the guest asked for
+/// (`-no-reboot`: qemu exits then), at most `max` times, as the boots of a first boot
+/// that updates the OS: the first with `config` and Ignition's first boot, the later
+/// ones without `ignition.firstboot` and its network, as GRUB boots them once the
+/// firstboot stamp is gone (the config stays in fw_cfg, as in a VM that reboots).
+/// Before each later boot the disk is told its number (`vm-root.sh next-boot`).
+pub fn boots(work: &Path, disk: &Path, config: &Path, opts: &VmOptions, max: usize) -> Vec<VmBoot> {
+    let mut out: Vec<VmBoot> = Vec::new();
+    for number in 1..=max {
+        if number > 1 {
+            let (ok, text) = run(Command::new("bash")
+                .arg(vm_root_script())
+                .arg("next-boot")
+                .arg(disk)
+                .arg(number.to_string()));
+            assert!(ok, "vm-root.sh next-boot {number}: {text}");
+        }
+        let b = boot_disk(work, disk, config, opts, number);
+        let again = b.boot.rebooted;
+        out.push(b);
+        if !again {
+            break;
+        }
+    }
+    out
+}
+
+/// Boot `number` of `disk` (1: the first boot, Ignition's), read from the disk after it.
+fn boot_disk(work: &Path, disk: &Path, config: &Path, opts: &VmOptions, number: usize) -> VmBoot {
+    let base = vm_base();
+    let accel = accel();
     let mut cmdline = format!("{CMDLINE} {}", opts.initramfs.platform());
+    if number == 1 {
+        cmdline.push_str(&format!(" {FIRSTBOOT_CMDLINE}"));
+    }
     cmdline.push_str(if opts.selinux {
         " security=selinux selinux=1 enforcing=1"
     } else {
@@ -223,19 +287,26 @@ pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
         assert!(!w.contains(char::is_whitespace), "{w:?} has a space");
         cmdline.push_str(&format!(" boot_probe.wait_for={w}"));
     }
-    let vm_work = work.join("vm");
+    let suffix = if number == 1 {
+        String::new()
+    } else {
+        format!(".{number}")
+    };
+    let vm_work = work.join(format!("vm{suffix}"));
     let mut qemu = Command::new("bash");
-    qemu.arg(boot_vm_script()).arg("--disk").arg(&disk);
+    qemu.arg(boot_vm_script()).arg("--disk").arg(disk);
     let initrd = match opts.initramfs {
         Initramfs::Spec3 => base.join("initrd.img"),
         Initramfs::Spec2x => {
             let spec2x = spec2x_initramfs();
             let boot_disk = work.join("boot.img");
-            let (ok, text) = run(Command::new("cp")
-                .arg("--sparse=always")
-                .arg(spec2x.join("boot.img"))
-                .arg(&boot_disk));
-            assert!(ok, "copying the boot disk: {text}");
+            if number == 1 {
+                let (ok, text) = run(Command::new("cp")
+                    .arg("--sparse=always")
+                    .arg(spec2x.join("boot.img"))
+                    .arg(&boot_disk));
+                assert!(ok, "copying the boot disk: {text}");
+            }
             qemu.arg("--extra-disk").arg(&boot_disk);
             spec2x.join("initrd.img")
         }
@@ -256,31 +327,32 @@ pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
         .arg(&vm_work));
     let seconds = started.elapsed().as_secs_f64();
     let console = fs::read_to_string(vm_work.join("console.log")).unwrap_or_default();
-    eprintln!("VM boot ({accel}): {seconds:.1} s wall");
+    eprintln!("VM boot {number} ({accel}): {seconds:.1} s wall");
 
-    let out = work.join("from-disk");
+    let out = work.join(format!("from-disk{suffix}"));
     fs::create_dir_all(&out).unwrap();
     for dir in ["/var/lib/boot-probe", "/var/log/journal"] {
         let (ok, text) = run(Command::new("debugfs")
             .arg("-R")
             .arg(format!("rdump {dir} {}", out.display()))
-            .arg(&disk));
+            .arg(disk));
         assert!(ok, "debugfs rdump {dir}: {text}");
     }
     let probe = out.join("boot-probe");
     let journal_dir = out.join("journal");
+    // This boot's journal: the disk's last boot.
     let journal = |args: &[&str]| {
         run(Command::new("journalctl")
             .arg("-D")
             .arg(&journal_dir)
-            .args(["--no-pager", "-o", "cat"])
+            .args(["--no-pager", "-o", "cat", "-b", "-0"])
             .args(args))
         .1
     };
     let full = journal(&[]);
     let report = fs::read_to_string(probe.join("report")).unwrap_or_else(|_| {
         panic!(
-            "the VM boot left no probe report (boot-vm.sh ok={ok}):\n{text}\nconsole:\n{console}\njournal:\n{full}"
+            "VM boot {number} left no probe report (boot-vm.sh ok={ok}):\n{text}\nconsole:\n{console}\njournal:\n{full}"
         )
     });
     let denials = full
@@ -288,17 +360,44 @@ pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
         .filter(|l| l.contains("avc:  denied"))
         .map(str::to_string)
         .collect();
+    let mut boot = Boot::from_report(
+        &report,
+        fs::read_to_string(probe.join("called")).unwrap_or_default(),
+        journal(&["-u", "machine-config-daemon-firstboot.service"]),
+        full,
+        fs::read_to_string(probe.join("mcd-run")).ok(),
+    );
+    boot.number = number;
+    boot.seconds = seconds;
+    // The kernel's last words: "reboot: Restarting system" when the guest asked for a
+    // reboot (which ends qemu under -no-reboot), "reboot: Power down" at a poweroff.
+    boot.rebooted = console.contains("reboot: Restarting system");
     VmBoot {
-        boot: Boot::from_report(
-            &report,
-            fs::read_to_string(probe.join("called")).unwrap_or_default(),
-            journal(&["-u", "machine-config-daemon-firstboot.service"]),
-            full,
-            fs::read_to_string(probe.join("mcd-run")).ok(),
-        ),
+        boot,
         console,
         denials,
         seconds,
-        disk,
+        disk: disk.to_path_buf(),
+    }
+}
+
+impl VmBoot {
+    /// Copies `paths` of the VM's disk after the boot (files or directories, those that
+    /// exist) into `root`, at the same paths: a view of the disk for checks that read an
+    /// nspawn root.
+    pub fn dump(&self, paths: &[&str], root: &Path) {
+        for p in paths {
+            if !self.exists(p) {
+                continue;
+            }
+            let dest = root.join(p.trim_start_matches('/'));
+            let parent = dest.parent().unwrap();
+            fs::create_dir_all(parent).unwrap();
+            let (ok, text) = run(Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("rdump {p} {}", parent.display()))
+                .arg(&self.disk));
+            assert!(ok && dest.exists(), "debugfs rdump {p}: {text}");
+        }
     }
 }
