@@ -414,6 +414,16 @@ impl Boot {
     }
 }
 
+/// The messages of the last boot a journal directory holds, with `journalctl` `args`.
+pub fn last_boot_journal(journal_dir: &Path, args: &[&str]) -> String {
+    run(Command::new("journalctl")
+        .arg("-D")
+        .arg(journal_dir)
+        .args(["--no-pager", "-o", "cat", "-b", "-0"])
+        .args(args))
+    .1
+}
+
 /// Boots `root` (prepared and applied) until its probe powers it off. `wait_for`, when
 /// set, is a line of the firstboot unit's journal after which the probe stops waiting
 /// for the boot to settle (a real MCD retries for ever on a test root).
@@ -484,14 +494,7 @@ pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
             .expect("running boot-root.sh boot");
         let seconds = start.elapsed().as_secs_f64();
         let code = output.status.code();
-        let journal = |args: &[&str]| {
-            run(Command::new("journalctl")
-                .arg("-D")
-                .arg(&journal_dir)
-                .args(["--no-pager", "-o", "cat", "-b", "-0"])
-                .args(args))
-            .1
-        };
+        let journal = |args: &[&str]| last_boot_journal(&journal_dir, args);
         let full = journal(&[]);
         let report_text = fs::read_to_string(probe.join("report")).unwrap_or_else(|_| {
             panic!(

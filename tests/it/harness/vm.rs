@@ -341,14 +341,7 @@ fn boot_disk(work: &Path, disk: &Path, config: &Path, opts: &VmOptions, number: 
     let probe = out.join("boot-probe");
     let journal_dir = out.join("journal");
     // This boot's journal: the disk's last boot.
-    let journal = |args: &[&str]| {
-        run(Command::new("journalctl")
-            .arg("-D")
-            .arg(&journal_dir)
-            .args(["--no-pager", "-o", "cat", "-b", "-0"])
-            .args(args))
-        .1
-    };
+    let journal = |args: &[&str]| node::last_boot_journal(&journal_dir, args);
     let full = journal(&[]);
     let report = fs::read_to_string(probe.join("report")).unwrap_or_else(|_| {
         panic!(
