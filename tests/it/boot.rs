@@ -398,32 +398,41 @@ fn assert_delivered(n: &Node, legacy: bool) {
 pub(crate) fn assert_installed_and_used(b: &Boot, sha256: &str, why: &dyn Fn() -> String) {
     assert_eq!(b.unit(INSTALL, "Result"), "success", "{}", why());
     assert_eq!(b.unit(INSTALL, "ActiveState"), "active", "{}", why());
-    let installed = b.at(INSTALL, "ActiveEnterTimestampMonotonic");
-    let started = b.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic");
+    assert_used(b, sha256, why);
+}
+
+/// Our binary (of sha256 `sha256`, mode 0755) at `/run/bin`, installed before the
+/// firstboot started (the order the boot's journal records), and the firstboot ran
+/// through our drop-in; the pull unit never started; podman never pulled or ran the MCO
+/// image. Holds whether the boot ended at the probe's poweroff or in a reboot.
+fn assert_used(b: &Boot, sha256: &str, why: &dyn Fn() -> String) {
+    let n = b.number;
+    let installed = b.started(INSTALL);
+    let started = b.starting(FIRSTBOOT);
     assert!(
         installed > 0 && started > 0 && installed <= started,
-        "the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
+        "boot {n}: the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
         why()
     );
-    assert_eq!(b.get("bin.sha256"), sha256, "{}", why());
-    assert_eq!(b.get("bin.mode"), "755", "{}", why());
+    assert_eq!(b.get("bin.sha256"), sha256, "boot {n}\n{}", why());
+    assert_eq!(b.get("bin.mode"), "755", "boot {n}\n{}", why());
     assert!(
         b.unit(FIRSTBOOT, "DropInPaths")
             .contains("99-mcd-inject.conf"),
-        "{}",
+        "boot {n}\n{}",
         why()
     );
     assert_eq!(
-        b.at(PULL, "ExecMainStartTimestampMonotonic"),
+        b.starting(PULL),
         0,
-        "the pull unit ran\n{}",
+        "boot {n}: the pull unit ran\n{}",
         why()
     );
     // The cluster's own units may run other images through podman; never the MCO's.
     let mcd_podman = mcd_podman_calls(b);
     assert!(
         mcd_podman.is_empty(),
-        "podman pulled or ran the MCO image: {mcd_podman:?}\n{}",
+        "boot {n}: podman pulled or ran the MCO image: {mcd_podman:?}\n{}",
         why()
     );
 }
@@ -1139,13 +1148,13 @@ pub(crate) fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
     // Boot 3: the node.
     assert!(!b3.rebooted, "boot 3 rebooted\n{}", why());
     assert_eq!(
-        b3.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic"),
+        b3.starting(FIRSTBOOT),
         0,
         "the firstboot ran again\n{}",
         why()
     );
     assert_eq!(
-        b3.at(INSTALL, "ExecMainStartTimestampMonotonic"),
+        b3.starting(INSTALL),
         0,
         "{}",
         why()
@@ -1162,49 +1171,17 @@ pub(crate) fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
     );
 }
 
-/// One boot of a first boot: our binary (of sha256 `sha256`, mode 0755), installed before
-/// the firstboot ran, ran through our drop-in; the pull unit never started; podman
-/// never pulled or ran the MCO image. Read at the probe's last report (the boot may
-/// have ended in a reboot: units may be stopping).
+/// One boot of a first boot: the install script installed the build of sha256 `sha256`
+/// for this host, and the boot used it ([`assert_used`]).
 fn assert_delivered_in(b: &Boot, sha256: &str, why: &dyn Fn() -> String) {
-    let n = b.number;
     assert_eq!(
         installed_sha256(b).as_deref(),
         Some(sha256),
-        "boot {n}: the install script did not install the build for this host\n{}",
+        "boot {}: the install script did not install the build for this host\n{}",
+        b.number,
         why()
     );
-    assert_eq!(b.get("bin.sha256"), sha256, "boot {n}\n{}", why());
-    assert_eq!(b.get("bin.mode"), "755", "boot {n}\n{}", why());
-    let installed = b.at(INSTALL, "ActiveEnterTimestampMonotonic");
-    let started = b.at(FIRSTBOOT, "ExecMainStartTimestampMonotonic");
-    assert!(
-        installed > 0 && started > 0 && installed <= started,
-        "boot {n}: the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
-        why()
-    );
-    assert!(
-        b.unit(FIRSTBOOT, "DropInPaths")
-            .contains("99-mcd-inject.conf"),
-        "boot {n}\n{}",
-        why()
-    );
-    assert_eq!(
-        b.at(PULL, "ExecMainStartTimestampMonotonic"),
-        0,
-        "boot {n}: the pull unit ran\n{}",
-        why()
-    );
-    let mco: Vec<String> = b
-        .calls_of("/usr/bin/podman")
-        .into_iter()
-        .filter(|c| pulls_or_runs_the_mcd(c))
-        .collect();
-    assert!(
-        mco.is_empty(),
-        "boot {n}: podman pulled or ran the MCO image: {mco:?}\n{}",
-        why()
-    );
+    assert_used(b, sha256, why);
 }
 
 /// The real MCDs of `../shared/real-mcd` through the three boots: the 4.12 build with

@@ -324,6 +324,10 @@ pub struct Boot {
     pub firstboot_journal: String,
     /// The whole journal, for failure messages.
     pub journal: String,
+    /// When systemd started a unit's start job and when that job finished, from the
+    /// boot's journal (`UNIT starting` / `UNIT done`, monotonic microseconds): unlike the
+    /// probe's report, it holds whatever the probe had time to see.
+    pub jobs: BTreeMap<String, u64>,
     /// What the probe MCD recorded, if it ran to the end.
     pub mcd_run: Option<String>,
     /// Which boot of the root this was (1 for the first).
@@ -359,6 +363,7 @@ impl Boot {
             called,
             firstboot_journal,
             journal,
+            jobs: BTreeMap::new(),
             mcd_run,
             number: 1,
             rebooted: false,
@@ -395,6 +400,17 @@ impl Boot {
         self.unit(unit, property).parse().unwrap_or(0)
     }
 
+    /// When systemd began starting `unit` in this boot (microseconds; 0: never), as its
+    /// journal records it.
+    pub fn starting(&self, unit: &str) -> u64 {
+        self.jobs.get(&format!("{unit} starting")).copied().unwrap_or(0)
+    }
+
+    /// When `unit`'s start job finished in this boot, the unit up (microseconds; 0: never).
+    pub fn started(&self, unit: &str) -> u64 {
+        self.jobs.get(&format!("{unit} done")).copied().unwrap_or(0)
+    }
+
     /// The report and the journal, for an assertion message.
     pub fn describe(&self) -> String {
         let report: Vec<String> = self
@@ -422,6 +438,37 @@ pub fn last_boot_journal(journal_dir: &Path, args: &[&str]) -> String {
         .args(["--no-pager", "-o", "cat", "-b", "-0"])
         .args(args))
     .1
+}
+
+/// systemd's start jobs in the last boot a journal directory holds: `UNIT starting` and
+/// `UNIT done` (the job's result was `done`), at their first monotonic timestamps.
+pub fn last_boot_jobs(journal_dir: &Path) -> BTreeMap<String, u64> {
+    // sd-messages.h: SD_MESSAGE_UNIT_STARTING, SD_MESSAGE_UNIT_STARTED.
+    const STARTING: &str = "7d4958e842da4a758f6c1cdc7b36dcc5";
+    const STARTED: &str = "39f53479d3a045ac8e11786248231fbf";
+    let text = run(Command::new("journalctl")
+        .arg("-D")
+        .arg(journal_dir)
+        .args(["--no-pager", "-o", "json", "-b", "-0", "_PID=1"])
+        .arg(format!("MESSAGE_ID={STARTING}"))
+        .arg(format!("MESSAGE_ID={STARTED}")))
+    .1;
+    let mut jobs = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(e) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let field = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+        let at: u64 = field("__MONOTONIC_TIMESTAMP").parse().unwrap_or(0);
+        let event = match (field("MESSAGE_ID").as_str(), field("JOB_RESULT").as_str()) {
+            (STARTING, _) => "starting",
+            (STARTED, "done") => "done",
+            _ => continue,
+        };
+        jobs.entry(format!("{} {event}", field("UNIT")))
+            .or_insert(at);
+    }
+    jobs
 }
 
 /// Boots `root` (prepared and applied) until its probe powers it off. `wait_for`, when
@@ -453,13 +500,15 @@ pub fn boot(root: &Path, wait_for: Option<&str>) -> Boot {
             root.display()
         )
     });
-    Boot::from_report(
+    let mut b = Boot::from_report(
         &report_text,
         fs::read_to_string(probe.join("called")).unwrap_or_default(),
         journal(&["-u", "machine-config-daemon-firstboot.service"]),
         full,
         fs::read_to_string(probe.join("mcd-run")).ok(),
-    )
+    );
+    b.jobs = last_boot_jobs(&journal_dir);
+    b
 }
 
 /// Gives `root` (prepared) the bootimage's OS `boot_os` and the cluster's OS image
@@ -512,6 +561,7 @@ pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
             full,
             None,
         );
+        b.jobs = last_boot_jobs(&journal_dir);
         b.number = number;
         b.seconds = seconds;
         // systemd-nspawn exits 133 when the container asked for a reboot.

@@ -360,6 +360,7 @@ fn boot_disk(work: &Path, disk: &Path, config: &Path, opts: &VmOptions, number: 
         full,
         fs::read_to_string(probe.join("mcd-run")).ok(),
     );
+    boot.jobs = node::last_boot_jobs(&journal_dir);
     boot.number = number;
     boot.seconds = seconds;
     // The kernel's last words: "reboot: Restarting system" when the guest asked for a
