@@ -169,6 +169,7 @@ fn ours() -> &'static Vec<(SpecVersion, Value)> {
                 binary_sha256: "0".repeat(64),
             },
             other: None,
+            closure: None,
             provenance: b"{}".to_vec(),
             legacy_firstboot: true,
         };

@@ -200,6 +200,19 @@ fn provenance(
         "binary_sha256": sha256,
         "rhel": target.rhel,
     })];
+    if let Some(c) = &ins.closure {
+        // The loader and libraries it runs with on hosts whose own are too old for it.
+        builds[0]["closure"] = json!(c
+            .files
+            .iter()
+            .map(|f| json!({
+                "name": f.name,
+                "path": f.path,
+                "sha256": f.sha256.hex(),
+                "payload": units::closure_payload_path(&f.name),
+            }))
+            .collect::<Vec<_>>());
+    }
     if let Some((rhel, b)) = plan.second() {
         builds.push(json!({
             "payload": units::other_payload_path(rhel),
@@ -403,13 +416,21 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
         log::info!("payload for the cluster's OS: {} bytes of gzip", gz.len);
         payloads.push(gz);
     }
+    let closure_files = plan.ins.closure.as_ref().map(|c| &c.files[..]).unwrap_or(&[]);
+    for f in closure_files {
+        payloads.push(compress_whole(f.file(), f.size, plan.spool.path(), threads())?);
+    }
     let mut staged = Vec::new();
     let mut builds = Vec::new();
     let shas = std::iter::once(bin.sha256.hex().to_string())
         .chain(plan.second().map(|(_, b)| b.sha256.hex().to_string()));
     for (i, (gz, sha256)) in payloads.iter().zip(shas).enumerate() {
-        let rhel = plan.second().map(|(r, _)| r).filter(|_| i > 0);
-        let (payload, stage) = stage_payload(cfg, gz, i, rhel)?;
+        let rename = plan
+            .second()
+            .map(|(r, _)| r)
+            .filter(|_| i > 0)
+            .map(|rhel| move |first: &str| units::other_name(first, rhel));
+        let (payload, stage) = stage_payload(cfg, gz, i, rename.as_ref().map(|f| f as _))?;
         staged.extend(stage);
         builds.push(Build {
             payload,
@@ -417,11 +438,29 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
             binary_sha256: sha256,
         });
     }
+    let mut closure = Vec::new();
+    let first_closure = builds.len();
+    for (n, f) in closure_files.iter().enumerate() {
+        let i = first_closure + n;
+        let rename = |first: &str| units::closure_name(first, &f.name);
+        let (payload, stage) = stage_payload(cfg, &payloads[i], i, Some(&rename))?;
+        staged.extend(stage);
+        closure.push(units::ClosurePayload {
+            name: f.name.clone(),
+            payload,
+            payload_sha512: payloads[i].sha512.clone(),
+            sha256: f.sha256.hex().to_string(),
+        });
+    }
     let first = builds.remove(0);
     let other = plan.second().map(|(r, _)| r).zip(builds.pop());
     let delivery = Delivery {
         first,
         other,
+        closure: (!closure.is_empty()).then(|| units::ClosureDelivery {
+            files: closure,
+            native_rhel: native_rhels(&bin.candidate(), &plan.target),
+        }),
         provenance: provenance(&plan.ins, &cfg.image, plan, cfg.release.as_ref()),
         legacy_firstboot: plan.target.has_legacy_firstboot(),
     };
@@ -432,13 +471,28 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
     })
 }
 
-/// Remote mode stages a payload file now (the second build's beside the first's, see
-/// [`units::other_name`]); inline mode streams it into the config when that is written.
+/// The RHEL majors on which a build runs natively (the install script installs it
+/// there without its closure).
+fn native_rhels(build: &rules::Candidate, target: &Target) -> Vec<u32> {
+    crate::choose::target::RHEL
+        .iter()
+        .filter(|b| {
+            crate::choose::boots::on_rhel(target, b.major)
+                .is_ok_and(|t| build.verdict(&t).compatible)
+        })
+        .map(|b| b.major)
+        .collect()
+}
+
+/// Remote mode stages a payload file now (the second build's and the closure's beside
+/// the first's, named by `rename` from the first's: [`units::other_name`],
+/// [`units::closure_name`]); inline mode streams it into the config when that is
+/// written.
 fn stage_payload(
     cfg: &InjectConfig,
     gz: &Payload,
     index: usize,
-    other_rhel: Option<u32>,
+    rename: Option<&dyn Fn(&str) -> String>,
 ) -> Result<(Source, Vec<(Output, tempfile::NamedTempFile)>)> {
     let Some(r) = &cfg.remote else {
         return Ok((Source::Streamed(index), Vec::new()));
@@ -446,13 +500,13 @@ fn stage_payload(
     if r.out == Output::Stdout || r.out == cfg.ign {
         bail!("--payload-out must be a file other than --ign");
     }
-    let (out, url) = match (other_rhel, &r.out) {
-        (Some(rhel), Output::File(p)) => {
-            let out = Output::File(units::other_name(&p.to_string_lossy(), rhel).into());
+    let (out, url) = match (rename, &r.out) {
+        (Some(rename), Output::File(p)) => {
+            let out = Output::File(rename(&p.to_string_lossy()).into());
             if out == cfg.ign {
-                bail!("--payload-out: the second build's payload would be {out}, which is --ign");
+                bail!("--payload-out: a payload beside it would be {out}, which is --ign");
             }
-            (out, units::other_name(&r.url, rhel))
+            (out, rename(&r.url))
         }
         _ => (r.out.clone(), r.url.clone()),
     };

@@ -85,6 +85,7 @@ pub fn on_rhel(boot: &Target, rhel: u32) -> Result<Target, TargetError> {
         glibc: base.glibc.into(),
         libcrypto: base.libcrypto.into(),
         libssl: base.libssl.into(),
+        kernel: base.kernel.into(),
         ..boot.clone()
     })
 }

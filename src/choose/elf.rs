@@ -90,6 +90,16 @@ pub struct ElfFacts {
     pub max_glibc: Option<DottedVersion>,
     /// `OPENSSL_*` version nodes needed (from libcrypto or libssl), sorted.
     pub openssl_versions: Vec<String>,
+    /// `DT_RUNPATH` directories, as written (`$ORIGIN` unexpanded).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runpath: Vec<String>,
+    /// `DT_RPATH` directories, as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rpath: Vec<String>,
+    /// The oldest Linux kernel the object runs on, from its `NT_GNU_ABI_TAG` note (glibc
+    /// marks its loader and libc so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_kernel: Option<DottedVersion>,
 }
 
 impl ElfFacts {
@@ -172,6 +182,7 @@ fn facts<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<El
     let arch = arch_name(header.e_machine(endian), header.is_little_endian(), class64);
 
     let mut interpreter = None;
+    let mut min_kernel = None;
     for ph in header
         .program_headers(endian, data)
         .context("bad program headers")?
@@ -179,12 +190,32 @@ fn facts<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<El
         if let Some(i) = ph.interpreter(endian, data).context("bad PT_INTERP")? {
             interpreter = Some(text(i));
         }
+        if let Some(mut notes) = ph.notes(endian, data).context("bad PT_NOTE")? {
+            while let Some(note) = notes.next().context("bad note")? {
+                let desc = note.desc();
+                if note.name() == b"GNU" && note.n_type(endian) == elf::NT_GNU_ABI_TAG && desc.len() >= 16 {
+                    let word = |i: usize| {
+                        let b: [u8; 4] = desc[i * 4..i * 4 + 4].try_into().expect("4 bytes");
+                        if header.is_little_endian() {
+                            u32::from_le_bytes(b)
+                        } else {
+                            u32::from_be_bytes(b)
+                        }
+                    };
+                    // The first word is the OS: 0 is Linux (ELF_NOTE_OS_LINUX).
+                    if word(0) == elf::ELF_NOTE_OS_LINUX {
+                        min_kernel = Some(DottedVersion(vec![word(1), word(2), word(3)]));
+                    }
+                }
+            }
+        }
     }
 
     let sections = header
         .sections(endian, data)
         .context("bad section headers")?;
     let mut needed = Vec::new();
+    let (mut runpath, mut rpath) = (Vec::new(), Vec::new());
     if let Some((dyns, link)) = sections.dynamic(endian, data).context("bad .dynamic")? {
         let strings = sections
             .strings(endian, data, link)
@@ -194,13 +225,22 @@ fn facts<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<El
             if tag == elf::DT_NULL {
                 break;
             }
+            let list = match tag {
+                elf::DT_NEEDED => &mut needed,
+                elf::DT_RUNPATH => &mut runpath,
+                elf::DT_RPATH => &mut rpath,
+                _ => continue,
+            };
+            let off: u64 = d.d_val(endian).into();
+            let value = u32::try_from(off)
+                .ok()
+                .and_then(|o| strings.get(o).ok())
+                .context("bad dynamic string")?;
+            let value = text(value);
             if tag == elf::DT_NEEDED {
-                let off: u64 = d.d_val(endian).into();
-                let name = u32::try_from(off)
-                    .ok()
-                    .and_then(|o| strings.get(o).ok())
-                    .context("bad DT_NEEDED string")?;
-                needed.push(text(name));
+                list.push(value);
+            } else {
+                list.extend(value.split(':').filter(|d| !d.is_empty()).map(String::from));
             }
         }
     }
@@ -245,6 +285,9 @@ fn facts<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<El
         needed,
         max_glibc,
         openssl_versions,
+        runpath,
+        rpath,
+        min_kernel,
     })
 }
 

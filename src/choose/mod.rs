@@ -5,6 +5,7 @@
 //! for the bootimages of [`target`].
 
 pub mod boots;
+pub mod closure;
 pub mod elf;
 pub mod mco;
 pub mod osrelease;
@@ -23,7 +24,8 @@ use crate::image::{Digest, Image, ImageInfo};
 use elf::ElfFacts;
 use mco::{BIN_DIR, MCD_NAME};
 use osrelease::OsRelease;
-use rules::{Candidate, Choice, Verdict};
+use closure::Closure;
+use rules::{Candidate, Choice, ClosureFit, SelectError, Verdict};
 use target::{OcpVersion, Target};
 
 pub use boots::ClusterOs;
@@ -68,6 +70,10 @@ pub struct BootimageVerdict {
     /// Fits or not, and why.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// When it does not fit natively: whether it runs there through the loader and
+    /// libraries of its own image, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closure: Option<Verdict>,
 }
 
 impl Binary {
@@ -111,6 +117,10 @@ pub struct Inspection {
     /// The cluster's OS as the image tells it (its os-release and `.rhelN` builds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_os: Option<ClusterOs>,
+    /// The chosen build's loader and libraries from the image, when it runs through
+    /// them on the bootimage ([`select()`] only).
+    #[serde(skip)]
+    pub closure: Option<Closure>,
 }
 
 impl std::fmt::Debug for FileContent {
@@ -243,6 +253,7 @@ impl<'a> Reader<'a> {
             .map(|t| BootimageVerdict {
                 bootimage: t.bootimage,
                 verdict: cand.verdict(&t),
+                closure: None,
             })
             .collect();
         Ok(Some(b))
@@ -271,7 +282,100 @@ impl<'a> Reader<'a> {
             layers_read: read.iter().map(|i| i + 1).collect(),
             image_bytes: layers.iter().map(|l| l.size).sum(),
             cluster_os,
+            closure: None,
         }
+    }
+
+    /// The closure of a dynamic build, as its verdicts need it.
+    fn closure_fit(&mut self, facts: &ElfFacts) -> Result<Result<(ClosureFit, Closure), String>> {
+        match closure::resolve(&mut self.fs, facts) {
+            Ok(c) => Ok(Ok((c.fit(), c))),
+            // A layer that cannot be read is the image's fault, not the closure's.
+            Err(e) => match e.downcast::<closure::Unresolved>() {
+                Ok(why) => Ok(Err(why.0)),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// Adds to the verdicts of each dynamic build that does not fit some bootimage
+    /// natively whether it fits there through its closure.
+    fn closure_verdicts(&mut self, binaries: &mut [Binary]) -> Result<()> {
+        for b in binaries.iter_mut() {
+            let Some(facts) = b.elf.clone() else { continue };
+            if facts.linkage != elf::Linkage::Dynamic
+                || b.verdicts.iter().all(|v| v.verdict.compatible)
+            {
+                continue;
+            }
+            let fit = self.closure_fit(&facts)?.map(|(fit, _)| fit);
+            let arch = self.image.info.platform.architecture.clone();
+            for v in b.verdicts.iter_mut().filter(|v| !v.verdict.compatible) {
+                if let Ok(t) = Target::new(v.bootimage, None, None, &arch) {
+                    v.closure = Some(rules::closure_verdict(&facts, &fit, &t));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The build that runs on `target` through its closure: the one that fits the
+    /// image's own OS natively (`only`, when the user named it), with its loader and
+    /// libraries from the image; or why there is none.
+    fn through_closure(
+        &mut self,
+        binaries: &[Binary],
+        os: Option<&OsRelease>,
+        target: &Target,
+        only: Option<usize>,
+    ) -> Result<Result<(Choice, Closure), String>> {
+        let Some(home) = os.and_then(rules::image_rhel) else {
+            return Ok(Err("the image's os-release names no RHEL whose build to take".into()));
+        };
+        let home_t = boots::on_rhel(target, home)?;
+        let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
+        let index = match only {
+            Some(i) if cands[i].verdict(&home_t).compatible => i,
+            Some(_) => return Ok(Err(format!("it does not run on the image's own RHEL {home} either"))),
+            None => match rules::choose(&cands, os, &home_t, None, false) {
+                Ok(c) => c.index,
+                Err(_) => return Ok(Err(format!("no build fits the image's own RHEL {home}"))),
+            },
+        };
+        let Some(facts) = binaries[index].elf.clone() else {
+            return Ok(Err("the build is not ELF".into()));
+        };
+        if facts.linkage != elf::Linkage::Dynamic {
+            return Ok(Err("the build is static".into()));
+        }
+        let (fit, closure) = match self.closure_fit(&facts)? {
+            Ok(x) => x,
+            Err(why) => return Ok(Err(format!("{}: {why}", binaries[index].path))),
+        };
+        let verdict = rules::closure_verdict(&facts, &Ok(fit), target);
+        if !verdict.compatible {
+            return Ok(Err(format!("{}: {}", binaries[index].path, verdict.because())));
+        }
+        log::info!(
+            "{} runs on {} through its closure: {}",
+            binaries[index].path,
+            rules::describe(target),
+            closure
+                .files
+                .iter()
+                .map(|f| f.path.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        Ok(Ok((
+            Choice {
+                index,
+                verdict,
+                forced: false,
+                closure: true,
+            },
+            closure,
+        )))
     }
 }
 
@@ -284,7 +388,8 @@ pub fn inspect_with(
     let extra_name = extra_name(extra)?;
     let mut r = Reader::new(image, spool, extra_name.clone(), None);
     let os_release = r.os_release()?;
-    let (os_release, binaries) = read_all(&mut r, os_release, extra_name)?;
+    let (os_release, mut binaries) = read_all(&mut r, os_release, extra_name)?;
+    r.closure_verdicts(&mut binaries)?;
     Ok(r.finish(os_release, binaries))
 }
 
@@ -339,7 +444,9 @@ pub fn select(
     tap: Option<&dyn Tap>,
 ) -> Result<(Inspection, Choice)> {
     let s = select_in(image, spool, target, binary_path, force, tap)?;
-    Ok((s.reader.finish(s.os, s.binaries), s.choice))
+    let mut ins = s.reader.finish(s.os, s.binaries);
+    ins.closure = s.closure;
+    Ok((ins, s.choice))
 }
 
 /// What [`select`] settled, with the reader still open for more questions.
@@ -348,6 +455,45 @@ struct Selected<'a> {
     os: Option<OsRelease>,
     binaries: Vec<Binary>,
     choice: Choice,
+    /// The chosen build's closure, when it runs through it.
+    closure: Option<Closure>,
+}
+
+/// The choice of `rules::choose`, else the build that runs through its closure (a
+/// build that fits natively always wins); the refusal says why neither works.
+fn choose_or_closure(
+    r: &mut Reader,
+    binaries: &[Binary],
+    os: Option<&OsRelease>,
+    target: &Target,
+    forced_path: Option<&str>,
+    force: bool,
+) -> Result<(Choice, Option<Closure>)> {
+    let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
+    let mut err = match rules::choose(&cands, os, target, forced_path, false) {
+        Ok(c) => return Ok((c, None)),
+        Err(e @ SelectError::NotACandidate { .. }) => return Err(e.into()),
+        Err(e) => e,
+    };
+    let only = forced_path.and_then(|p| cands.iter().position(|c| c.path == p));
+    let why = match r.through_closure(binaries, os, target, only)? {
+        Ok((choice, closure)) => return Ok((choice, Some(closure))),
+        Err(why) => why,
+    };
+    if force {
+        if let Ok(c) = rules::choose(&cands, os, target, forced_path, true) {
+            return Ok((c, None));
+        }
+    }
+    let more = format!(
+        "\nNo build runs there with its own loader and libraries from the image either: {why}."
+    );
+    match &mut err {
+        SelectError::NothingFits { advice, .. } => advice.push_str(&more),
+        SelectError::Incompatible { verdict, .. } => verdict.reasons.push(more.trim().into()),
+        SelectError::NotACandidate { .. } => {}
+    }
+    Err(err.into())
 }
 
 fn select_in<'a>(
@@ -373,12 +519,17 @@ fn select_in<'a>(
             })?;
             anyhow::bail!("{path} is not a regular file in the image");
         };
-        let choice = choose_from(std::slice::from_ref(&b), None, target, Some(&path), force)?;
+        let binaries = vec![b];
+        let native = binaries[0].candidate().verdict(target).compatible;
+        let os = if native { None } else { r.os_release()? };
+        let (choice, closure) =
+            choose_or_closure(&mut r, &binaries, os.as_ref(), target, Some(&path), force)?;
         return Ok(Selected {
             reader: r,
-            os: None,
-            binaries: vec![b],
+            os,
+            binaries,
             choice,
+            closure,
         });
     }
     let plain_path = format!("{BIN_DIR}/{MCD_NAME}");
@@ -412,6 +563,7 @@ fn select_in<'a>(
         os: os_release,
         binaries,
         choice,
+        closure: None,
     })
 }
 
@@ -422,12 +574,13 @@ fn full<'a>(
     force: bool,
 ) -> Result<Selected<'a>> {
     let (os, binaries) = read_all(&mut r, os, None)?;
-    let choice = choose_from(&binaries, os.as_ref(), target, None, force)?;
+    let (choice, closure) = choose_or_closure(&mut r, &binaries, os.as_ref(), target, None, force)?;
     Ok(Selected {
         reader: r,
         os,
         binaries,
         choice,
+        closure,
     })
 }
 
@@ -518,14 +671,26 @@ pub fn select_boots(
         mut os,
         mut binaries,
         choice: first,
+        closure,
     } = select_in(image, spool, target, binary_path, force, tap)?;
+    // The closure serves every host its build does not run on natively.
+    let closure_fit = closure.as_ref().map(Closure::fit);
+    let verdict_on = |c: &Candidate, t: &Target| -> Verdict {
+        let native = c.verdict(t);
+        match (&closure_fit, &c.facts) {
+            (Some(fit), Ok(facts)) if !native.compatible => {
+                rules::closure_verdict(facts, &Ok(fit.clone()), t)
+            }
+            _ => native,
+        }
+    };
     let first_c = binaries[first.index].candidate();
-    let everywhere = boots::runs_on_every_later_rhel(&first_c, target);
+    let everywhere = closure.is_some() || boots::runs_on_every_later_rhel(&first_c, target);
     // Given the cluster's OS, a first build that runs there settles it.
     let given = boots::cluster_os(hint.rhel, hint.release_version.as_deref(), None, &[]);
     let settled = everywhere
         || given.as_ref().is_some_and(|c| {
-            boots::on_rhel(target, c.rhel).is_ok_and(|t| first_c.verdict(&t).compatible)
+            boots::on_rhel(target, c.rhel).is_ok_and(|t| verdict_on(&first_c, &t).compatible)
         });
     if !settled && given.is_none() {
         // The cluster's OS, from the image: its os-release and every build it ships
@@ -545,7 +710,9 @@ pub fn select_boots(
     };
     let Some(cluster) = cluster else {
         if everywhere || force {
-            return Ok((r.finish(os, binaries), result));
+            let mut ins = r.finish(os, binaries);
+            ins.closure = closure;
+            return Ok((ins, result));
         }
         let later = target::RHEL
             .iter()
@@ -576,7 +743,7 @@ pub fn select_boots(
     }
     let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
     let ct = boots::on_rhel(target, cluster.rhel)?;
-    let on_cluster = first_c.verdict(&ct);
+    let on_cluster = verdict_on(&first_c, &ct);
     result.first_on_cluster = Some(on_cluster.clone());
     if !on_cluster.compatible && !first.forced {
         match rules::choose(&cands, os.as_ref(), &ct, None, false) {
@@ -598,7 +765,9 @@ pub fn select_boots(
             }
         }
     }
-    Ok((r.finish(os, binaries), result))
+    let mut ins = r.finish(os, binaries);
+    ins.closure = closure;
+    Ok((ins, result))
 }
 
 fn choose_from(
@@ -728,14 +897,21 @@ impl Inspection {
                 (None, e) => s += &format!("      not ELF: {}\n", e.as_deref().unwrap_or("")),
             }
             // One line per run of bootimages with the same verdict.
-            let mut runs: Vec<(String, String, &Verdict)> = Vec::new();
+            type Run<'v> = (String, String, &'v Verdict, Option<&'v Verdict>);
+            let mut runs: Vec<Run> = Vec::new();
             for v in &b.verdicts {
+                let c = v.closure.as_ref();
                 match runs.last_mut() {
-                    Some(r) if r.2 == &v.verdict => r.1 = v.bootimage.to_string(),
-                    _ => runs.push((v.bootimage.to_string(), v.bootimage.to_string(), &v.verdict)),
+                    Some(r) if r.2 == &v.verdict && r.3 == c => r.1 = v.bootimage.to_string(),
+                    _ => runs.push((
+                        v.bootimage.to_string(),
+                        v.bootimage.to_string(),
+                        &v.verdict,
+                        c,
+                    )),
                 }
             }
-            for (first, last, v) in runs {
+            for (first, last, v, closure) in runs {
                 let span = if first == last {
                     first
                 } else {
@@ -743,6 +919,14 @@ impl Inspection {
                 };
                 let word = if v.compatible { "fits" } else { "does not fit" };
                 s += &format!("      {span}: {word}: {}\n", v.because());
+                if let Some(c) = closure {
+                    let word = if c.compatible {
+                        "fits through its closure"
+                    } else {
+                        "nor through its closure"
+                    };
+                    s += &format!("      {span}: {word}: {}\n", c.because());
+                }
             }
             if let (Some(v), Some(c)) = (&b.cluster_os_verdict, &self.cluster_os) {
                 let word = if v.compatible { "fits" } else { "does not fit" };

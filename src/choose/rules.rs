@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::choose::elf::{ElfFacts, Linkage};
+use crate::choose::elf::{DottedVersion, ElfFacts, Linkage};
 use crate::choose::mco::MCD_NAME;
 use crate::choose::osrelease::OsRelease;
 use crate::choose::target::{Target, BOOTIMAGES};
@@ -138,6 +138,56 @@ pub fn verdict(facts: &ElfFacts, target: &Target) -> Verdict {
     finish(bad, good)
 }
 
+/// What a build's closure offers, for its verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClosureFit {
+    /// Files: the loader and the libraries.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// The oldest kernel its glibc runs on, as its ELF notes say.
+    pub min_kernel: Option<DottedVersion>,
+}
+
+/// Judges a build that does not fit `target` natively when it runs through the loader
+/// and libraries of its own image (`closure`, or why they could not be taken): the
+/// machine must be the node's and the bootimage's kernel new enough for that glibc.
+pub fn closure_verdict(
+    facts: &ElfFacts,
+    closure: &Result<ClosureFit, String>,
+    target: &Target,
+) -> Verdict {
+    let mut bad = Vec::new();
+    let mut good = Vec::new();
+    if facts.arch != target.arch || facts.class != 64 {
+        bad.push(format!(
+            "a {} ELF{} build cannot run on a {} node with any libraries",
+            facts.arch, facts.class, target.arch
+        ));
+    }
+    match closure {
+        Err(e) => bad.push(format!("its loader and libraries cannot be taken from the image: {e}")),
+        Ok(c) => {
+            good.push(format!(
+                "runs with its own loader and libraries from the image: {} files, {} bytes",
+                c.files, c.bytes
+            ));
+            match &c.min_kernel {
+                Some(k) if *k > target.kernel_version() => bad.push(format!(
+                    "the image's glibc needs Linux {k}, RHEL {}'s kernel is {}",
+                    target.rhel, target.kernel
+                )),
+                Some(k) => good.push(format!(
+                    "the image's glibc needs Linux {k} <= {} (RHEL {})",
+                    target.kernel, target.rhel
+                )),
+                None => good.push("the image's glibc names no oldest kernel".into()),
+            }
+        }
+    }
+    finish(bad, good)
+}
+
 fn finish(bad: Vec<String>, good: Vec<String>) -> Verdict {
     if bad.is_empty() {
         Verdict {
@@ -238,6 +288,9 @@ pub struct Choice {
     pub verdict: Verdict,
     /// Chosen although incompatible, because the user forced it.
     pub forced: bool,
+    /// Runs on the target through the loader and libraries of its own image (the
+    /// verdict is then the closure's).
+    pub closure: bool,
 }
 
 /// Why no binary was chosen.
@@ -327,6 +380,7 @@ pub fn choose(
             index,
             verdict,
             forced,
+            closure: false,
         });
     }
     let mut rejected = Vec::new();
@@ -337,6 +391,7 @@ pub fn choose(
                 index: i,
                 verdict: v,
                 forced: false,
+                closure: false,
             });
         }
         rejected.push((candidates[i].path.clone(), v));
@@ -482,6 +537,9 @@ mod tests {
             needed: vec![crypto.into(), "libc.so.6".into()],
             max_glibc: Some(glibc.parse().unwrap()),
             openssl_versions: vec![node.into()],
+            runpath: vec![],
+            rpath: vec![],
+            min_kernel: None,
         }
     }
 
@@ -534,6 +592,9 @@ mod tests {
             needed: vec![],
             max_glibc: None,
             openssl_versions: vec![],
+            runpath: vec![],
+            rpath: vec![],
+            min_kernel: None,
         };
         assert!(verdict(&s, &target("4.1")).compatible);
         assert!(verdict(&s, &target("4.19")).compatible);

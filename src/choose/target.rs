@@ -108,6 +108,8 @@ pub struct RhelBase {
     pub libcrypto: &'static str,
     /// Its libssl soname.
     pub libssl: &'static str,
+    /// The version of the kernel it ships (its first minor's; the major keeps it).
+    pub kernel: &'static str,
 }
 
 /// RHEL reference values (docs/design.md, "ELF reference values"). glibc keeps its upstream version for the whole
@@ -115,18 +117,21 @@ pub struct RhelBase {
 pub const RHEL: [RhelBase; 4] = [
     RhelBase {
         major: 7,
+        kernel: "3.10",
         glibc: "2.17",
         libcrypto: "libcrypto.so.10",
         libssl: "libssl.so.10",
     },
     RhelBase {
         major: 8,
+        kernel: "4.18",
         glibc: "2.28",
         libcrypto: "libcrypto.so.1.1",
         libssl: "libssl.so.1.1",
     },
     RhelBase {
         major: 9,
+        kernel: "5.14",
         glibc: "2.34",
         libcrypto: "libcrypto.so.3",
         libssl: "libssl.so.3",
@@ -136,6 +141,7 @@ pub const RHEL: [RhelBase; 4] = [
     // not run on RHEL 9 (which is why MCO's re-exec picks `.rhel9` twins for RHEL 9 hosts).
     RhelBase {
         major: 10,
+        kernel: "6.12",
         glibc: "2.39",
         libcrypto: "libcrypto.so.3",
         libssl: "libssl.so.3",
@@ -161,6 +167,8 @@ pub struct Bootimage {
     pub glibc: &'static str,
     /// The libcrypto soname of its RHCOS.
     pub libcrypto: &'static str,
+    /// The kernel version of its RHCOS (its RHEL major's).
+    pub kernel: &'static str,
     /// The Ignition it runs at first boot.
     pub ignition: IgnitionGeneration,
     /// The Ignition release the bootimage ships, as far as public sources pin it.
@@ -364,6 +372,7 @@ const fn row(
         rhel_release,
         glibc: base.glibc,
         libcrypto: base.libcrypto,
+        kernel: base.kernel,
         ignition,
         ignition_release,
         max_spec,
@@ -431,6 +440,8 @@ pub struct Target {
     pub libcrypto: String,
     /// The libssl soname of that RHEL.
     pub libssl: String,
+    /// The kernel version the bootimage boots (its RHEL's).
+    pub kernel: String,
     /// The Ignition the bootimage runs.
     pub ignition: IgnitionGeneration,
     /// The newest spec that Ignition reads.
@@ -505,11 +516,19 @@ impl Target {
             glibc: base.glibc.into(),
             libcrypto: base.libcrypto.into(),
             libssl: base.libssl.into(),
+            kernel: base.kernel.into(),
             ignition,
             max_spec,
             spec,
             arch: arch.to_string(),
         })
+    }
+
+    /// The kernel version, parsed.
+    pub fn kernel_version(&self) -> DottedVersion {
+        self.kernel
+            .parse()
+            .expect("the table holds valid kernel versions")
     }
 
     /// The glibc version, parsed.

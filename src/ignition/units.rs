@@ -50,6 +50,8 @@ pub const REMOVED_MCO_UNITS: [&str; 2] = [
 const SHA256_PLACEHOLDER: &str = "@MCD_SHA256@";
 const OTHER_RHEL_PLACEHOLDER: &str = "@OTHER_RHEL@";
 const OTHER_SHA256_PLACEHOLDER: &str = "@OTHER_SHA256@";
+const CLOSURE_FILES_PLACEHOLDER: &str = "@CLOSURE_FILES@";
+const CLOSURE_NATIVE_PLACEHOLDER: &str = "@CLOSURE_NATIVE@";
 const SCRIPT_TEMPLATE: &str = include_str!("mco-mcd-install.sh");
 const PERSIST_NICS_SOURCE: &str = include_str!("mco-persist-nics.sh");
 
@@ -79,9 +81,43 @@ pub fn other_name(first: &str, rhel: u32) -> String {
     }
 }
 
-/// Whether a path is one of our payloads: the bootimage's build, or another RHEL's.
+/// Where a file of the first build's closure (its loader or a library, by the name it
+/// is installed as) lies.
+pub fn closure_payload_path(name: &str) -> String {
+    format!("{CLOSURE_DIR}/{name}.gz")
+}
+
+/// The directory of the closure's payloads.
+pub const CLOSURE_DIR: &str = "/var/lib/mcd-inject/closure";
+
+/// The name of a closure file's payload beside the first build's (its URL, its file):
+/// `.NAME` before a final `.gz`, else appended.
+pub fn closure_name(first: &str, name: &str) -> String {
+    match first.strip_suffix(".gz") {
+        Some(stem) => format!("{stem}.{name}.gz"),
+        None => format!("{first}.{name}"),
+    }
+}
+
+/// Whether `name` can be a closure file's name: one path component of the characters
+/// sonames use, which the install script reads unquoted.
+pub fn is_closure_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+}
+
+/// Whether a path is one of our payloads: the bootimage's build, another RHEL's, or a
+/// file of the first build's closure.
 pub fn is_payload_path(path: &str) -> bool {
     path == PAYLOAD_PATH
+        || path
+            .strip_prefix(CLOSURE_DIR)
+            .and_then(|r| r.strip_prefix('/'))
+            .and_then(|r| r.strip_suffix(".gz"))
+            .is_some_and(is_closure_name)
         || path
             .strip_prefix("/var/lib/mcd-inject/machine-config-daemon.rhel")
             .and_then(|r| r.strip_suffix(".gz"))
@@ -102,6 +138,18 @@ pub struct ScriptHashes {
     pub first: String,
     /// The other build's RHEL major and sha256.
     pub other: Option<(u32, String)>,
+    /// The first build's closure, when it runs through the loader and libraries of its
+    /// own image.
+    pub closure: Option<ClosureHashes>,
+}
+
+/// What the install script knows of a closure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClosureHashes {
+    /// Each file by the name it is installed as, with its sha256: the loader first.
+    pub files: Vec<(String, String)>,
+    /// The RHEL majors whose hosts run the build natively, without its closure.
+    pub native_rhel: Vec<u32>,
 }
 
 /// The install script for these builds.
@@ -110,10 +158,27 @@ pub fn install_script(h: &ScriptHashes) -> String {
         Some((r, s)) => (r.to_string(), s.as_str()),
         None => (String::new(), ""),
     };
+    let (files, native) = match &h.closure {
+        Some(c) => (
+            c.files
+                .iter()
+                .map(|(n, s)| format!("{n}:{s}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.native_rhel
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        None => (String::new(), String::new()),
+    };
     SCRIPT_TEMPLATE
         .replace(SHA256_PLACEHOLDER, &h.first)
         .replace(OTHER_RHEL_PLACEHOLDER, &rhel)
         .replace(OTHER_SHA256_PLACEHOLDER, sha)
+        .replace(CLOSURE_FILES_PLACEHOLDER, &format!("\"{files}\""))
+        .replace(CLOSURE_NATIVE_PLACEHOLDER, &format!("\"{native}\""))
 }
 
 fn is_sha256(h: &str) -> bool {
@@ -129,9 +194,23 @@ pub fn script_hashes(script: &str) -> Option<ScriptHashes> {
         (r, h) if is_sha256(h) => Some((r.parse().ok()?, h.to_string())),
         _ => return None,
     };
+    let quoted = |key: &str| value(key)?.strip_prefix('"')?.strip_suffix('"');
+    let files: Vec<(String, String)> = quoted("closure_files=")?
+        .split_whitespace()
+        .map(|e| {
+            let (n, h) = e.split_once(':')?;
+            (is_closure_name(n) && is_sha256(h)).then(|| (n.to_string(), h.to_string()))
+        })
+        .collect::<Option<_>>()?;
+    let native_rhel: Vec<u32> = quoted("closure_native=")?
+        .split_whitespace()
+        .map(|r| r.parse().ok())
+        .collect::<Option<_>>()?;
+    let closure = (!files.is_empty()).then_some(ClosureHashes { files, native_rhel });
     Some(ScriptHashes {
         first: first.to_string(),
         other,
+        closure,
     })
 }
 
@@ -233,6 +312,28 @@ pub struct Build {
     pub binary_sha256: String,
 }
 
+/// One file of the first build's closure, compressed.
+#[derive(Clone, Debug)]
+pub struct ClosurePayload {
+    /// The name it is installed as.
+    pub name: String,
+    /// The gzip payload, inline or at a URL.
+    pub payload: Source,
+    /// Hex sha512 of the gzip bytes.
+    pub payload_sha512: String,
+    /// Hex sha256 of the file.
+    pub sha256: String,
+}
+
+/// The first build's closure, as delivered.
+#[derive(Clone, Debug)]
+pub struct ClosureDelivery {
+    /// The loader first, then the libraries.
+    pub files: Vec<ClosurePayload>,
+    /// The RHEL majors whose hosts run the build natively.
+    pub native_rhel: Vec<u32>,
+}
+
 /// What the config delivers.
 #[derive(Clone, Debug)]
 pub struct Delivery {
@@ -241,6 +342,9 @@ pub struct Delivery {
     /// The build for hosts of another RHEL major (the cluster's OS), when the first
     /// does not run there.
     pub other: Option<(u32, Build)>,
+    /// The loader and libraries the first build runs with on hosts whose own are too
+    /// old for it.
+    pub closure: Option<ClosureDelivery>,
     /// The provenance record, JSON.
     pub provenance: Vec<u8>,
     /// Mask the pre-4.6 `pivot.service` (4.1-4.5 targets).
@@ -269,10 +373,26 @@ pub fn config(d: &Delivery) -> Config {
     let hashes = ScriptHashes {
         first: d.first.binary_sha256.clone(),
         other: d.other.as_ref().map(|(r, b)| (*r, b.binary_sha256.clone())),
+        closure: d.closure.as_ref().map(|c| ClosureHashes {
+            files: c
+                .files
+                .iter()
+                .map(|f| (f.name.clone(), f.sha256.clone()))
+                .collect(),
+            native_rhel: c.native_rhel.clone(),
+        }),
     };
     let mut files = vec![payload(PAYLOAD_PATH.into(), &d.first)];
     if let Some((rhel, b)) = &d.other {
         files.push(payload(other_payload_path(*rhel), b));
+    }
+    for f in d.closure.iter().flat_map(|c| &c.files) {
+        files.push(File {
+            path: closure_payload_path(&f.name),
+            mode: 0o600,
+            source: f.payload.clone(),
+            sha512: f.payload_sha512.clone(),
+        });
     }
     files.extend([
         inline(SCRIPT_PATH, 0o755, install_script(&hashes).into_bytes()),
@@ -337,6 +457,7 @@ mod tests {
         let one = ScriptHashes {
             first: "ab".repeat(32),
             other: None,
+            closure: None,
         };
         let s = install_script(&one);
         assert_eq!(script_hashes(&s), Some(one));
@@ -344,8 +465,24 @@ mod tests {
         let two = ScriptHashes {
             first: "ab".repeat(32),
             other: Some((9, "cd".repeat(32))),
+            closure: None,
         };
         assert_eq!(script_hashes(&install_script(&two)), Some(two));
+        let closure = ScriptHashes {
+            first: "ab".repeat(32),
+            other: None,
+            closure: Some(ClosureHashes {
+                files: vec![
+                    ("ld-linux-x86-64.so.2".into(), "01".repeat(32)),
+                    ("libc.so.6".into(), "02".repeat(32)),
+                ],
+                native_rhel: vec![9, 10],
+            }),
+        };
+        assert_eq!(script_hashes(&install_script(&closure)), Some(closure));
+        assert!(!is_closure_name("../x") && !is_closure_name(".x") && !is_closure_name("a b"));
+        assert!(is_payload_path(&closure_payload_path("libc.so.6")));
+        assert!(!is_payload_path("/var/lib/mcd-inject/closure/../x.gz"));
         assert_eq!(script_hashes(SCRIPT_TEMPLATE), None);
     }
 
@@ -358,6 +495,7 @@ mod tests {
                 binary_sha256: "0".repeat(64),
             },
             other: None,
+            closure: None,
             provenance: b"{}".to_vec(),
             legacy_firstboot: false,
         }

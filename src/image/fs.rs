@@ -441,6 +441,40 @@ impl<'a> MergedFs<'a> {
 
     /// Reads the regular file at `path` (symlinks and hardlinks followed).
     pub fn read_file(&mut self, path: &str) -> Result<FileContent> {
+        let found = self.locate_file(path)?;
+        self.content(&found)
+    }
+
+    /// Reads the regular files at `paths`, each layer read again at most once for the
+    /// files its first read did not spool; a path that is no such file gets its error.
+    pub fn read_files(&mut self, paths: &[String]) -> Result<Vec<Result<FileContent>>> {
+        let found: Vec<Result<Found>> = paths.iter().map(|p| self.locate_file(p)).collect();
+        let mut missing: HashMap<usize, Vec<usize>> = HashMap::new();
+        for f in found.iter().flatten() {
+            let spooled = self
+                .scans
+                .get(&f.layer)
+                .is_some_and(|s| s.captures.contains_key(&f.meta.ordinal));
+            if !spooled {
+                missing.entry(f.layer).or_default().push(f.meta.ordinal);
+            }
+        }
+        let mut layers: Vec<_> = missing.into_iter().collect();
+        layers.sort_unstable();
+        for (layer, ordinals) in layers {
+            let captures = self.read_layer(layer, Want::Ordinals(&ordinals))?.captures;
+            if let Some(scan) = self.scans.get_mut(&layer) {
+                scan.captures.extend(captures);
+            }
+        }
+        Ok(found
+            .into_iter()
+            .map(|f| f.and_then(|f| self.content(&f)))
+            .collect())
+    }
+
+    /// The regular file `path` names, symlinks and hardlinks followed.
+    fn locate_file(&mut self, path: &str) -> Result<Found> {
         let mut found = self.resolve(path, true)?;
         // A hardlink points at what its target was when the layer was unpacked: an
         // earlier entry of its own layer, else the file the layers below hold.
@@ -470,13 +504,16 @@ impl<'a> MergedFs<'a> {
             };
         }
         match found.meta.kind {
-            EntryKind::File => {}
-            EntryKind::Dir => return Err(self.not_found(path, Absence::IsADirectory)),
+            EntryKind::File => Ok(found),
+            EntryKind::Dir => Err(self.not_found(path, Absence::IsADirectory)),
             other => bail!(
                 "{path}: not a regular file ({other:?}) in image {}",
                 self.image.info.reference
             ),
         }
+    }
+
+    fn content(&mut self, found: &Found) -> Result<FileContent> {
         let (file, mode, size, sha256) =
             self.take_capture(found.layer, &found.meta, &found.name)?;
         Ok(FileContent {
@@ -505,7 +542,7 @@ impl<'a> MergedFs<'a> {
             // Not spooled on the first read (a link target, or a name not asked for
             // up front): read the layer again for that entry.
             None => self
-                .read_layer(layer, Want::Ordinal(ordinal))?
+                .read_layer(layer, Want::Ordinals(&[ordinal]))?
                 .captures
                 .remove(&ordinal)
                 .ok_or_else(|| {

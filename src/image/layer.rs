@@ -261,8 +261,8 @@ pub struct LayerScan {
 pub enum Want<'a> {
     /// Those whose name (as written) the predicate accepts.
     Names(&'a dyn Fn(&str) -> bool),
-    /// The entry at this ordinal only.
-    Ordinal(usize),
+    /// The entries at these ordinals only.
+    Ordinals(&'a [usize]),
 }
 
 /// How a layer is read.
@@ -897,7 +897,7 @@ impl<'o> Placer<'o> {
     fn wants(&self, name: &str, ordinal: usize) -> bool {
         match self.opts.want {
             Want::Names(f) => f(name),
-            Want::Ordinal(o) => o == ordinal,
+            Want::Ordinals(o) => o.contains(&ordinal),
         }
     }
 

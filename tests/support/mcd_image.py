@@ -3,23 +3,66 @@
 MCO image (a RHEL base layer with os-release, the binaries in a top layer), for the
 boot tests. Uses the fixture generator's writers (fixtures/generate.py).
 
-    mcd_image.py [--gzip] OUTDIR RHEL_VERSION /usr/bin/NAME=FILE [...]
+    mcd_image.py [--gzip] [--closure-of FILE] OUTDIR RHEL_VERSION /usr/bin/NAME=FILE [...]
 
 The layers are plain tars, or gzip with --gzip (as registries serve MCO images).
+--closure-of FILE puts in the base layer, under /usr/lib64 as a RHEL root holds them,
+the dynamic loader and every library that FILE links on this machine (`ldd`: the
+libraries of the root it was linked against), each under its real file name with its
+soname as a link to it, and the /etc/ld.so.cache that `ldconfig -r` makes of them.
 """
 
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
 import generate  # noqa: E402
 
 
+def closure_entries(binary: str) -> list:
+    """The loader and libraries `ldd` resolves for `binary`, with their cache."""
+    out = subprocess.run(["ldd", binary], check=True, capture_output=True, text=True).stdout
+    libs = []
+    for line in out.splitlines():
+        parts = line.split()
+        if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
+            libs.append(parts[2])
+        elif parts and parts[0].startswith("/"):
+            libs.append(parts[0])  # the loader
+    entries = []
+    with tempfile.TemporaryDirectory() as stage:
+        lib64 = Path(stage, "usr/lib64")
+        lib64.mkdir(parents=True)
+        Path(stage, "lib64").symlink_to("usr/lib64")
+        Path(stage, "etc").mkdir()
+        Path(stage, "etc/ld.so.conf").write_text("/usr/lib64\n")
+        for lib in libs:
+            real = os.path.realpath(lib)
+            soname, name = os.path.basename(lib), os.path.basename(real)
+            data = Path(real).read_bytes()
+            (lib64 / name).write_bytes(data)
+            mode = 0o755 if os.access(real, os.X_OK) else 0o644
+            entries.append(generate.F(f"usr/lib64/{name}", data, mode))
+            if soname != name:
+                (lib64 / soname).symlink_to(name)
+                entries.append(generate.S(f"usr/lib64/{soname}", name))
+        subprocess.run(["ldconfig", "-r", stage, "-X"], check=True)
+        entries.append(generate.F("etc/ld.so.cache", Path(stage, "etc/ld.so.cache").read_bytes()))
+    return entries
+
+
 def main() -> None:
     args = sys.argv[1:]
     compression = "none"
-    if args[:1] == ["--gzip"]:
-        compression, args = "gzip", args[1:]
+    closure = []
+    while args[:1] in (["--gzip"], ["--closure-of"]):
+        if args[0] == "--gzip":
+            compression, args = "gzip", args[1:]
+        else:
+            closure, args = closure_entries(args[1]), args[2:]
     outdir, rhel, *files = args
     if not files:
         sys.exit(__doc__)
@@ -29,7 +72,7 @@ def main() -> None:
     for spec in files:
         path, _, source = spec.partition("=")
         top.append(generate.X(path.lstrip("/"), Path(source).read_bytes()))
-    image = generate.Image([generate.base_layer(release, compression),
+    image = generate.Image([generate.base_layer(release, compression, closure),
                             generate.Layer(top, compression)])
     writer = generate.LayoutWriter(Path(outdir))
     writer.finish({**writer.image(image), "platform": image.platform()})
