@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::choose;
 use crate::choose::boots;
+use crate::choose::closure;
 use crate::choose::elf;
 use crate::choose::rules;
 use crate::choose::target::{OcpVersion, Target, TargetArgs};
@@ -80,7 +81,11 @@ pub fn verify(cfg: &VerifyConfig, warnings: &Warnings) -> Result<VerifyReport> {
     if let Some(t) = &target {
         check_firstboot_path(t, &v, &mut checks);
         if let Some(bin) = &v.binary {
-            check_binary_fits(bin.path(), t, &rules::describe(t), &mut checks);
+            if v.closure.is_empty() {
+                check_binary_fits(bin.path(), t, &rules::describe(t), &mut checks);
+            } else {
+                check_closure_fits(bin.path(), t, &v, &mut checks);
+            }
         }
         check_later_boots(t, &v, &mut checks);
     }
@@ -228,6 +233,50 @@ fn check_binary_fits(bin: &std::path::Path, t: &Target, label: &str, checks: &mu
     }
 }
 
+/// A build delivered with its closure: the closure is whole and fits the bootimage's
+/// kernel, and the install script runs the build natively on exactly the RHEL majors
+/// where it fits natively.
+fn check_closure_fits(bin: &std::path::Path, t: &Target, v: &verify::Verified, checks: &mut Checks) {
+    let f = match elf::read_facts(bin) {
+        Ok(f) => f,
+        Err(e) => {
+            checks
+                .problems
+                .push(format!("the payload is not an ELF binary: {e:#}"));
+            return;
+        }
+    };
+    let files: Vec<(String, &std::path::Path)> = v
+        .closure
+        .iter()
+        .map(|(n, tmp, _)| (n.clone(), tmp.path()))
+        .collect();
+    let fit = closure::check_delivered(&f, &files);
+    let verdict = rules::closure_verdict(&f, &fit, t);
+    checks.check(
+        verdict.compatible,
+        format!(
+            "the binary ({}) {} {} through its closure: {}",
+            f.summary(),
+            if verdict.compatible { "fits" } else { "does NOT fit" },
+            rules::describe(t),
+            verdict.because()
+        ),
+    );
+    let native: Vec<u32> = crate::choose::target::RHEL
+        .iter()
+        .filter(|b| boots::on_rhel(t, b.major).is_ok_and(|rt| rules::verdict(&f, &rt).compatible))
+        .map(|b| b.major)
+        .collect();
+    checks.check(
+        native == v.closure_native,
+        format!(
+            "the install script runs the build without its closure on RHEL {:?}; it fits natively on RHEL {native:?}",
+            v.closure_native
+        ),
+    );
+}
+
 /// The payload against the build `inject` chooses from the image for the target.
 fn check_chosen_build(
     r: &ImageRef,
@@ -262,6 +311,29 @@ fn check_chosen_build(
                     "inject would choose {} (sha256 {want}), the payload is {}",
                     chosen.path,
                     v.binary_sha256.as_deref().unwrap_or("unreadable")
+                ));
+            }
+            let want_closure: Vec<(String, String)> = ins
+                .closure
+                .iter()
+                .flat_map(|c| &c.files)
+                .map(|f| (f.name.clone(), f.sha256.hex().to_string()))
+                .collect();
+            let got_closure: Vec<(String, String)> = v
+                .closure
+                .iter()
+                .map(|(name, _, sha)| (name.clone(), sha.clone()))
+                .collect();
+            if want_closure == got_closure {
+                if !want_closure.is_empty() {
+                    checks.passed.push(format!(
+                        "the closure is the {} files of {r} inject takes",
+                        want_closure.len()
+                    ));
+                }
+            } else {
+                checks.problems.push(format!(
+                    "inject would carry the closure {want_closure:?}, the config carries {got_closure:?}"
                 ));
             }
             let carried = v.other.as_ref().map(|(_, _, h)| h.clone());

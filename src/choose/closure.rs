@@ -381,6 +381,57 @@ pub fn resolve(fs: &mut MergedFs, facts: &ElfFacts) -> Result<Closure> {
     Ok(Closure { files, min_kernel })
 }
 
+/// Whether delivered files (by the name each is installed as, the loader first) are a
+/// closure of the build `build`: the first is its interpreter by file name, every
+/// `DT_NEEDED` of the build and of each file is one of them, each an object of the
+/// build's machine. Returns what the closure offers, or what is wrong.
+pub fn check_delivered(
+    build: &ElfFacts,
+    files: &[(String, &std::path::Path)],
+) -> Result<ClosureFit, String> {
+    let Some(interp) = &build.interpreter else {
+        return Err("the build names no ELF interpreter".into());
+    };
+    let interp_name = interp.rsplit('/').next().unwrap_or(interp);
+    match files.first() {
+        Some((n, _)) if n == interp_name => {}
+        _ => return Err(format!("the first closure file is not the build's loader {interp_name}")),
+    }
+    let mut needed: Vec<(String, String)> =
+        build.needed.iter().map(|n| (n.clone(), "the build".into())).collect();
+    let mut min_kernel: Option<DottedVersion> = None;
+    let mut bytes = 0;
+    for (name, path) in files {
+        let f = elf::read_facts(path).map_err(|e| format!("closure file {name}: {e:#}"))?;
+        if f.arch != build.arch || f.class != build.class {
+            return Err(format!(
+                "closure file {name} is a {} ELF{} object; the build is {} ELF{}",
+                f.arch, f.class, build.arch, build.class
+            ));
+        }
+        if let Some(k) = f.min_kernel {
+            if min_kernel.as_ref().is_none_or(|m| k > *m) {
+                min_kernel = Some(k);
+            }
+        }
+        bytes += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        needed.extend(f.needed.iter().map(|n| (n.clone(), name.clone())));
+    }
+    let missing: Vec<String> = needed
+        .iter()
+        .filter(|(n, _)| !files.iter().any(|(f, _)| f == n))
+        .map(|(n, by)| format!("{n} (needed by {by})"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("the closure lacks {}", missing.join(", ")));
+    }
+    Ok(ClosureFit {
+        files: files.len(),
+        bytes,
+        min_kernel,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,12 @@ pub struct Verified {
     /// The build for hosts of another RHEL major, when the config carries one: that
     /// major, the binary decompressed, and its sha256.
     pub other: Option<(u32, NamedTempFile, String)>,
+    /// The first build's closure, when the config carries one: each file by the name
+    /// it is installed as, decompressed, with its sha256 (the loader first).
+    pub closure: Vec<(String, NamedTempFile, String)>,
+    /// The RHEL majors whose hosts the install script gives the build without its
+    /// closure.
+    pub closure_native: Vec<u32>,
     pub provenance: Option<Value>,
     /// Units the config masks.
     pub masked: Vec<String>,
@@ -158,6 +164,8 @@ pub fn verify(
         binary: None,
         binary_sha256: None,
         other: None,
+        closure: Vec::new(),
+        closure_native: Vec::new(),
         provenance: None,
         masked: Vec::new(),
         passed: Vec::new(),
@@ -187,6 +195,7 @@ pub fn verify(
     }
     check_persist_nics_script(&cfg, spec, &mut v)?;
     check_other(&cfg, spec, hashes.as_ref(), remote_payload, spool, &mut v)?;
+    check_closure(&cfg, spec, hashes.as_ref(), remote_payload, spool, &mut v)?;
     check_provenance(&cfg, spec, &mut v)?;
     let node = node::view(&doc, &node::is_our_entry);
     check_node(&node, &mut v);
@@ -329,6 +338,7 @@ fn check_other(
     let carried: Vec<&str> = files(cfg)
         .filter_map(|f| f["path"].as_str())
         .filter(|p| *p != PAYLOAD_PATH && units::is_payload_path(p))
+        .filter(|p| !p.starts_with(units::CLOSURE_DIR))
         .collect();
     let Some((rhel, sha)) = named else {
         for p in carried {
@@ -353,6 +363,66 @@ fn check_other(
     let payload = contents(f, spec, served.as_deref(), v)?;
     if let Some((tmp, got)) = check_binary(&path, payload, Some(&sha), spool, v) {
         v.other = Some((rhel, tmp, got));
+    }
+    Ok(())
+}
+
+/// The first build's closure, when the script names one: each file's payload is in the
+/// config (or served, beside `remote`) and decompresses to the script's sha256, and the
+/// config carries no other closure file.
+fn check_closure(
+    cfg: &Value,
+    spec: SpecVersion,
+    hashes: Option<&ScriptHashes>,
+    remote: Option<&Path>,
+    spool: &Path,
+    v: &mut Verified,
+) -> Result<()> {
+    let named = hashes.and_then(|h| h.closure.clone());
+    let names: Vec<String> = named
+        .iter()
+        .flat_map(|c| c.files.iter().map(|(n, _)| units::closure_payload_path(n)))
+        .collect();
+    for p in files(cfg)
+        .filter_map(|f| f["path"].as_str())
+        .filter(|p| p.starts_with(units::CLOSURE_DIR) && !names.iter().any(|n| n == p))
+    {
+        v.problems
+            .push(format!("{p}: a closure file the install script does not name"));
+    }
+    let Some(c) = named else {
+        return Ok(());
+    };
+    v.closure_native = c.native_rhel.clone();
+    let mut good = 0;
+    for (name, sha) in &c.files {
+        let path = units::closure_payload_path(name);
+        let Some(f) = file(cfg, &path) else {
+            v.problems.push(format!(
+                "the install script names the closure file {name}, but the config has no {path}"
+            ));
+            continue;
+        };
+        let served = remote
+            .map(|r| std::path::PathBuf::from(units::closure_name(&r.to_string_lossy(), name)));
+        let Some(gz) = contents(f, spec, served.as_deref(), v)? else {
+            continue;
+        };
+        match gunzip(&gz, spool) {
+            Ok((tmp, got)) if got == *sha => {
+                good += 1;
+                v.closure.push((name.clone(), tmp, got));
+            }
+            Ok((_, got)) => v.problems.push(format!(
+                "{path} decompresses to sha256 {got}, the install script expects {sha}"
+            )),
+            Err(e) => v.problems.push(format!("{path}: not a gzip payload: {e:#}")),
+        }
+    }
+    if good == c.files.len() {
+        v.passed.push(format!(
+            "the {good} closure files decompress to the script's sha256s"
+        ));
     }
     Ok(())
 }
