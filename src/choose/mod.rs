@@ -794,13 +794,37 @@ pub fn from_inspection(
     force: bool,
 ) -> Result<Choice> {
     let c = candidates(ins);
-    Ok(rules::choose(
-        &c,
-        ins.os_release.as_ref(),
-        target,
-        binary_path,
-        force,
-    )?)
+    let os = ins.os_release.as_ref();
+    let err = match rules::choose(&c, os, target, binary_path, force) {
+        Ok(choice) => return Ok(choice),
+        Err(e) => e,
+    };
+    // The build for the image's own RHEL, when its closure fits the bootimage (the
+    // inspection judged it per bootimage).
+    let home = os
+        .and_then(rules::image_rhel)
+        .and_then(|rhel| boots::on_rhel(target, rhel).ok())
+        .and_then(|t| rules::choose(&c, os, &t, binary_path, false).ok());
+    let through = home.and_then(|h| {
+        let v = ins.binaries[h.index]
+            .verdicts
+            .iter()
+            .find(|v| v.bootimage == target.bootimage)?
+            .closure
+            .clone()?;
+        v.compatible.then_some(Choice {
+            index: h.index,
+            verdict: v,
+            forced: false,
+            closure: true,
+        })
+    });
+    // The per-bootimage verdicts are for the table's RHEL of each bootimage.
+    let table_rhel = target::bootimage(target.bootimage).is_ok_and(|b| b.rhel == target.rhel);
+    match through {
+        Some(choice) if table_rhel => Ok(choice),
+        _ => Err(err.into()),
+    }
 }
 
 impl Inspection {

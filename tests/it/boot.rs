@@ -42,6 +42,17 @@ fn work_root() -> PathBuf {
 /// An OCI layout with these builds at these paths, on a RHEL base of `rhel`; plain tar
 /// layers, or gzip ones.
 fn mcd_image(name: &str, rhel: &str, gzip: bool, files: &[(&str, PathBuf)]) -> String {
+    mcd_image_with(name, rhel, gzip, &[], files)
+}
+
+/// [`mcd_image`] with more arguments of `mcd_image.py` (`--closure-of FILE`...).
+fn mcd_image_with(
+    name: &str,
+    rhel: &str,
+    gzip: bool,
+    options: &[&std::ffi::OsStr],
+    files: &[(&str, PathBuf)],
+) -> String {
     let dir = work_root().join("images").join(name);
     if !dir.join("index.json").exists() {
         let tmp = work_root()
@@ -54,6 +65,7 @@ fn mcd_image(name: &str, rhel: &str, gzip: bool, files: &[(&str, PathBuf)]) -> S
         if gzip {
             cmd.arg("--gzip");
         }
+        cmd.args(options);
         cmd.arg(&tmp).arg(rhel);
         for (path, file) in files {
             cmd.arg(format!("{path}={}", file.display()));
@@ -119,6 +131,29 @@ pub(crate) fn real_main_image() -> &'static str {
             ],
         )
     })
+}
+
+/// An MCO image of 4.23 and later: only an RHEL 9 build (main's real one, which needs
+/// glibc 2.34), on a base that holds the loader and the libraries it was linked
+/// against, with their `ld.so.cache`. `without` names a library to leave out.
+pub(crate) fn rhel9_only_image(without: Option<&str>) -> String {
+    // One maker at a time: the layouts are made under names of this process.
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rhel9 = node::shared_program("real-mcd", "mcd-main-rhel9");
+    let mut options: Vec<&std::ffi::OsStr> = vec!["--closure-of".as_ref(), rhel9.as_os_str()];
+    if let Some(w) = without {
+        options.push("--without".as_ref());
+        options.push(w.as_ref());
+    }
+    let name = format!("rhel9-only{}", without.map(|w| format!("-without-{w}")).unwrap_or_default());
+    mcd_image_with(
+        &name,
+        "9.6",
+        true,
+        &options,
+        &[("/usr/bin/machine-config-daemon", rhel9.clone())],
+    )
 }
 
 /// What the MCS of `release` serves a worker, as MCO's own code renders it

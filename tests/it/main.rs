@@ -8,6 +8,7 @@ mod harness;
 
 mod boot;
 mod cli;
+mod closure;
 mod extract_vs_umoci;
 mod fuzz_inputs;
 mod guidance;

@@ -3,13 +3,15 @@
 MCO image (a RHEL base layer with os-release, the binaries in a top layer), for the
 boot tests. Uses the fixture generator's writers (fixtures/generate.py).
 
-    mcd_image.py [--gzip] [--closure-of FILE] OUTDIR RHEL_VERSION /usr/bin/NAME=FILE [...]
+    mcd_image.py [--gzip] [--closure-of FILE [--without SONAME]] OUTDIR RHEL_VERSION
+                 /usr/bin/NAME=FILE [...]
 
 The layers are plain tars, or gzip with --gzip (as registries serve MCO images).
 --closure-of FILE puts in the base layer, under /usr/lib64 as a RHEL root holds them,
 the dynamic loader and every library that FILE links on this machine (`ldd`: the
 libraries of the root it was linked against), each under its real file name with its
-soname as a link to it, and the /etc/ld.so.cache that `ldconfig -r` makes of them.
+soname as a link to it, and the /etc/ld.so.cache that `ldconfig -r` makes of them;
+--without SONAME leaves that library out (an image that lacks one).
 """
 
 import os
@@ -22,12 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
 import generate  # noqa: E402
 
 
-def closure_entries(binary: str) -> list:
+def closure_entries(binary: str, without: str = "") -> list:
     """The loader and libraries `ldd` resolves for `binary`, with their cache."""
     out = subprocess.run(["ldd", binary], check=True, capture_output=True, text=True).stdout
     libs = []
     for line in out.splitlines():
         parts = line.split()
+        if parts and parts[0] == without:
+            continue
         if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
             libs.append(parts[2])
         elif parts and parts[0].startswith("/"):
@@ -57,12 +61,15 @@ def closure_entries(binary: str) -> list:
 def main() -> None:
     args = sys.argv[1:]
     compression = "none"
-    closure = []
-    while args[:1] in (["--gzip"], ["--closure-of"]):
+    closure_of, without = None, ""
+    while args[:1] in (["--gzip"], ["--closure-of"], ["--without"]):
         if args[0] == "--gzip":
             compression, args = "gzip", args[1:]
+        elif args[0] == "--closure-of":
+            closure_of, args = args[1], args[2:]
         else:
-            closure, args = closure_entries(args[1]), args[2:]
+            without, args = args[1], args[2:]
+    closure = closure_entries(closure_of, without) if closure_of else []
     outdir, rhel, *files = args
     if not files:
         sys.exit(__doc__)
