@@ -207,6 +207,8 @@ enum Mcd {
     Probe,
     Real412,
     RealMain,
+    /// Main's RHEL 9 build alone, with its closure, on a root with an older glibc.
+    Rhel9Only,
 }
 
 impl Mcd {
@@ -215,6 +217,10 @@ impl Mcd {
             Mcd::Probe => probe_image(),
             Mcd::Real412 => real_412_image(),
             Mcd::RealMain => real_main_image(),
+            Mcd::Rhel9Only => {
+                static IMAGE: OnceLock<String> = OnceLock::new();
+                IMAGE.get_or_init(|| rhel9_only_image(None))
+            }
         }
     }
 }
@@ -320,11 +326,12 @@ fn applied(
     // 3, whose `ignition-apply` (unlike the initramfs files stage) does not take the
     // config's CAs for file fetches, and in the offline merge (no CA in the base).
     // Without an MCS (the offline merge), a server of its own serves the payload.
-    if matches!(mcd, Mcd::RealMain) && server.is_none() {
+    let real_main = matches!(mcd, Mcd::RealMain | Mcd::Rhel9Only);
+    if real_main && server.is_none() {
         fs::create_dir_all(work.join("mcs")).unwrap();
         server = Some(HttpsServer::serve(&work.join("mcs"), work));
     }
-    if let (Mcd::RealMain, Some(s)) = (mcd, &server) {
+    if let (true, Some(s)) = (real_main, &server) {
         fs::create_dir_all(work.join("mcs/payload")).unwrap();
         let path = "payload/machine-config-daemon.gz";
         args.extend([
@@ -347,7 +354,10 @@ fn applied(
     fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
 
     let root = work.join("root");
-    node::prepare_root(&root);
+    match mcd {
+        Mcd::Rhel9Only => node::prepare_root_on(&node::old_glibc_base(), &root),
+        _ => node::prepare_root(&root),
+    }
     if spec2 {
         apply_spec2(&cfg_path, &root, work);
     } else {
@@ -449,7 +459,13 @@ fn assert_used(b: &Boot, sha256: &str, why: &dyn Fn() -> String) {
         "boot {n}: the install unit must finish (at {installed} us) before the firstboot starts (at {started} us)\n{}",
         why()
     );
-    assert_eq!(b.get("bin.sha256"), sha256, "boot {n}\n{}", why());
+    if b.get("closure.files").is_empty() {
+        assert_eq!(b.get("bin.sha256"), sha256, "boot {n}\n{}", why());
+    } else {
+        // Through its closure: /run/bin holds the wrapper that runs the build.
+        assert_eq!(b.get("closure.bin.sha256"), sha256, "boot {n}\n{}", why());
+        assert_eq!(b.get("bin.script"), "yes", "boot {n}\n{}", why());
+    }
     assert_eq!(b.get("bin.mode"), "755", "boot {n}\n{}", why());
     assert!(
         b.unit(FIRSTBOOT, "DropInPaths")
@@ -822,7 +838,7 @@ pub(crate) fn installed_sha256(b: &Boot) -> Option<String> {
     b.journal
         .lines()
         .filter(|l| l.starts_with("mco-mcd-install: installed /run/bin/machine-config-daemon"))
-        .find_map(|l| l.split("(sha256 ").nth(1)?.strip_suffix(')'))
+        .find_map(|l| l.split("(sha256 ").nth(1)?.split(')').next())
         .map(str::to_string)
 }
 
@@ -951,7 +967,16 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd, release: &str) -
     let extensions = mc["spec"]["baseOSExtensionsContainerImage"]
         .as_str()
         .unwrap_or("");
-    node::set_os(&a.root, bootimage_os(bootimage), os, os_image, extensions);
+    // On a root older than the cluster's OS, the OS update brings the newer glibc.
+    let glibc = matches!(mcd, Mcd::Rhel9Only).then(|| node::newer_glibc_tree(scratch.path()));
+    node::set_os(
+        &a.root,
+        bootimage_os(bootimage),
+        os,
+        os_image,
+        extensions,
+        glibc.as_deref(),
+    );
     if let Some((server, _)) = &registry {
         mirror_release_repo(&a.root, server);
     }
@@ -1242,4 +1267,48 @@ three_boots! {
     real_main_mcd_spec22_offline_merge_of_release_4_18: "4.2", Offline("release-4.18"), RealMain;
     real_main_mcd_spec3_pointer_to_main: SPEC3_BOOTIMAGE, Pointer("main"), RealMain;
     real_main_mcd_spec22_pointer_to_main: "4.2", Pointer("main"), RealMain;
+}
+
+/// MCO 4.23 and later ship only RHEL 9 builds. On a 4.2 bootimage whose glibc is older
+/// than the build needs (a Debian bullseye root, glibc 2.31: the build run natively
+/// there fails), boot 1 runs main's real RHEL 9 build through its closure from the MCO
+/// image; the in-place OS update brings the cluster's glibc, and boot 2 runs the same
+/// build natively; the node completes its first boot.
+#[test]
+fn rhel9_only_mcd_through_its_closure_spec22_pointer_to_main() {
+    // The proof that the closure is needed there.
+    let scratch = tempfile::tempdir_in(work_root()).unwrap();
+    let old = scratch.path().join("root");
+    node::prepare_root_on(&node::old_glibc_base(), &old);
+    let bin = node::shared_program("real-mcd", "mcd-main-rhel9");
+    fs::copy(&bin, old.join("tmp/machine-config-daemon")).unwrap();
+    let native = Command::new("chroot")
+        .arg(&old)
+        .args(["/tmp/machine-config-daemon", "version"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&native.stderr);
+    assert!(
+        !native.status.success() && err.contains("GLIBC_2.34' not found"),
+        "the RHEL 9 build ran natively on the old root: {native:?}"
+    );
+    drop(scratch);
+
+    let f = first_boot_to_the_end("4.2", Flow::Pointer("main"), Mcd::Rhel9Only, "main");
+    assert_first_boot_completed(&f, "main");
+    let why = || describe_boots(&f);
+    let closure = f.boots[0].get("closure.files");
+    for lib in ["ld-linux-x86-64.so.2", "libc.so.6", "libgpgme.so.11"] {
+        assert!(closure.split(' ').any(|n| n == lib), "boot 1: {closure}\n{}", why());
+    }
+    assert!(
+        f.boots[0]
+            .journal
+            .contains("through its closure of 5 files in /run/mcd-inject/closure"),
+        "{}",
+        why()
+    );
+    // Boot 2 runs on the cluster's OS, whose glibc the build fits: natively.
+    assert_eq!(f.boots[1].get("closure.files"), "", "{}", why());
+    assert_eq!(f.boots[1].get("bin.script"), "no", "{}", why());
 }

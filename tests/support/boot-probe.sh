@@ -28,6 +28,12 @@ report() { # report STATE: what the probe records
     if [ -e /run/bin/machine-config-daemon ]; then
       echo "bin.sha256=$(sha256sum /run/bin/machine-config-daemon | cut -d' ' -f1)"
       echo "bin.mode=$(stat -c %a /run/bin/machine-config-daemon)"
+      echo "bin.script=$([ "$(head -c2 /run/bin/machine-config-daemon)" = '#!' ] && echo yes || echo no)"
+    fi
+    # A build delivered with its closure (the wrapper at /run/bin runs it).
+    if [ -e /run/mcd-inject/machine-config-daemon ]; then
+      echo "closure.bin.sha256=$(sha256sum /run/mcd-inject/machine-config-daemon | cut -d' ' -f1)"
+      echo "closure.files=$(ls /run/mcd-inject/closure | tr '\n' ' ')"
     fi
     if [ -e /sys/fs/selinux/enforce ]; then
       echo "selinux.enforce=$(cat /sys/fs/selinux/enforce)"

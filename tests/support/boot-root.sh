@@ -2,18 +2,22 @@
 # A real systemd boot of a root that real Ignition wrote (docs/development.md, "Boot
 # tests"), for the boot tests in tests/it/boot.rs.
 #
-#   boot-root.sh base DIR          debootstrap a minimal Debian root with systemd (once
-#                                  per run of the suite; the mirror is the machine's)
+#   boot-root.sh base DIR [SUITE]  debootstrap a minimal Debian root with systemd (once
+#                                  per run of the suite; the mirror is the machine's);
+#                                  SUITE is bookworm, or bullseye for a root whose glibc
+#                                  (2.31) is older than RHEL 9's
 #   boot-root.sh prepare BASE ROOT copy BASE to ROOT and make it look like RHCOS at
 #                                  first boot: /usr/local -> ../var/usrlocal, an
 #                                  uninitialized machine-id, /run/ostree-booted, the
 #                                  OS's own pivot.service, stand-ins for crio, kubelet,
 #                                  podman, rpm-ostree, skopeo, ostree, setenforce
 #                                  (tests/support/stand-ins), and the probe unit
-#   boot-root.sh os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS]
+#   boot-root.sh os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS [GLIBC]]
 #                                  make ROOT run the bootimage's OS (its os-release and
 #                                  programs, over stand-in ostree deployments) whose
-#                                  cluster OS image IMAGE carries CLUSTER_OS
+#                                  cluster OS image IMAGE carries CLUSTER_OS, and the
+#                                  glibc of the tree GLIBC when given (an OS update that
+#                                  brings a newer glibc)
 #   boot-root.sh stand-ins ROOT    install the stand-ins of this tree in ROOT again (a
 #                                  root prepared by an earlier tree: the VM's disk)
 #   boot-root.sh boot ROOT SECS    boot ROOT with systemd-nspawn in a cgroup of its own;
@@ -39,8 +43,9 @@ mirror() {
 BASE_PACKAGES=systemd,systemd-sysv,dbus,libgpgme11,jq
 
 base() {
-  local dir=$1
+  local dir=$1 suite=${2:-bookworm}
   local want=$BASE_PACKAGES
+  [[ $suite == bookworm ]] || want="$suite:$BASE_PACKAGES:no-wait-online"
   [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
   # One maker at a time (scripts/test.sh starts one early; the tests wait for it).
   mkdir -p "$(dirname "$dir")"
@@ -49,10 +54,14 @@ base() {
   [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
   rm -rf "$dir.tmp"
   debootstrap --variant=minbase --include="$BASE_PACKAGES" \
-    bookworm "$dir.tmp" "$(mirror)" >"$dir.log" 2>&1 || die "debootstrap failed; see $dir.log"
+    "$suite" "$dir.tmp" "$(mirror)" >"$dir.log" 2>&1 || die "debootstrap failed; see $dir.log"
   rm -rf "$dir.tmp"/usr/share/doc/* "$dir.tmp"/usr/share/man/* "$dir.tmp"/usr/share/locale/* \
     "$dir.tmp"/var/cache/apt/archives/*.deb
-  echo "$BASE_PACKAGES" >"$dir.tmp/.complete"
+  # bullseye's systemd-networkd-wait-online (247), which the first boot's presets
+  # enable, waits its 2 minutes for links the container does not have (bookworm's
+  # returns at once): network-online.target would hold the kubelet back.
+  [[ $suite == bookworm ]] || ln -sf /dev/null "$dir.tmp/etc/systemd/system/systemd-networkd-wait-online.service"
+  echo "$want" >"$dir.tmp/.complete"
   rm -rf "$dir"
   mv "$dir.tmp" "$dir"
 }
@@ -169,7 +178,7 @@ os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE [EXTENSIONS_IMAGE]: ROOT runs the
   # bootimage's OS BOOT_OS (its os-release and programs, stand-ins/lib.sh), booted from an
   # ostree deployment; the cluster's OS image OS_IMAGE carries CLUSTER_OS
   # (tests/support/rhcos-os.sh); EXTENSIONS_IMAGE is its extensions image
-  local root=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-}
+  local root=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-} glibc=${6:-}
   local state=$root/var/lib/stand-in-ostree images=$root/var/lib/stand-in-images
   rm -rf "$state" "$images"
   bash "$here/rhcos-os.sh" "$boot_os" "$state/deploy/d0"
@@ -188,6 +197,7 @@ os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE [EXTENSIONS_IMAGE]: ROOT runs the
   # root with SELinux of its own (the VM's, booted enforcing) keeps the real one.
   [[ -e $root/etc/selinux/config ]] || install -m 0755 "$here/stand-ins/chcon" "$root/usr/bin/chcon"
   bash "$here/rhcos-os.sh" "$cluster_os" "$images/os"
+  [[ -z $glibc ]] || cp -a "$glibc" "$images/os/glibc"
   echo "$image" >"$images/os-image"
   [[ -z $extensions ]] || echo "$extensions" >"$images/extensions-image"
   # What a registry serves for it: one image manifest (a single-arch image).

@@ -302,12 +302,62 @@ pub fn boot_base() -> PathBuf {
     .clone()
 }
 
+/// The base root of a bootimage whose glibc is older than RHEL 9's: Debian bullseye
+/// (glibc 2.31), made once per machine (`target/boot-base-bullseye`, or
+/// `MCD_INJECT_BOOT_BASE_BULLSEYE`).
+pub fn old_glibc_base() -> PathBuf {
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        boot_base();
+        let dir = std::env::var_os("MCD_INJECT_BOOT_BASE_BULLSEYE")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate_root().join("target/boot-base-bullseye"));
+        let (ok, text) = run(Command::new("bash")
+            .arg(boot_script())
+            .arg("base")
+            .arg(&dir)
+            .arg("bullseye"));
+        assert!(ok, "making the bullseye base root: {text}");
+        dir
+    })
+    .clone()
+}
+
+/// The glibc of this machine (Debian bookworm's libc6: 2.36), as a tree of its shared
+/// objects and links at their paths, for an OS update that brings a newer glibc to an
+/// older root (`boot-root.sh os ... GLIBC`).
+pub fn newer_glibc_tree(dir: &Path) -> PathBuf {
+    let tree = dir.join("glibc");
+    let list = run(Command::new("dpkg").args(["-L", "libc6"])).1;
+    for path in list.lines() {
+        let p = Path::new(path);
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let lib_dir = path.starts_with("/lib/") && p.parent().is_some_and(|d| d.ends_with("x86_64-linux-gnu"))
+            || path.starts_with("/lib64/");
+        if !lib_dir || !name.contains(".so") {
+            continue;
+        }
+        let to = tree.join(path.trim_start_matches('/'));
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let (ok, text) = run(Command::new("cp").arg("-a").arg(path).arg(&to));
+        assert!(ok, "copying {path}: {text}");
+    }
+    assert!(tree.join("lib64/ld-linux-x86-64.so.2").exists(), "dpkg -L libc6:\n{list}");
+    tree
+}
+
 /// A fresh root at `root`, a copy of the base made to look like RHCOS at first boot.
 pub fn prepare_root(root: &Path) {
+    prepare_root_on(&boot_base(), root);
+}
+
+/// [`prepare_root`] from another base root.
+pub fn prepare_root_on(base: &Path, root: &Path) {
     let (ok, text) = run(Command::new("bash")
         .arg(boot_script())
         .arg("prepare")
-        .arg(boot_base())
+        .arg(base)
         .arg(root));
     assert!(ok, "preparing {}: {text}", root.display());
 }
@@ -514,12 +564,20 @@ pub fn boot(root: &Path, wait_for: Option<&str>) -> Boot {
 /// Gives `root` (prepared) the bootimage's OS `boot_os` and the cluster's OS image
 /// `image`, which carries `cluster_os`, and its extensions image `extensions`
 /// (`boot-root.sh os`, `tests/support/rhcos-os.sh`).
-pub fn set_os(root: &Path, boot_os: &str, cluster_os: &str, image: &str, extensions: &str) {
+pub fn set_os(
+    root: &Path,
+    boot_os: &str,
+    cluster_os: &str,
+    image: &str,
+    extensions: &str,
+    glibc: Option<&Path>,
+) {
     let (ok, text) = run(Command::new("bash")
         .arg(boot_script())
         .arg("os")
         .arg(root)
-        .args([boot_os, cluster_os, image, extensions]));
+        .args([boot_os, cluster_os, image, extensions])
+        .args(glibc));
     assert!(ok, "giving {} its OS: {text}", root.display());
 }
 
