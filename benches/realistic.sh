@@ -9,6 +9,10 @@
 # mcd-inject run fetched and which layers, and the size of inject's gzip payload against
 # `gzip -6 -n` of the same binary; checks the targets (inject <= 2x extract, extract >= 5x
 # faster than skopeo + umoci, only the top layer fetched for 4.2, payload <= gzip -6).
+# The RHEL 9-only variant (MCO 4.23 and later: no RHEL 8 twin; its base layer also holds
+# the loader and the libraries mcd-main-rhel9 was linked against, from this machine, with
+# their ld.so.cache) gives `inject --bootimage 4.16` (the build fits natively) against
+# `inject --bootimage 4.2` (the build with its closure), and their payloads.
 # Prints Markdown.
 #
 #   bash benches/realistic.sh               # RUNS=5 by default
@@ -77,7 +81,8 @@ mcd_bytes=$(stat -c %s "$work/bins/mcd-main-rhel8")
 
 echo "writing the uncompressed image ..." >&2
 layout=$work/layout
-python3 - "$layout" "$work/bins" "$BASE_MIB" >"$work/facts" <<'PY'
+layout9=$work/layout9
+cat >"$work/write_image.py" <<'PY'
 import os
 import sys
 from pathlib import Path
@@ -119,6 +124,7 @@ def bulk(n: int) -> list:
     raise SystemExit(f"the host has too few ELF files for {base_mib} MiB in layer {n}")
 
 
+variant = sys.argv[4] if len(sys.argv) > 4 else ""
 top = {
     "machine-config-controller": "mcd-main-rhel9",
     "machine-config-daemon": "mcd-main-rhel9",
@@ -126,8 +132,15 @@ top = {
     "machine-config-operator": "mcd-4.12-rhel8",
     "machine-config-server": "mcd-4.12-rhel8",
 }
+closure = []
+if variant == "rhel9-only":
+    # MCO 4.23+: no RHEL 8 twin; the base holds the RHEL 9 build's loader and libraries.
+    del top["machine-config-daemon.rhel8"]
+    sys.path.insert(0, "tests/support")
+    import mcd_image  # noqa: E402
+    closure = mcd_image.closure_entries(str(bins / "mcd-main-rhel9"))
 layers = [
-    g.base_layer(g.RHEL9_4, "none", bulk(0)),
+    g.base_layer(g.RHEL9_4, "none", bulk(0) + closure),
     g.Layer(bulk(1), "none"),
     g.Layer([g.X(f"usr/bin/{name}", (bins / src).read_bytes()) for name, src in top.items()],
             "none"),
@@ -137,6 +150,8 @@ writer = g.LayoutWriter(layout)
 writer.finish({**writer.image(image), "platform": image.platform()})
 print(f"uncompressed_bytes={sum(p.stat().st_size for p in (layout / 'blobs' / 'sha256').iterdir())}")
 PY
+python3 "$work/write_image.py" "$layout" "$work/bins" "$BASE_MIB" >"$work/facts"
+python3 "$work/write_image.py" "$layout9" "$work/bins" "$BASE_MIB" rhel9-only >/dev/null
 # shellcheck disable=SC1091
 . "$work/facts"
 
@@ -148,6 +163,9 @@ reg=$MCD_TEST_REGISTRY_ANON
 image=$reg/bench/realistic:v1
 skopeo copy -q --dest-tls-verify=false --dest-compress-format gzip \
   "oci:$layout:latest" "docker://$image"
+image9=$reg/bench/realistic9:v1
+skopeo copy -q --dest-tls-verify=false --dest-compress-format gzip \
+  "oci:$layout9:latest" "docker://$image9"
 manifest=$(curl -sf -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
   "http://$reg/v2/bench/realistic/manifests/v1")
 mapfile -t layer_digests < <(jq -r '.layers[].digest' <<<"$manifest")
@@ -230,6 +248,16 @@ add_row "mcd-inject inject --bootimage 4.2, cold cache" \
 add_row "skopeo copy docker:// oci: + umoci raw unpack" "$rootfs_ok" -- bash -c '
   skopeo copy -q --src-tls-verify=false "docker://$1" "oci:$2/copy:x" &&
   umoci raw unpack --rootless --image "$2/copy:x" "$2/rootfs"' _ "$image" "$work"
+# The RHEL 9-only image: its build natively (4.16), and with its closure (4.2).
+verify_ok='"$bin" verify "$work/out.ign" >/dev/null 2>&1'
+add_row "mcd-inject inject --bootimage 4.16 of the RHEL 9-only image (native), cold cache" \
+  "$verify_ok"' && cp "$work/out.ign" "$work/native.ign"' -- \
+  "$bin" inject -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image9" \
+  --bootimage 4.16 --ign "$work/out.ign"
+add_row "mcd-inject inject --bootimage 4.2 of the RHEL 9-only image (closure), cold cache" \
+  "$verify_ok"' && grep -q closure "$work/out.ign" && cp "$work/out.ign" "$work/closure.ign"' -- \
+  "$bin" inject -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image9" \
+  --bootimage 4.2 --ign "$work/out.ign"
 echo "measuring, $RUNS rounds of every command, interleaved ..." >&2
 measure_rows
 
@@ -265,6 +293,28 @@ verdict() {
 inject_ratio=$(ratio "$inject_wall" "$extract_wall")
 chain_ratio=$(ratio "$chain_wall" "$extract_wall")
 payload_ratio=$(ratio "$payload_bytes" "$gzip6_bytes")
+IFS='|' read -r _ native_wall _ native_cpu _ <<<"$(sed -n 4p "$results")"
+IFS='|' read -r _ closure_wall _ closure_cpu _ <<<"$(sed -n 5p "$results")"
+# payloads CONFIG: the gzip bytes of the build's payload, of the closure's, and the
+# closure's file count.
+payloads() {
+  python3 - "$1" <<'PY'
+import base64, json, sys
+cfg = json.load(open(sys.argv[1]))
+build = closure = n = 0
+for f in cfg["storage"]["files"]:
+    head, data = f["contents"]["source"].split(",", 1)
+    size = len(base64.b64decode(data))
+    if f["path"] == "/var/lib/mcd-inject/machine-config-daemon.gz":
+        build += size
+    elif f["path"].startswith("/var/lib/mcd-inject/closure/"):
+        closure += size
+        n += 1
+print(build, closure, n)
+PY
+}
+read -r native_build _ _ < <(payloads "$work/native.ign")
+read -r closure_build closure_bytes closure_files < <(payloads "$work/closure.ign")
 
 cpu=$(cpu_name)
 sizes=
@@ -298,3 +348,13 @@ only_top=0
 [ "$inject_layers" = "$top_index" ] && [ "$requested" = "$top_index" ] && only_top=1
 echo "| only the top layer fetched for --bootimage 4.2 | layers cached (by index, 0 at the bottom): ${inject_layers:-none}; layers requested (-vv log): ${requested:-none}; top layer: $top_index; $inject_fetched bytes fetched, top layer ${layer_sizes[top_index]} | $(verdict "$only_top" ge 1) |"
 echo "| payload <= gzip -6 -n of the binary | $payload_bytes vs $gzip6_bytes bytes (${payload_ratio}x; binary $mcd_bytes) | $(verdict "$payload_bytes" le "$gzip6_bytes") |"
+echo
+closure_ratio=$(ratio "$closure_wall" "$native_wall")
+closure_cpu_ratio=$(ratio "$closure_cpu" "$native_cpu")
+echo "RHEL 9-only image (no RHEL 8 twin; the base layer also holds the loader and the libraries" \
+  "of mcd-main-rhel9): \`inject --bootimage 4.2\`, which delivers the build with its closure of" \
+  "$closure_files files, against \`inject --bootimage 4.16\`, where it fits natively:" \
+  "${closure_ratio}x the wall time (${closure_wall} s against ${native_wall} s), ${closure_cpu_ratio}x" \
+  "the CPU (${closure_cpu} s against ${native_cpu} s). Payload: the build's $closure_build bytes" \
+  "(natively $native_build) plus $closure_bytes bytes of closure" \
+  "($(awk -v a="$closure_bytes" -v b="$closure_build" 'BEGIN {printf "%.1f", 100 * a / b}')% more)."

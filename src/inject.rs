@@ -113,6 +113,11 @@ pub struct InjectReport {
 /// Which build serves which boot, with the verdicts that prove it.
 #[derive(Debug)]
 pub struct BootsReport {
+    /// The first build's verdict on the bootimage (natively, or through its closure).
+    pub first_verdict: rules::Verdict,
+    /// The first build's closure, when it runs through one: each file's name, path in
+    /// the image and sha256.
+    pub closure: Vec<(String, String, String)>,
     /// The cluster's OS, when it was learnt.
     pub cluster_os: Option<choose::ClusterOs>,
     /// The first build's verdict on the cluster's OS.
@@ -280,6 +285,14 @@ pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
         payload_sha512: payload.sha512.clone(),
         release: cfg.release.clone(),
         boots: BootsReport {
+            first_verdict: plan.choice.verdict.clone(),
+            closure: plan
+                .ins
+                .closure
+                .iter()
+                .flat_map(|c| &c.files)
+                .map(|f| (f.name.clone(), f.path.clone(), f.sha256.hex().to_string()))
+                .collect(),
             cluster_os: plan.boots.cluster_os.clone(),
             first_on_cluster: plan.boots.first_on_cluster.clone(),
             second: plan.second().map(|(rhel, b)| SecondBuild {
@@ -416,9 +429,19 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
         log::info!("payload for the cluster's OS: {} bytes of gzip", gz.len);
         payloads.push(gz);
     }
-    let closure_files = plan.ins.closure.as_ref().map(|c| &c.files[..]).unwrap_or(&[]);
+    let closure_files = plan
+        .ins
+        .closure
+        .as_ref()
+        .map(|c| &c.files[..])
+        .unwrap_or(&[]);
     for f in closure_files {
-        payloads.push(compress_whole(f.file(), f.size, plan.spool.path(), threads())?);
+        payloads.push(compress_whole(
+            f.file(),
+            f.size,
+            plan.spool.path(),
+            threads(),
+        )?);
     }
     let mut staged = Vec::new();
     let mut builds = Vec::new();

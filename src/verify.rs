@@ -236,7 +236,12 @@ fn check_binary_fits(bin: &std::path::Path, t: &Target, label: &str, checks: &mu
 /// A build delivered with its closure: the closure is whole and fits the bootimage's
 /// kernel, and the install script runs the build natively on exactly the RHEL majors
 /// where it fits natively.
-fn check_closure_fits(bin: &std::path::Path, t: &Target, v: &verify::Verified, checks: &mut Checks) {
+fn check_closure_fits(
+    bin: &std::path::Path,
+    t: &Target,
+    v: &verify::Verified,
+    checks: &mut Checks,
+) {
     let f = match elf::read_facts(bin) {
         Ok(f) => f,
         Err(e) => {
@@ -258,7 +263,11 @@ fn check_closure_fits(bin: &std::path::Path, t: &Target, v: &verify::Verified, c
         format!(
             "the binary ({}) {} {} through its closure: {}",
             f.summary(),
-            if verdict.compatible { "fits" } else { "does NOT fit" },
+            if verdict.compatible {
+                "fits"
+            } else {
+                "does NOT fit"
+            },
             rules::describe(t),
             verdict.because()
         ),

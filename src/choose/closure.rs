@@ -4,7 +4,7 @@
 //! symlinks followed inside the image. A build delivered with its closure runs through
 //! that loader with those libraries on a host whose own glibc is too old for it.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -195,6 +195,7 @@ pub fn parse_cache(data: &[u8], arch: &str) -> Vec<CacheEntry> {
 }
 
 /// Where an object that needs libraries was found, and what it says of its search.
+#[derive(Clone)]
 struct Requester {
     dir: String,
     runpath: Vec<String>,
@@ -248,6 +249,9 @@ fn search(
             .map(|e| e.path.clone()),
     );
     paths.extend(default_dirs(arch).iter().map(|d| format!("{d}/{soname}")));
+    // Each path once, at its first place (the executable is its own requester).
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
     paths
 }
 
@@ -290,28 +294,18 @@ pub fn resolve(fs: &mut MergedFs, facts: &ElfFacts) -> Result<Closure> {
     // Round by round: the names asked for, with who asked; each round's files are read
     // together.
     let mut files: Vec<ClosureFile> = Vec::new();
-    let mut found: BTreeMap<String, ()> = BTreeMap::new();
-    let mut round: Vec<(String, String)> = vec![(interp_name.clone(), interp.clone())];
-    found.insert(interp_name.clone(), ());
+    // The loader is loaded already: it satisfies libc's need of its soname.
+    let mut found: BTreeSet<String> = BTreeSet::from([interp_name.clone()]);
+    let mut round: Vec<(String, String)> = vec![(interp_name, interp)];
     let mut asked: Vec<(String, Requester, String)> = facts
         .needed
         .iter()
-        .map(|n| {
-            (
-                n.clone(),
-                Requester {
-                    dir: exe.dir.clone(),
-                    runpath: exe.runpath.clone(),
-                    rpath: exe.rpath.clone(),
-                },
-                "the build".to_string(),
-            )
-        })
+        .map(|n| (n.clone(), exe.clone(), "the build".to_string()))
         .collect();
     let mut min_kernel: Option<DottedVersion> = None;
     loop {
         for (name, req, by) in asked.drain(..) {
-            if found.contains_key(&name) {
+            if found.contains(&name) {
                 continue;
             }
             let tried = search(&name, &req, &exe, &cache, &facts.arch);
@@ -321,7 +315,7 @@ pub fn resolve(fs: &mut MergedFs, facts: &ElfFacts) -> Result<Closure> {
                     tried.join(", ")
                 );
             };
-            found.insert(name.clone(), ());
+            found.insert(name.clone());
             round.push((name, path));
         }
         if round.is_empty() {
@@ -355,15 +349,7 @@ pub fn resolve(fs: &mut MergedFs, facts: &ElfFacts) -> Result<Closure> {
                 rpath: f.rpath.clone(),
             };
             for n in &f.needed {
-                asked.push((
-                    n.clone(),
-                    Requester {
-                        dir: req.dir.clone(),
-                        runpath: req.runpath.clone(),
-                        rpath: req.rpath.clone(),
-                    },
-                    name.clone(),
-                ));
+                asked.push((n.clone(), req.clone(), name.clone()));
             }
             files.push(ClosureFile {
                 name,
@@ -395,10 +381,17 @@ pub fn check_delivered(
     let interp_name = interp.rsplit('/').next().unwrap_or(interp);
     match files.first() {
         Some((n, _)) if n == interp_name => {}
-        _ => return Err(format!("the first closure file is not the build's loader {interp_name}")),
+        _ => {
+            return Err(format!(
+                "the first closure file is not the build's loader {interp_name}"
+            ))
+        }
     }
-    let mut needed: Vec<(String, String)> =
-        build.needed.iter().map(|n| (n.clone(), "the build".into())).collect();
+    let mut needed: Vec<(String, String)> = build
+        .needed
+        .iter()
+        .map(|n| (n.clone(), "the build".into()))
+        .collect();
     let mut min_kernel: Option<DottedVersion> = None;
     let mut bytes = 0;
     for (name, path) in files {
@@ -448,7 +441,11 @@ mod tests {
         let out = std::process::Command::new("ldconfig")
             .arg("-p")
             .output()
-            .or_else(|_| std::process::Command::new("/sbin/ldconfig").arg("-p").output())
+            .or_else(|_| {
+                std::process::Command::new("/sbin/ldconfig")
+                    .arg("-p")
+                    .output()
+            })
             .expect("ldconfig -p");
         let text = String::from_utf8_lossy(&out.stdout);
         let mut theirs = Vec::new();
@@ -500,7 +497,6 @@ mod tests {
                 "/opt/x/lib/sub/libz.so.1",
                 "/usr/lib64/libz.so.1",
                 "/lib64/libz.so.1",
-                "/usr/lib64/libz.so.1",
                 "/lib/x86_64-linux-gnu/libz.so.1",
                 "/usr/lib/x86_64-linux-gnu/libz.so.1"
             ]

@@ -193,7 +193,10 @@ fn facts<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<El
         if let Some(mut notes) = ph.notes(endian, data).context("bad PT_NOTE")? {
             while let Some(note) = notes.next().context("bad note")? {
                 let desc = note.desc();
-                if note.name() == b"GNU" && note.n_type(endian) == elf::NT_GNU_ABI_TAG && desc.len() >= 16 {
+                if note.name() == b"GNU"
+                    && note.n_type(endian) == elf::NT_GNU_ABI_TAG
+                    && desc.len() >= 16
+                {
                     let word = |i: usize| {
                         let b: [u8; 4] = desc[i * 4..i * 4 + 4].try_into().expect("4 bytes");
                         if header.is_little_endian() {

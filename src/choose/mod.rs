@@ -21,10 +21,10 @@ use crate::image::fs::{FileContent, MergedFs, NotFound};
 use crate::image::layer::normalize_name;
 use crate::image::layer::Tap;
 use crate::image::{Digest, Image, ImageInfo};
+use closure::Closure;
 use elf::ElfFacts;
 use mco::{BIN_DIR, MCD_NAME};
 use osrelease::OsRelease;
-use closure::Closure;
 use rules::{Candidate, Choice, ClosureFit, SelectError, Verdict};
 use target::{OcpVersion, Target};
 
@@ -330,13 +330,19 @@ impl<'a> Reader<'a> {
         only: Option<usize>,
     ) -> Result<Result<(Choice, Closure), String>> {
         let Some(home) = os.and_then(rules::image_rhel) else {
-            return Ok(Err("the image's os-release names no RHEL whose build to take".into()));
+            return Ok(Err(
+                "the image's os-release names no RHEL whose build to take".into(),
+            ));
         };
         let home_t = boots::on_rhel(target, home)?;
         let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
         let index = match only {
             Some(i) if cands[i].verdict(&home_t).compatible => i,
-            Some(_) => return Ok(Err(format!("it does not run on the image's own RHEL {home} either"))),
+            Some(_) => {
+                return Ok(Err(format!(
+                    "it does not run on the image's own RHEL {home} either"
+                )))
+            }
             None => match rules::choose(&cands, os, &home_t, None, false) {
                 Ok(c) => c.index,
                 Err(_) => return Ok(Err(format!("no build fits the image's own RHEL {home}"))),
@@ -354,7 +360,11 @@ impl<'a> Reader<'a> {
         };
         let verdict = rules::closure_verdict(&facts, &Ok(fit), target);
         if !verdict.compatible {
-            return Ok(Err(format!("{}: {}", binaries[index].path, verdict.because())));
+            return Ok(Err(format!(
+                "{}: {}",
+                binaries[index].path,
+                verdict.because()
+            )));
         }
         log::info!(
             "{} runs on {} through its closure: {}",

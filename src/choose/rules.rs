@@ -166,7 +166,9 @@ pub fn closure_verdict(
         ));
     }
     match closure {
-        Err(e) => bad.push(format!("its loader and libraries cannot be taken from the image: {e}")),
+        Err(e) => bad.push(format!(
+            "its loader and libraries cannot be taken from the image: {e}"
+        )),
         Ok(c) => {
             good.push(format!(
                 "runs with its own loader and libraries from the image: {} files, {} bytes",

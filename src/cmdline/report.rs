@@ -90,10 +90,17 @@ fn boots_json(r: &InjectReport) -> Value {
             },
         }),
     };
+    let closure: Vec<Value> = b
+        .closure
+        .iter()
+        .map(|(name, path, sha)| json!({ "name": name, "path": path, "sha256": digest("sha256", sha) }))
+        .collect();
     json!({
         "first": {
             "os": { "bootimage": r.target.bootimage.to_string(), "rhel": r.target.rhel },
             "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
+            "verdict": verdict(&b.first_verdict),
+            "closure": (!closure.is_empty()).then_some(closure),
         },
         "cluster_os": later,
     })

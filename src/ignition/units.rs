@@ -58,7 +58,13 @@ const PERSIST_NICS_SOURCE: &str = include_str!("mco-persist-nics.sh");
 /// The NIC-persisting script as the config carries it: the source less its comment and
 /// blank lines (the `#!` line stays), which keeps remote-mode configs small.
 pub fn persist_nics_script() -> String {
-    let mut lines = PERSIST_NICS_SOURCE.lines();
+    without_comments(PERSIST_NICS_SOURCE)
+}
+
+/// A shell script less its comment and blank lines; the `#!` line stays. (Our scripts
+/// put no `#` at the start of a line inside a string or a here-document.)
+fn without_comments(source: &str) -> String {
+    let mut lines = source.lines();
     let mut out = format!("{}\n", lines.next().unwrap_or_default());
     for l in lines.filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
         out.push_str(l);
@@ -173,7 +179,7 @@ pub fn install_script(h: &ScriptHashes) -> String {
         ),
         None => (String::new(), String::new()),
     };
-    SCRIPT_TEMPLATE
+    without_comments(SCRIPT_TEMPLATE)
         .replace(SHA256_PLACEHOLDER, &h.first)
         .replace(OTHER_RHEL_PLACEHOLDER, &rhel)
         .replace(OTHER_SHA256_PLACEHOLDER, sha)

@@ -387,8 +387,9 @@ fn check_closure(
         .filter_map(|f| f["path"].as_str())
         .filter(|p| p.starts_with(units::CLOSURE_DIR) && !names.iter().any(|n| n == p))
     {
-        v.problems
-            .push(format!("{p}: a closure file the install script does not name"));
+        v.problems.push(format!(
+            "{p}: a closure file the install script does not name"
+        ));
     }
     let Some(c) = named else {
         return Ok(());
@@ -416,7 +417,9 @@ fn check_closure(
             Ok((_, got)) => v.problems.push(format!(
                 "{path} decompresses to sha256 {got}, the install script expects {sha}"
             )),
-            Err(e) => v.problems.push(format!("{path}: not a gzip payload: {e:#}")),
+            Err(e) => v
+                .problems
+                .push(format!("{path}: not a gzip payload: {e:#}")),
         }
     }
     if good == c.files.len() {

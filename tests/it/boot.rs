@@ -146,7 +146,10 @@ pub(crate) fn rhel9_only_image(without: Option<&str>) -> String {
         options.push("--without".as_ref());
         options.push(w.as_ref());
     }
-    let name = format!("rhel9-only{}", without.map(|w| format!("-without-{w}")).unwrap_or_default());
+    let name = format!(
+        "rhel9-only{}",
+        without.map(|w| format!("-without-{w}")).unwrap_or_default()
+    );
     mcd_image_with(
         &name,
         "9.6",
@@ -1213,12 +1216,7 @@ pub(crate) fn assert_first_boot_completed(f: &FirstBoot, release: &str) {
         "the firstboot ran again\n{}",
         why()
     );
-    assert_eq!(
-        b3.starting(INSTALL),
-        0,
-        "{}",
-        why()
-    );
+    assert_eq!(b3.starting(INSTALL), 0, "{}", why());
     assert!(
         !b3.calls_of("/usr/bin/kubelet").is_empty(),
         "the kubelet did not start\n{}",
@@ -1299,7 +1297,11 @@ fn rhel9_only_mcd_through_its_closure_spec22_pointer_to_main() {
     let why = || describe_boots(&f);
     let closure = f.boots[0].get("closure.files");
     for lib in ["ld-linux-x86-64.so.2", "libc.so.6", "libgpgme.so.11"] {
-        assert!(closure.split(' ').any(|n| n == lib), "boot 1: {closure}\n{}", why());
+        assert!(
+            closure.split(' ').any(|n| n == lib),
+            "boot 1: {closure}\n{}",
+            why()
+        );
     }
     assert!(
         f.boots[0]

@@ -101,7 +101,8 @@ fn a_rhel9_only_image_reaches_a_42_bootimage_with_the_closure_its_loader_resolve
     assert_eq!(r.code, Some(0), "{}", r.describe());
     let cfg = read_json(&out);
     let files = config_files(&cfg);
-    let prov: Value = serde_json::from_slice(&files["/var/lib/mcd-inject/provenance.json"]).unwrap();
+    let prov: Value =
+        serde_json::from_slice(&files["/var/lib/mcd-inject/provenance.json"]).unwrap();
     let closure = prov["builds"][0]["closure"]
         .as_array()
         .unwrap_or_else(|| panic!("no closure in the provenance: {prov}"));
@@ -127,14 +128,19 @@ fn a_rhel9_only_image_reaches_a_42_bootimage_with_the_closure_its_loader_resolve
     assert_eq!(a, b, "our closure, and what the image's loader maps");
 
     // Each file delivered is the image's file, and the script names it.
-    let script = String::from_utf8(files["/var/lib/mcd-inject/mco-mcd-install.sh"].clone()).unwrap();
+    let script =
+        String::from_utf8(files["/var/lib/mcd-inject/mco-mcd-install.sh"].clone()).unwrap();
     for f in closure {
         let name = f["name"].as_str().unwrap();
         let gz = &files[&format!("/var/lib/mcd-inject/closure/{name}.gz")];
         let bytes = gunzip(gz);
-        let on_disk = fs::read(rootfs.join(f["path"].as_str().unwrap().trim_start_matches('/'))).unwrap();
+        let on_disk =
+            fs::read(rootfs.join(f["path"].as_str().unwrap().trim_start_matches('/'))).unwrap();
         assert_eq!(sha256_hex(&bytes), sha256_hex(&on_disk), "{name}");
-        assert!(script.contains(&format!("{name}:{}", sha256_hex(&bytes))), "{name}");
+        assert!(
+            script.contains(&format!("{name}:{}", sha256_hex(&bytes))),
+            "{name}"
+        );
     }
     assert!(script.contains("closure_native=\"9 10\""), "{script}");
 
@@ -159,7 +165,10 @@ fn a_rhel9_only_image_reaches_a_42_bootimage_with_the_closure_its_loader_resolve
         text.contains("4.1-4.12: fits through its closure: runs with its own loader and libraries from the image: 5 files"),
         "{text}"
     );
-    assert!(text.contains("the image's glibc needs Linux 3.2.0 <= 4.18 (RHEL 8)"), "{text}");
+    assert!(
+        text.contains("the image's glibc needs Linux 3.2.0 <= 4.18 (RHEL 8)"),
+        "{text}"
+    );
     let r = mcd_inject(["inspect", "--image", &image, "--json"]);
     let j: Value = serde_json::from_slice(&r.stdout).unwrap();
     let v = &j["binaries"][0]["verdicts"];
@@ -191,7 +200,10 @@ fn tampering_with_a_closure_file_fails_verify() {
         text.contains("names the closure file libassuan.so.0, but the config has no /var/lib/mcd-inject/closure/libassuan.so.0.gz"),
         "{text}"
     );
-    assert!(text.contains("the closure lacks libassuan.so.0 (needed by libgpgme.so.11)"), "{text}");
+    assert!(
+        text.contains("the closure lacks libassuan.so.0 (needed by libgpgme.so.11)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -202,11 +214,16 @@ fn a_closure_the_image_cannot_make_is_refused_naming_the_missing_library() {
     let r = inject(&image, "4.2", &out, &[]);
     assert_eq!(r.code, Some(1), "{}", r.describe());
     assert!(
-        r.stderr.contains("libassuan.so.0, which libgpgme.so.11 needs, is not in the image"),
+        r.stderr
+            .contains("libassuan.so.0, which libgpgme.so.11 needs, is not in the image"),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("needs GLIBC_2.34, RHEL 8 has glibc 2.28"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("needs GLIBC_2.34, RHEL 8 has glibc 2.28"),
+        "{}",
+        r.stderr
+    );
     assert!(!out.exists());
     let r = mcd_inject(["inspect", "--image", &image]);
     let text = String::from_utf8_lossy(&r.stdout).into_owned();
@@ -219,7 +236,10 @@ fn a_closure_the_image_cannot_make_is_refused_naming_the_missing_library() {
 #[test]
 fn a_native_fit_always_wins_over_a_closure() {
     let dir = tempfile::tempdir().unwrap();
-    for (image, boot) in [(real_main_image().to_string(), "4.2"), (rhel9_only_image(None), "4.16")] {
+    for (image, boot) in [
+        (real_main_image().to_string(), "4.2"),
+        (rhel9_only_image(None), "4.16"),
+    ] {
         let out = dir.path().join("c.ign");
         let r = inject(&image, boot, &out, &["--cluster-rhel", "9"]);
         assert_eq!(r.code, Some(0), "{}", r.describe());
@@ -229,7 +249,8 @@ fn a_native_fit_always_wins_over_a_closure() {
             "{image} on {boot}: {:?}",
             files.keys().collect::<Vec<_>>()
         );
-        let script = String::from_utf8(files["/var/lib/mcd-inject/mco-mcd-install.sh"].clone()).unwrap();
+        let script =
+            String::from_utf8(files["/var/lib/mcd-inject/mco-mcd-install.sh"].clone()).unwrap();
         assert!(script.contains("closure_files=\"\"\n"), "{script}");
     }
 }
@@ -305,14 +326,22 @@ fn the_install_script_runs_the_build_through_its_closure_where_it_must() {
     let sha = prov["binary_sha256"].as_str().unwrap();
     let bin = root.join("run/bin/machine-config-daemon");
     for (os_release, closure) in [
-        ("NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\nVERSION_ID=\"42.80\"\n", true),
-        ("ID=\"rhcos\"\nVERSION_ID=\"4.18\"\nRHEL_VERSION=\"9.4\"\n", false),
+        (
+            "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\nVERSION_ID=\"42.80\"\n",
+            true,
+        ),
+        (
+            "ID=\"rhcos\"\nVERSION_ID=\"4.18\"\nRHEL_VERSION=\"9.4\"\n",
+            false,
+        ),
         // An os-release that names no RHEL: the closure, which runs anywhere.
         ("ID=debian\nVERSION_ID=\"11\"\n", true),
     ] {
         fs::create_dir_all(root.join("etc")).unwrap();
         fs::write(root.join("etc/os-release"), os_release).unwrap();
-        let (ok, text) = run(Command::new("bash").arg(&script).env("MCD_INJECT_ROOT", &root));
+        let (ok, text) = run(Command::new("bash")
+            .arg(&script)
+            .env("MCD_INJECT_ROOT", &root));
         assert!(ok, "{os_release}: {text}");
         assert!(text.contains(&format!("(sha256 {sha})")), "{text}");
         let installed = fs::read(&bin).unwrap();
@@ -324,7 +353,10 @@ fn the_install_script_runs_the_build_through_its_closure_where_it_must() {
                 "{wrapper}"
             );
             let run_dir = root.join("run/mcd-inject");
-            assert_eq!(sha256_hex(&fs::read(run_dir.join("machine-config-daemon")).unwrap()), sha);
+            assert_eq!(
+                sha256_hex(&fs::read(run_dir.join("machine-config-daemon")).unwrap()),
+                sha
+            );
             // The wrapper's command, with the root's paths: the real MCD runs.
             let v = Command::new(run_dir.join("closure/ld-linux-x86-64.so.2"))
                 .arg("--library-path")
@@ -334,7 +366,10 @@ fn the_install_script_runs_the_build_through_its_closure_where_it_must() {
                 .output()
                 .unwrap();
             assert!(v.status.success(), "{v:?}");
-            assert!(String::from_utf8_lossy(&v.stdout).contains("MachineConfigDaemon"), "{v:?}");
+            assert!(
+                String::from_utf8_lossy(&v.stdout).contains("MachineConfigDaemon"),
+                "{v:?}"
+            );
             assert!(text.contains("through its closure of 5 files"), "{text}");
         } else {
             assert_eq!(sha256_hex(&installed), sha, "{text}");

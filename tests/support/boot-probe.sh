@@ -41,6 +41,12 @@ report() { # report STATE: what the probe records
         /var/lib/mcd-inject/machine-config-daemon.gz /var/lib/mcd-inject/mco-mcd-install.sh; do
         echo "label.$p=$(stat -c %C "$p" 2>/dev/null)"
       done
+      # A closure's files, and what the install script labels them after (links followed).
+      for p in /run/mcd-inject/closure /run/mcd-inject/closure/ld-linux-x86-64.so.2 \
+        /run/mcd-inject/closure/libc.so.6 /run/mcd-inject/machine-config-daemon \
+        /lib64/ld-linux-x86-64.so.2 /usr/lib64 /usr/lib; do
+        echo "label.$p=$(stat -L -c %C "$p" 2>/dev/null)"
+      done
     fi
     systemctl list-units --failed --plain --no-legend --no-pager | sed 's/^/failed=/'
   } >"$out/report.tmp"

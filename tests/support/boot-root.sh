@@ -18,8 +18,9 @@
 #                                  cluster OS image IMAGE carries CLUSTER_OS, and the
 #                                  glibc of the tree GLIBC when given (an OS update that
 #                                  brings a newer glibc)
-#   boot-root.sh stand-ins ROOT    install the stand-ins of this tree in ROOT again (a
-#                                  root prepared by an earlier tree: the VM's disk)
+#   boot-root.sh stand-ins ROOT    install the stand-ins and the probe of this tree in
+#                                  ROOT again (a root prepared by an earlier tree: the
+#                                  VM's disk)
 #   boot-root.sh boot ROOT SECS    boot ROOT with systemd-nspawn in a cgroup of its own;
 #                                  the probe powers it off; SECS bounds the whole boot
 set -euo pipefail
@@ -98,6 +99,8 @@ stand_ins() { # stand_ins ROOT: the programs of tests/support/stand-ins, which r
   install -D -m 0755 "$here/stand-ins/setenforce" "$1/usr/sbin/setenforce"
   sed "s|@MCO_IMAGE@|'$MCO_IMAGE'|" "$here/stand-ins/podman" >"$1/usr/bin/podman"
   chmod 0755 "$1/usr/bin/podman"
+  # The probe too: what the tests read of each boot is this tree's.
+  install -D -m 0755 "$here/boot-probe.sh" "$1/usr/libexec/boot-probe.sh"
 }
 
 prepare() {
@@ -157,7 +160,6 @@ Description=stand-in for NetworkManager
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/true"
-  install -D -m 0755 "$(dirname "$0")/boot-probe.sh" "$root/usr/libexec/boot-probe.sh"
   mkdir -p "$root/var/log/journal"
   unit "$root" boot-probe.service "[Unit]
 Description=records how the first boot went, then powers off

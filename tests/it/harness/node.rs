@@ -332,8 +332,12 @@ pub fn newer_glibc_tree(dir: &Path) -> PathBuf {
     let list = run(Command::new("dpkg").args(["-L", "libc6"])).1;
     for path in list.lines() {
         let p = Path::new(path);
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let lib_dir = path.starts_with("/lib/") && p.parent().is_some_and(|d| d.ends_with("x86_64-linux-gnu"))
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lib_dir = path.starts_with("/lib/")
+            && p.parent().is_some_and(|d| d.ends_with("x86_64-linux-gnu"))
             || path.starts_with("/lib64/");
         if !lib_dir || !name.contains(".so") {
             continue;
@@ -343,7 +347,10 @@ pub fn newer_glibc_tree(dir: &Path) -> PathBuf {
         let (ok, text) = run(Command::new("cp").arg("-a").arg(path).arg(&to));
         assert!(ok, "copying {path}: {text}");
     }
-    assert!(tree.join("lib64/ld-linux-x86-64.so.2").exists(), "dpkg -L libc6:\n{list}");
+    assert!(
+        tree.join("lib64/ld-linux-x86-64.so.2").exists(),
+        "dpkg -L libc6:\n{list}"
+    );
     tree
 }
 
@@ -453,7 +460,10 @@ impl Boot {
     /// When systemd began starting `unit` in this boot (microseconds; 0: never), as its
     /// journal records it.
     pub fn starting(&self, unit: &str) -> u64 {
-        self.jobs.get(&format!("{unit} starting")).copied().unwrap_or(0)
+        self.jobs
+            .get(&format!("{unit} starting"))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// When `unit`'s start job finished in this boot, the unit up (microseconds; 0: never).
