@@ -53,6 +53,10 @@ const OTHER_SHA256_PLACEHOLDER: &str = "@OTHER_SHA256@";
 const CLOSURE_FILES_PLACEHOLDER: &str = "@CLOSURE_FILES@";
 const CLOSURE_NATIVE_PLACEHOLDER: &str = "@CLOSURE_NATIVE@";
 const SCRIPT_TEMPLATE: &str = include_str!("mco-mcd-install.sh");
+/// The install script's part for a build delivered with its closure, in place of its
+/// `@CLOSURE@` line.
+const CLOSURE_TEMPLATE: &str = include_str!("mco-mcd-install-closure.sh");
+const CLOSURE_PLACEHOLDER: &str = "@CLOSURE@\n";
 const PERSIST_NICS_SOURCE: &str = include_str!("mco-persist-nics.sh");
 
 /// The NIC-persisting script as the config carries it: the source less its comment and
@@ -61,14 +65,16 @@ pub fn persist_nics_script() -> String {
     without_comments(PERSIST_NICS_SOURCE)
 }
 
-/// A shell script less its comment and blank lines; the `#!` line stays. (Our scripts
-/// put no `#` at the start of a line inside a string or a here-document.)
+/// A shell script less its comment and blank lines; a first `#!` line stays. (Our
+/// scripts put no `#` at the start of a line inside a string or a here-document.)
 fn without_comments(source: &str) -> String {
-    let mut lines = source.lines();
-    let mut out = format!("{}\n", lines.next().unwrap_or_default());
-    for l in lines.filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
-        out.push_str(l);
-        out.push('\n');
+    let mut out = String::new();
+    for (i, l) in source.lines().enumerate() {
+        let comment = l.trim_start().starts_with('#') && !(i == 0 && l.starts_with("#!"));
+        if !comment && !l.trim().is_empty() {
+            out.push_str(l);
+            out.push('\n');
+        }
     }
     out
 }
@@ -164,27 +170,25 @@ pub fn install_script(h: &ScriptHashes) -> String {
         Some((r, s)) => (r.to_string(), s.as_str()),
         None => (String::new(), ""),
     };
-    let (files, native) = match &h.closure {
-        Some(c) => (
-            c.files
-                .iter()
-                .map(|(n, s)| format!("{n}:{s}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            c.native_rhel
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        None => (String::new(), String::new()),
-    };
+    // Only a config that delivers a closure carries the part that installs one.
+    let closure = h.closure.as_ref().map_or(String::new(), |c| {
+        let files: Vec<String> = c.files.iter().map(|(n, s)| format!("{n}:{s}")).collect();
+        let native: Vec<String> = c.native_rhel.iter().map(u32::to_string).collect();
+        without_comments(CLOSURE_TEMPLATE)
+            .replace(
+                CLOSURE_FILES_PLACEHOLDER,
+                &format!("\"{}\"", files.join(" ")),
+            )
+            .replace(
+                CLOSURE_NATIVE_PLACEHOLDER,
+                &format!("\"{}\"", native.join(" ")),
+            )
+    });
     without_comments(SCRIPT_TEMPLATE)
         .replace(SHA256_PLACEHOLDER, &h.first)
         .replace(OTHER_RHEL_PLACEHOLDER, &rhel)
         .replace(OTHER_SHA256_PLACEHOLDER, sha)
-        .replace(CLOSURE_FILES_PLACEHOLDER, &format!("\"{files}\""))
-        .replace(CLOSURE_NATIVE_PLACEHOLDER, &format!("\"{native}\""))
+        .replace(CLOSURE_PLACEHOLDER, &closure)
 }
 
 fn is_sha256(h: &str) -> bool {
@@ -200,19 +204,29 @@ pub fn script_hashes(script: &str) -> Option<ScriptHashes> {
         (r, h) if is_sha256(h) => Some((r.parse().ok()?, h.to_string())),
         _ => return None,
     };
-    let quoted = |key: &str| value(key)?.strip_prefix('"')?.strip_suffix('"');
-    let files: Vec<(String, String)> = quoted("closure_files=")?
-        .split_whitespace()
-        .map(|e| {
-            let (n, h) = e.split_once(':')?;
-            (is_closure_name(n) && is_sha256(h)).then(|| (n.to_string(), h.to_string()))
-        })
-        .collect::<Option<_>>()?;
-    let native_rhel: Vec<u32> = quoted("closure_native=")?
-        .split_whitespace()
-        .map(|r| r.parse().ok())
-        .collect::<Option<_>>()?;
-    let closure = (!files.is_empty()).then_some(ClosureHashes { files, native_rhel });
+    // The closure's lines, in a script that installs one.
+    let quoted = |key: &str| value(key).map(|v| v.strip_prefix('"')?.strip_suffix('"'));
+    let closure = match (quoted("closure_files="), quoted("closure_native=")) {
+        (None, None) => None,
+        (Some(Some(files)), Some(Some(native))) => {
+            let files: Vec<(String, String)> = files
+                .split_whitespace()
+                .map(|e| {
+                    let (n, h) = e.split_once(':')?;
+                    (is_closure_name(n) && is_sha256(h)).then(|| (n.to_string(), h.to_string()))
+                })
+                .collect::<Option<_>>()?;
+            let native_rhel: Vec<u32> = native
+                .split_whitespace()
+                .map(|r| r.parse().ok())
+                .collect::<Option<_>>()?;
+            if files.is_empty() {
+                return None;
+            }
+            Some(ClosureHashes { files, native_rhel })
+        }
+        _ => return None,
+    };
     Some(ScriptHashes {
         first: first.to_string(),
         other,
@@ -467,6 +481,8 @@ mod tests {
         };
         let s = install_script(&one);
         assert_eq!(script_hashes(&s), Some(one));
+        // The part that installs a closure comes only with one.
+        assert!(!s.contains("closure") && !s.contains(CLOSURE_PLACEHOLDER.trim()));
         assert!(!s.contains(SHA256_PLACEHOLDER) && !s.contains(OTHER_RHEL_PLACEHOLDER));
         let two = ScriptHashes {
             first: "ab".repeat(32),
@@ -485,7 +501,13 @@ mod tests {
                 native_rhel: vec![9, 10],
             }),
         };
-        assert_eq!(script_hashes(&install_script(&closure)), Some(closure));
+        let with = install_script(&closure);
+        assert!(with.contains("--library-path") && !with.contains("@CLOSURE"));
+        assert!(!with
+            .lines()
+            .skip(1)
+            .any(|l| l.trim_start().starts_with('#')));
+        assert_eq!(script_hashes(&with), Some(closure));
         assert!(!is_closure_name("../x") && !is_closure_name(".x") && !is_closure_name("a b"));
         assert!(is_payload_path(&closure_payload_path("libc.so.6")));
         assert!(!is_payload_path("/var/lib/mcd-inject/closure/../x.gz"));
