@@ -16,6 +16,8 @@ use crate::image::Digest;
 
 /// The image's loader cache.
 const LD_SO_CACHE: &str = "/etc/ld.so.cache";
+/// Its name in a layer's tar.
+pub const LD_SO_CACHE_NAME: &str = "etc/ld.so.cache";
 
 /// Why a build's closure cannot be taken from its image (a library it needs is not
 /// there, or is no object for its machine); other errors are the image's own.

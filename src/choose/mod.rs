@@ -183,8 +183,13 @@ impl<'a> Reader<'a> {
         tap: Option<&'a dyn Tap>,
     ) -> Self {
         let prefix = format!("{}/{MCD_NAME}", BIN_DIR.trim_start_matches('/'));
+        // The loader cache too (a few kB): a build delivered with its closure needs it,
+        // and the layer that holds it is then read once less.
         let fs = MergedFs::new(image, spool, move |n| {
-            n.starts_with(&prefix) || n.ends_with("os-release") || extra.as_deref() == Some(n)
+            n.starts_with(&prefix)
+                || n.ends_with("os-release")
+                || n == closure::LD_SO_CACHE_NAME
+                || extra.as_deref() == Some(n)
         });
         let mut fs = fs;
         fs.set_tap(tap);
@@ -556,13 +561,19 @@ fn select_in<'a>(
             // The twin comes first if it fits, else the plain build does.
             Some(os) if rules::image_rhel(&os).is_some() => (Some(os), r.binary(&twin_path)?),
             // No RHEL: the plain build falls behind every `.rhelN`: look at them all.
-            os => return full(r, os, target, force),
+            os => return full(r, os, plain.into_iter().collect(), target, force),
         }
     } else {
         let twin = r.binary(&twin_path)?;
         if !fits(&twin) {
             let os = r.os_release()?;
-            return full(r, os, target, force);
+            return full(
+                r,
+                os,
+                plain.into_iter().chain(twin).collect(),
+                target,
+                force,
+            );
         }
         (None, twin)
     };
@@ -577,13 +588,16 @@ fn select_in<'a>(
     })
 }
 
+/// The choice from every build, those read already (`have`) kept, not read again.
 fn full<'a>(
     mut r: Reader<'a>,
     os: Option<OsRelease>,
+    have: Vec<Binary>,
     target: &Target,
     force: bool,
 ) -> Result<Selected<'a>> {
-    let (os, binaries) = read_all(&mut r, os, None)?;
+    let mut binaries = have;
+    read_every_build(&mut r, &mut binaries)?;
     let (choice, closure) = choose_or_closure(&mut r, &binaries, os.as_ref(), target, None, force)?;
     Ok(Selected {
         reader: r,
