@@ -431,24 +431,15 @@ pub fn check_delivered(
 mod tests {
     use super::*;
 
-    /// The host's own cache read as `ldconfig -p` reads it: every soname `ldconfig -p`
-    /// lists for x86-64 libc6 without hwcaps is found with the same path.
-    #[test]
-    fn the_hosts_cache_reads_as_ldconfig_prints_it() {
-        if !cfg!(target_arch = "x86_64") {
-            return;
+    /// What `ldconfig -p` prints of a cache (the host's, or `-C FILE`): its x86-64 libc6
+    /// entries, soname and path, in order.
+    fn ldconfig_p(cache: Option<&std::path::Path>) -> Vec<CacheEntry> {
+        let mut cmd = std::process::Command::new("ldconfig");
+        cmd.arg("-p");
+        if let Some(c) = cache {
+            cmd.arg("-C").arg(c);
         }
-        let data = std::fs::read("/etc/ld.so.cache").expect("the host has /etc/ld.so.cache");
-        let ours = parse_cache(&data, "amd64");
-        let out = std::process::Command::new("ldconfig")
-            .arg("-p")
-            .output()
-            .or_else(|_| {
-                std::process::Command::new("/sbin/ldconfig")
-                    .arg("-p")
-                    .output()
-            })
-            .expect("ldconfig -p");
+        let out = cmd.output().expect("ldconfig -p (libc-bin)");
         let text = String::from_utf8_lossy(&out.stdout);
         let mut theirs = Vec::new();
         for line in text.lines().skip(1) {
@@ -467,7 +458,52 @@ mod tests {
             }
         }
         assert!(!theirs.is_empty(), "ldconfig -p printed:\n{text}");
-        assert_eq!(ours, theirs);
+        theirs
+    }
+
+    /// The host's own cache reads as `ldconfig -p` reads it.
+    #[test]
+    fn the_hosts_cache_reads_as_ldconfig_prints_it() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        let data = std::fs::read("/etc/ld.so.cache").expect("the host has /etc/ld.so.cache");
+        assert_eq!(parse_cache(&data, "amd64"), ldconfig_p(None));
+    }
+
+    /// Caches `ldconfig -r` writes for a RHEL-like root, in the new format and in the
+    /// compat one (the old format, then the new: what RHEL 8's ldconfig writes), read as
+    /// `ldconfig -p -C` reads them.
+    #[test]
+    fn new_and_compat_caches_read_as_ldconfig_prints_them() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        let host_libc = ldconfig_p(None)
+            .into_iter()
+            .find(|e| e.soname == "libc.so.6")
+            .unwrap();
+        for format in ["new", "compat"] {
+            let root = tempfile::tempdir().unwrap();
+            let lib64 = root.path().join("usr/lib64");
+            std::fs::create_dir_all(&lib64).unwrap();
+            std::fs::create_dir_all(root.path().join("etc")).unwrap();
+            std::fs::write(root.path().join("etc/ld.so.conf"), "/usr/lib64\n").unwrap();
+            std::fs::copy(&host_libc.path, lib64.join("libc.so.6")).unwrap();
+            let st = std::process::Command::new("ldconfig")
+                .arg("-r")
+                .arg(root.path())
+                .args(["-X", "-c", format])
+                .status()
+                .unwrap();
+            assert!(st.success(), "ldconfig -c {format}");
+            let cache = root.path().join("etc/ld.so.cache");
+            let data = std::fs::read(&cache).unwrap();
+            assert_eq!(data.starts_with(b"ld.so-1.7.0"), format == "compat");
+            let ours = parse_cache(&data, "amd64");
+            assert_eq!(ours, ldconfig_p(Some(&cache)), "{format}");
+            assert_eq!(ours[0].path, "/usr/lib64/libc.so.6", "{format}");
+        }
     }
 
     #[test]
