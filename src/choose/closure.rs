@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::choose::elf::{self, DottedVersion, ElfFacts, Linkage};
 use crate::choose::rules::ClosureFit;
+use crate::ignition::units::is_closure_name;
 use crate::image::fs::{FileContent, MergedFs, NotFound};
 use crate::image::Digest;
 
@@ -287,6 +288,7 @@ pub fn resolve(fs: &mut MergedFs, facts: &ElfFacts) -> Result<Closure> {
         Err(e) if e.downcast_ref::<NotFound>().is_some() => Vec::new(),
         Err(e) => return Err(e),
     };
+    // `$ORIGIN` of the build: where MCO keeps its builds.
     let exe = Requester {
         dir: "/usr/bin".into(),
         runpath: facts.runpath.clone(),
@@ -309,6 +311,10 @@ pub fn resolve(fs: &mut MergedFs, facts: &ElfFacts) -> Result<Closure> {
         for (name, req, by) in asked.drain(..) {
             if found.contains(&name) {
                 continue;
+            }
+            // Installed under this name in one directory, read by a shell script.
+            if !is_closure_name(&name) {
+                unresolved!("{by} needs {name:?}, which cannot be installed as a file name");
             }
             let tried = search(&name, &req, &exe, &cache, &facts.arch);
             let Some(path) = first_present(fs, &tried)? else {

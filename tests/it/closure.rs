@@ -97,8 +97,20 @@ fn a_rhel9_only_image_reaches_a_42_bootimage_with_the_closure_its_loader_resolve
     let image = rhel9_only_image(None);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.ign");
-    let r = inject(&image, "4.2", &out, &[]);
+    let r = inject(&image, "4.2", &out, &["--json"]);
     assert_eq!(r.code, Some(0), "{}", r.describe());
+    let report: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let first = &report["boots"]["first"];
+    assert_eq!(first["verdict"]["fits"], true, "{first}");
+    assert_eq!(
+        first["closure"].as_array().map(Vec::len),
+        Some(5),
+        "{first}"
+    );
+    assert_eq!(
+        first["closure"][0]["name"], "ld-linux-x86-64.so.2",
+        "{first}"
+    );
     let cfg = read_json(&out);
     let files = config_files(&cfg);
     let prov: Value =
