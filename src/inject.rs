@@ -482,7 +482,11 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
         other,
         closure: (!closure.is_empty()).then(|| units::ClosureDelivery {
             files: closure,
-            native_rhel: native_rhels(&bin.candidate(), &plan.target),
+            native_rhel: bin
+                .elf
+                .as_ref()
+                .map(|f| crate::choose::boots::native_rhels(f, &plan.target))
+                .unwrap_or_default(),
         }),
         provenance: provenance(&plan.ins, &cfg.image, plan, cfg.release.as_ref()),
         legacy_firstboot: plan.target.has_legacy_firstboot(),
@@ -492,19 +496,6 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
         payloads,
         staged,
     })
-}
-
-/// The RHEL majors on which a build runs natively (the install script installs it
-/// there without its closure).
-fn native_rhels(build: &rules::Candidate, target: &Target) -> Vec<u32> {
-    crate::choose::target::RHEL
-        .iter()
-        .filter(|b| {
-            crate::choose::boots::on_rhel(target, b.major)
-                .is_ok_and(|t| build.verdict(&t).compatible)
-        })
-        .map(|b| b.major)
-        .collect()
 }
 
 /// Remote mode stages a payload file now (the second build's and the closure's beside

@@ -272,11 +272,7 @@ fn check_closure_fits(
             verdict.because()
         ),
     );
-    let native: Vec<u32> = crate::choose::target::RHEL
-        .iter()
-        .filter(|b| boots::on_rhel(t, b.major).is_ok_and(|rt| rules::verdict(&f, &rt).compatible))
-        .map(|b| b.major)
-        .collect();
+    let native = boots::native_rhels(&f, t);
     checks.check(
         native == v.closure_native,
         format!(

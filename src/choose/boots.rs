@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use super::elf::ElfFacts;
 use super::osrelease::OsRelease;
 use super::rules::{self, nominal_rhel, Candidate};
 use super::target::{self, OcpVersion, Target, TargetError};
@@ -97,6 +98,16 @@ pub fn runs_on_every_later_rhel(build: &Candidate, boot: &Target) -> bool {
         .iter()
         .filter(|r| r.major >= boot.rhel)
         .all(|r| on_rhel(boot, r.major).is_ok_and(|t| build.verdict(&t).compatible))
+}
+
+/// The RHEL majors of the table on which a build with these ELF facts runs natively (a
+/// build delivered with its closure is installed there without it).
+pub fn native_rhels(facts: &ElfFacts, boot: &Target) -> Vec<u32> {
+    target::RHEL
+        .iter()
+        .filter(|r| on_rhel(boot, r.major).is_ok_and(|t| rules::verdict(facts, &t).compatible))
+        .map(|r| r.major)
+        .collect()
 }
 
 /// A short name of the cluster's OS for messages.

@@ -80,11 +80,6 @@ impl Closure {
     pub fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
     }
-
-    /// The interpreter's file name, as installed.
-    pub fn interpreter(&self) -> &str {
-        &self.files[0].name
-    }
 }
 
 /// One entry of an `ld.so.cache`: a soname and the path the loader maps for it.

@@ -84,13 +84,18 @@ pub fn other_payload_path(rhel: u32) -> String {
     format!("/var/lib/mcd-inject/machine-config-daemon.rhel{rhel}.gz")
 }
 
-/// The name of the second build's payload beside the first's (its URL, its file):
-/// `.rhelN` before a final `.gz`, else appended.
-pub fn other_name(first: &str, rhel: u32) -> String {
+/// The name of a payload beside the first's (its URL, its file): `.TAG` before a final
+/// `.gz`, else appended.
+fn beside(first: &str, tag: &str) -> String {
     match first.strip_suffix(".gz") {
-        Some(stem) => format!("{stem}.rhel{rhel}.gz"),
-        None => format!("{first}.rhel{rhel}"),
+        Some(stem) => format!("{stem}.{tag}.gz"),
+        None => format!("{first}.{tag}"),
     }
+}
+
+/// The name of the second build's payload beside the first's: `.rhelN` ([`beside`]).
+pub fn other_name(first: &str, rhel: u32) -> String {
+    beside(first, &format!("rhel{rhel}"))
 }
 
 /// Where a file of the first build's closure (its loader or a library, by the name it
@@ -102,13 +107,9 @@ pub fn closure_payload_path(name: &str) -> String {
 /// The directory of the closure's payloads.
 pub const CLOSURE_DIR: &str = "/var/lib/mcd-inject/closure";
 
-/// The name of a closure file's payload beside the first build's (its URL, its file):
-/// `.NAME` before a final `.gz`, else appended.
+/// The name of a closure file's payload beside the first build's: `.NAME` ([`beside`]).
 pub fn closure_name(first: &str, name: &str) -> String {
-    match first.strip_suffix(".gz") {
-        Some(stem) => format!("{stem}.{name}.gz"),
-        None => format!("{first}.{name}"),
-    }
+    beside(first, name)
 }
 
 /// Whether `name` can be a closure file's name: one path component of the characters

@@ -159,6 +159,12 @@ pub(crate) fn rhel9_only_image(without: Option<&str>) -> String {
     )
 }
 
+/// [`rhel9_only_image`] with every library, made once.
+pub(crate) fn rhel9_only() -> &'static str {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE.get_or_init(|| rhel9_only_image(None))
+}
+
 /// What the MCS of `release` serves a worker, as MCO's own code renders it
 /// (`tests/data/mcs/RELEASE/`): to Ignition v0.x (spec 2.2) or to Ignition 2.x (spec 3).
 pub(crate) fn mcs_config(release: &str, spec2: bool) -> Value {
@@ -220,10 +226,7 @@ impl Mcd {
             Mcd::Probe => probe_image(),
             Mcd::Real412 => real_412_image(),
             Mcd::RealMain => real_main_image(),
-            Mcd::Rhel9Only => {
-                static IMAGE: OnceLock<String> = OnceLock::new();
-                IMAGE.get_or_init(|| rhel9_only_image(None))
-            }
+            Mcd::Rhel9Only => rhel9_only(),
         }
     }
 }

@@ -77,10 +77,7 @@ impl Mcd {
         match self {
             Mcd::Probe => probe_image(),
             Mcd::RealMain => real_main_image(),
-            Mcd::Rhel9Only => {
-                static IMAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-                IMAGE.get_or_init(|| crate::boot::rhel9_only_image(None))
-            }
+            Mcd::Rhel9Only => crate::boot::rhel9_only(),
         }
     }
 }
