@@ -16,13 +16,20 @@ if [ -z "$wait_for" ]; then
 fi
 units="mco-mcd-install.service machine-config-daemon-firstboot.service machine-config-daemon-pull.service pivot.service crio.service kubelet.service kubelet-dependencies.target firstboot-osupdate.target ostree-finalize-staged.service"
 uptime_s() { cut -d. -f1 /proc/uptime; }
+# What systemd loaded for each unit (its drop-ins, its load and enablement state) does
+# not change within a boot: recorded first, before a reboot the MCD asks for can stop
+# the probe, or unload a unit that has finished.
+for u in $units; do
+  systemctl show "$u" -p Id,LoadState,UnitFileState,DropInPaths | sed "s/^/unit.$u./"
+done >"$out/loaded"
 report() { # report STATE: what the probe records
   {
     echo "state=$1"
+    cat "$out/loaded"
     for u in $units; do
-      systemctl show "$u" -p Id,LoadState,ActiveState,SubState,Result,UnitFileState,ExecMainStatus \
+      systemctl show "$u" -p ActiveState,SubState,Result,ExecMainStatus \
         -p InactiveExitTimestampMonotonic,ActiveEnterTimestampMonotonic \
-        -p ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,DropInPaths |
+        -p ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic |
         sed "s/^/unit.$u./"
     done
     if [ -e /run/bin/machine-config-daemon ]; then
