@@ -381,6 +381,113 @@ const fn row(
     }
 }
 
+/// Why a bootimage name was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NameError {
+    /// None of the forms read.
+    #[error(
+        "invalid bootimage {0:?}: expected an OpenShift version X.Y (4.2), an RHCOS build ID \
+         (42.80.20191002.0, 410.84.202205191234-0) or an RHCOS cloud image name \
+         (rhcos-42-80-20191002-0-gcp-x86-64)"
+    )]
+    Syntax(String),
+    /// An RHCOS build ID whose RHEL is not the one its OpenShift release's RHCOS is built on.
+    #[error(
+        "bootimage {given:?}: RHCOS {version} is built on RHEL {table_rhel}, but the build ID \
+         names RHEL {rhel}; check the ID, or give --bootimage X.Y and --target-rhel N"
+    )]
+    RhelMismatch {
+        /// The name given.
+        given: String,
+        /// The OpenShift release it names.
+        version: OcpVersion,
+        /// The RHEL major it names.
+        rhel: u32,
+        /// The RHEL major of the table's row.
+        table_rhel: u32,
+    },
+    /// An RHEL-based build ID (4.19 on), which several releases share.
+    #[error(
+        "bootimage {given:?}: RHCOS {rhel_release} is the bootimage of OpenShift {rows}; give \
+         the one the cluster was installed with as --bootimage X.Y"
+    )]
+    Shared {
+        /// The name given.
+        given: String,
+        /// Its RHEL release.
+        rhel_release: String,
+        /// The rows that share it, `4.19, 4.20, 4.21`.
+        rows: String,
+    },
+}
+
+/// The OpenShift release a bootimage name gives: `X.Y`; an RHCOS build ID of the form
+/// `OCP.RHEL.TIMESTAMP` with `.N` or `-N` (`42.80.20191002.0`: OpenShift 4.2 on RHEL
+/// 8.0; `410.84.202205191234-0`: 4.10 on RHEL 8.4), also prefixed `rhcos-`; or an RHCOS
+/// cloud image name (`rhcos-42-80-20191002-0-gcp-x86-64`, fields joined with `-`). A
+/// build ID's RHEL must be its row's. The RHEL-based IDs of 4.19 on
+/// (`9.6.20250513-0`) name a RHEL release that several rows share: refused, naming them.
+pub fn bootimage_name(s: &str) -> Result<OcpVersion, NameError> {
+    if let Ok(v) = s.parse::<OcpVersion>() {
+        return Ok(v);
+    }
+    let bad = || NameError::Syntax(s.to_string());
+    fn digits(x: &str, min: usize, max: usize) -> Option<&str> {
+        (x.len() >= min && x.len() <= max && x.bytes().all(|c| c.is_ascii_digit())).then_some(x)
+    }
+    let id = s.strip_prefix("rhcos-").unwrap_or(s);
+    // The first fields, the timestamp, and the build's serial: as an ID, or as a cloud
+    // image name (whatever follows the serial there is the platform and the arch).
+    let fields: Vec<&str> = if id.contains('.') {
+        let (head, serial) = id.rsplit_once(['.', '-']).ok_or_else(bad)?;
+        let mut f: Vec<&str> = head.split('.').collect();
+        f.push(serial);
+        f
+    } else if id.len() < s.len() {
+        id.split('-').take(4).collect()
+    } else {
+        return Err(bad());
+    };
+    let [ocp, rhel, stamp, serial] = fields[..] else {
+        return Err(bad());
+    };
+    digits(stamp, 8, 14).ok_or_else(bad)?;
+    digits(serial, 1, 3).ok_or_else(bad)?;
+    let (ocp, rhel) = (
+        digits(ocp, 1, 3).ok_or_else(bad)?,
+        digits(rhel, 1, 3).ok_or_else(bad)?,
+    );
+    if ocp.len() == 1 {
+        // RHEL-based: `9.6.STAMP-N`, RHEL 9.6.
+        let rhel_release = format!("{ocp}.{rhel}");
+        let rows: Vec<String> = BOOTIMAGES
+            .iter()
+            .filter(|b| b.rhel_release == rhel_release)
+            .map(|b| b.version.to_string())
+            .collect();
+        if rows.is_empty() {
+            return Err(bad());
+        }
+        return Err(NameError::Shared {
+            given: s.to_string(),
+            rhel_release,
+            rows: rows.join(", "),
+        });
+    }
+    let num = |x: &str| x.parse::<u32>().map_err(|_| bad());
+    let version = v(num(&ocp[..1])?, num(&ocp[1..])?);
+    let rhel_major = num(&rhel[..1])?;
+    match bootimage(version) {
+        Ok(row) if row.rhel != rhel_major => Err(NameError::RhelMismatch {
+            given: s.to_string(),
+            version,
+            rhel: rhel_major,
+            table_rhel: row.rhel,
+        }),
+        _ => Ok(version),
+    }
+}
+
 /// The row of a bootimage version.
 pub fn bootimage(version: OcpVersion) -> Result<&'static Bootimage, VersionError> {
     BOOTIMAGES
@@ -766,6 +873,55 @@ mod tests {
         for bad in ["4", "4.", ".2", "4.2.1", "a.b", "4.+2"] {
             assert!(bad.parse::<OcpVersion>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn reads_rhcos_build_ids_and_cloud_image_names() {
+        for (name, want) in [
+            ("4.2", v(4, 2)),
+            ("42.80.20191002.0", v(4, 2)),
+            ("rhcos-42.80.20191002.0", v(4, 2)),
+            ("rhcos-42-80-20191002-0-gcp-x86-64", v(4, 2)),
+            ("410.84.202205191234-0", v(4, 10)),
+            ("rhcos-410-84-202205191234-0-gcp-x86-64", v(4, 10)),
+            ("413.92.202401100947-0", v(4, 13)),
+            ("46.82.202012051820-0", v(4, 6)),
+        ] {
+            assert_eq!(bootimage_name(name), Ok(want), "{name}");
+        }
+        for bad in [
+            "",
+            "42",
+            "42.80.2019.0",
+            "42.80.20191002",
+            "42.80.20191002.x",
+            "rhcos-42-80",
+            "42-80-20191002-0",
+            "fcos-33",
+            "4.2.1",
+        ] {
+            assert_eq!(
+                bootimage_name(bad),
+                Err(NameError::Syntax(bad.into())),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            bootimage_name("42.92.20191002.0"),
+            Err(NameError::RhelMismatch {
+                rhel: 9,
+                table_rhel: 8,
+                ..
+            })
+        ));
+        let Err(NameError::Shared { rows, .. }) = bootimage_name("9.6.20250513-0") else {
+            panic!("a RHEL-based ID names no single row");
+        };
+        assert_eq!(rows, "4.19, 4.20, 4.21");
+        assert!(matches!(
+            bootimage_name("9.1.20250513-0"),
+            Err(NameError::Syntax(_))
+        ));
     }
 
     #[test]

@@ -594,11 +594,13 @@ pub struct PullArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Target")]
 pub struct TargetOpts {
-    /// OpenShift version of the bootimage the node boots from, X.Y (a release of the
-    /// table, 4.1 to 5.2; a newer one needs --target-rhel or --target-os-release, and --spec).
+    /// The bootimage the node boots from: its OpenShift version X.Y (a release of the
+    /// table, 4.1 to 5.2; a newer one needs --target-rhel or --target-os-release, and
+    /// --spec), its RHCOS build ID (42.80.20191002.0) or its cloud image name
+    /// (rhcos-42-80-20191002-0-gcp-x86-64).
     #[arg(
         long,
-        value_name = "X.Y",
+        value_name = "BOOTIMAGE",
         value_parser = bootimage_version,
         required_unless_present = "target_os_release"
     )]
@@ -769,10 +771,11 @@ pub struct VerifyArgs {
     /// The config to check; `-` for stdin.
     #[arg(value_name = "IGN")]
     pub ign: Input,
-    /// The bootimage it is for (default: the one its provenance names).
+    /// The bootimage it is for, as inject takes it (default: the one its provenance
+    /// names).
     #[arg(
         long,
-        value_name = "X.Y",
+        value_name = "BOOTIMAGE",
         value_parser = bootimage_version,
         help_heading = "Target"
     )]
@@ -870,7 +873,7 @@ impl VerifyArgs {
 /// A bootimage version: a release of the table, or a newer one (which then needs its
 /// RHEL and spec given, checked with them); nothing older than the table.
 fn bootimage_version(s: &str) -> Result<OcpVersion, String> {
-    let v: OcpVersion = s.parse().map_err(|e| format!("{e}"))?;
+    let v = crate::choose::target::bootimage_name(s).map_err(|e| e.to_string())?;
     match crate::choose::target::bootimage(v) {
         Err(e @ crate::choose::target::VersionError::TooOld(_)) => Err(e.to_string()),
         _ => Ok(v),

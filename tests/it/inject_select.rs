@@ -552,3 +552,53 @@ fn other_rhel_stream_of_a_release() {
         assert_eq!(p["target"]["rhel"].to_string(), rhel);
     }
 }
+
+/// `--bootimage` reads an RHCOS build ID and a cloud image name as the release they name:
+/// the same config, byte for byte, as `X.Y`; verify takes them too; a name of no known
+/// form, or whose RHEL is not its release's, is a command-line error naming the forms.
+#[test]
+fn bootimage_build_ids_and_cloud_image_names_name_their_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = fixture("mco-4.16").reference("oci");
+    let out = |n: usize| dir.path().join(format!("{n}.ign"));
+    let forms = [
+        "4.2",
+        "42.80.20191002.0",
+        "rhcos-42-80-20191002-0-gcp-x86-64",
+    ];
+    for (n, form) in forms.iter().enumerate() {
+        let run = inject(&reference, form, &out(n), &[]);
+        assert_eq!(run.code, Some(0), "{form}: {}", run.describe());
+    }
+    let first = fs::read(out(0)).unwrap();
+    for (n, form) in forms.iter().enumerate().skip(1) {
+        assert!(
+            fs::read(out(n)).unwrap() == first,
+            "{form} gives another config than 4.2"
+        );
+    }
+    let run = mcd_inject([
+        "verify",
+        out(1).to_str().unwrap(),
+        "--bootimage",
+        "rhcos-42.80.20191002.0",
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    for (bad, says) in [
+        ("42.80.2019.0", "an RHCOS build ID (42.80.20191002.0"),
+        (
+            "42.92.20191002.0",
+            "RHCOS 4.2 is built on RHEL 8, but the build ID names RHEL 9",
+        ),
+        (
+            "9.6.20250513-0",
+            "RHCOS 9.6 is the bootimage of OpenShift 4.19, 4.20, 4.21",
+        ),
+    ] {
+        let target = out(9);
+        let run = inject(&reference, bad, &target, &[]);
+        assert_eq!(run.code, Some(2), "{bad}: {}", run.describe());
+        assert!(run.stderr.contains(says), "{bad}: {}", run.describe());
+        assert!(!target.exists(), "{bad}: an output was written");
+    }
+}
