@@ -435,18 +435,17 @@ pub fn bootimage_name(s: &str) -> Result<OcpVersion, NameError> {
     fn digits(x: &str, min: usize, max: usize) -> Option<&str> {
         (x.len() >= min && x.len() <= max && x.bytes().all(|c| c.is_ascii_digit())).then_some(x)
     }
-    let id = s.strip_prefix("rhcos-").unwrap_or(s);
+    let prefixed = s.strip_prefix("rhcos-");
+    let id = prefixed.unwrap_or(s);
     // The first fields, the timestamp, and the build's serial: as an ID, or as a cloud
     // image name (whatever follows the serial there is the platform and the arch).
-    let fields: Vec<&str> = if id.contains('.') {
-        let (head, serial) = id.rsplit_once(['.', '-']).ok_or_else(bad)?;
-        let mut f: Vec<&str> = head.split('.').collect();
-        f.push(serial);
-        f
-    } else if id.len() < s.len() {
-        id.split('-').take(4).collect()
-    } else {
-        return Err(bad());
+    let fields: Vec<&str> = match prefixed {
+        _ if id.contains('.') => {
+            let (head, serial) = id.rsplit_once(['.', '-']).ok_or_else(bad)?;
+            head.split('.').chain([serial]).collect()
+        }
+        Some(name) => name.split('-').take(4).collect(),
+        None => return Err(bad()),
     };
     let [ocp, rhel, stamp, serial] = fields[..] else {
         return Err(bad());
