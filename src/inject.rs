@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::choose::rules::{self, Choice};
-use crate::choose::target::{Target, TargetArgs};
+use crate::choose::target::{Named, Target, TargetArgs};
 use crate::choose::{self, Boots, ClusterHint, Inspection};
 use crate::ignition::document::Document;
 use crate::ignition::schema::Schema;
@@ -90,6 +90,9 @@ pub struct InjectReport {
     pub binary_sha256: String,
     /// The target, as settled.
     pub target: Target,
+    /// How the bootimage was named (the form given, the file read), which the config
+    /// does not record.
+    pub bootimage: Named,
     /// The size of the config written.
     pub config_bytes: u64,
     /// Which layers the choice needed, and their share of the image's stored bytes.
@@ -147,13 +150,13 @@ pub struct SecondBuild {
 /// The output spec: `--spec`, else the base's own spec when the bootimage reads it and
 /// it is newer than the default, else the table's default.
 fn output_spec(t: &TargetArgs, base: Option<&Document>, arch: &str) -> Result<Target> {
-    let default = Target::new(t.bootimage, t.spec, t.rhel, arch)?;
+    let default = Target::new(t.bootimage.version, t.spec, t.rhel, arch)?;
     if t.spec.is_some() {
         return Ok(default);
     }
     match base.and_then(merge::declared_spec) {
         Some(b) if b > default.spec && default.reads(b) => {
-            Ok(Target::new(t.bootimage, Some(b), t.rhel, arch)?)
+            Ok(Target::new(t.bootimage.version, Some(b), t.rhel, arch)?)
         }
         _ => Ok(default),
     }
@@ -277,6 +280,7 @@ pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
         chosen: bin.path.clone(),
         binary_sha256: bin.sha256.hex().to_string(),
         config_bytes: written.size,
+        bootimage: cfg.target.bootimage.clone(),
         layers_read: plan.ins.read_summary(),
         notes,
         warnings: warnings.list(),

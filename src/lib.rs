@@ -16,6 +16,8 @@
 //! - [`choose`]: the one place that decides the build: [`choose::select`] reads as few
 //!   layers as settle the choice; its rules ([`choose::rules`]), the bootimage table
 //!   ([`choose::target`]), ELF and os-release facts, MCO's naming ([`choose::mco`]);
+//! - [`bootimage`]: the build a bootimage file names (stream metadata, a qcow2 or raw
+//!   disk image, a live ISO), for `--bootimage-file`;
 //! - `payload` (private): the chosen build, gzip-compressed in fixed members;
 //! - [`ignition`]: the neutral model of what goes on the node, its renderers per spec,
 //!   merging with a base config, verification, schemas;
@@ -52,6 +54,7 @@ pub mod inject;
 pub mod release;
 pub mod verify;
 
+pub mod bootimage;
 pub mod choose;
 pub mod ignition;
 pub mod image;

@@ -12,7 +12,7 @@ use crate::choose::boots;
 use crate::choose::closure;
 use crate::choose::elf;
 use crate::choose::rules;
-use crate::choose::target::{OcpVersion, Target, TargetArgs};
+use crate::choose::target::{NameForm, Named, OcpVersion, Target, TargetArgs};
 use crate::ignition::verify;
 use crate::image::ImageRef;
 use crate::io::Input;
@@ -132,7 +132,12 @@ fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) 
             ..t.clone()
         },
         (None, Some(b)) => TargetArgs {
-            bootimage: b,
+            bootimage: Named {
+                form: NameForm::Version,
+                value: b.to_string(),
+                file: None,
+                version: b,
+            },
             spec: Some(v.spec),
             rhel: v.provenance.as_ref().and_then(|p| {
                 p["target"]["rhel"]
@@ -149,7 +154,7 @@ fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) 
         }
     };
     match Target::new(
-        target_args.bootimage,
+        target_args.bootimage.version,
         target_args.spec,
         target_args.rhel,
         &cfg.arch,
@@ -157,7 +162,8 @@ fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) 
         Ok(target) => {
             checks.passed.push(format!(
                 "bootimage {} reads spec {}",
-                target.bootimage, target.spec
+                target_args.bootimage.describe(),
+                target.spec
             ));
             Some(target)
         }

@@ -421,15 +421,94 @@ pub enum NameError {
     },
 }
 
+/// How a bootimage name reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NameForm {
+    /// An OpenShift version, `4.2`.
+    Version,
+    /// An RHCOS build ID, `42.80.20191002.0`, also `rhcos-` prefixed (a live ISO's
+    /// volume ID).
+    BuildId,
+    /// An RHCOS cloud image name, `rhcos-42-80-20191002-0-gcp-x86-64`.
+    CloudImageName,
+    /// The bootimage's os-release (`--target-os-release`).
+    OsRelease,
+}
+
+impl NameForm {
+    /// How the report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            NameForm::Version => "OpenShift version",
+            NameForm::BuildId => "RHCOS build ID",
+            NameForm::CloudImageName => "RHCOS cloud image name",
+            NameForm::OsRelease => "os-release",
+        }
+    }
+}
+
+/// The file a bootimage name was read from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NamedFile {
+    /// The file, as given.
+    pub path: String,
+    /// What it was read as (`qcow2 disk image`, `gzip-compressed raw disk image`).
+    pub kind: String,
+    /// Where in it the name was (`loader/entries/ostree-1-rhcos.conf`).
+    pub within: String,
+}
+
+/// How the bootimage was named, and the release of the table that names: what the
+/// report says. The config holds only the release, so every name of one bootimage gives
+/// the same config.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Named {
+    /// How the name reads.
+    pub form: NameForm,
+    /// The name, as given or as read from the file.
+    pub value: String,
+    /// The file it was read from, if any.
+    pub file: Option<NamedFile>,
+    /// The release it names.
+    pub version: OcpVersion,
+}
+
+impl Named {
+    /// `4.2`, or `4.2 (RHCOS build ID 42.80.20191002.0 in loader/entries/x.conf of FILE)`.
+    pub fn describe(&self) -> String {
+        let what = match (&self.file, self.form) {
+            (None, NameForm::Version) => return self.version.to_string(),
+            (None, form) => format!("{} {}", form.describe(), self.value),
+            (Some(f), NameForm::OsRelease) => format!("from os-release {}", f.path),
+            (Some(f), form) => format!(
+                "{} {} in {} of {} {}",
+                form.describe(),
+                self.value,
+                f.within,
+                f.kind,
+                f.path
+            ),
+        };
+        format!("{} ({what})", self.version)
+    }
+}
+
 /// The OpenShift release a bootimage name gives: `X.Y`; an RHCOS build ID of the form
 /// `OCP.RHEL.TIMESTAMP` with `.N` or `-N` (`42.80.20191002.0`: OpenShift 4.2 on RHEL
 /// 8.0; `410.84.202205191234-0`: 4.10 on RHEL 8.4), also prefixed `rhcos-`; or an RHCOS
 /// cloud image name (`rhcos-42-80-20191002-0-gcp-x86-64`, fields joined with `-`). A
 /// build ID's RHEL must be its row's. The RHEL-based IDs of 4.19 on
 /// (`9.6.20250513-0`) name a RHEL release that several rows share: refused, naming them.
-pub fn bootimage_name(s: &str) -> Result<OcpVersion, NameError> {
+pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
+    let named = |form, version| Named {
+        form,
+        value: s.to_string(),
+        file: None,
+        version,
+    };
     if let Ok(v) = s.parse::<OcpVersion>() {
-        return Ok(v);
+        return Ok(named(NameForm::Version, v));
     }
     let bad = || NameError::Syntax(s.to_string());
     fn digits(x: &str, min: usize, max: usize) -> Option<&str> {
@@ -439,6 +518,11 @@ pub fn bootimage_name(s: &str) -> Result<OcpVersion, NameError> {
     let id = prefixed.unwrap_or(s);
     // The first fields, the timestamp, and the build's serial: as an ID, or as a cloud
     // image name (whatever follows the serial there is the platform and the arch).
+    let form = if id.contains('.') {
+        NameForm::BuildId
+    } else {
+        NameForm::CloudImageName
+    };
     let fields: Vec<&str> = match prefixed {
         _ if id.contains('.') => {
             let (head, serial) = id.rsplit_once(['.', '-']).ok_or_else(bad)?;
@@ -483,7 +567,7 @@ pub fn bootimage_name(s: &str) -> Result<OcpVersion, NameError> {
             rhel: rhel_major,
             table_rhel: row.rhel,
         }),
-        _ => Ok(version),
+        _ => Ok(named(form, version)),
     }
 }
 
@@ -686,8 +770,8 @@ fn check_spec(
 /// What the target is, as the user gave it.
 #[derive(Clone, Debug)]
 pub struct TargetArgs {
-    /// The bootimage (`--bootimage`).
-    pub bootimage: OcpVersion,
+    /// The bootimage (`--bootimage`, `--bootimage-file`, `--target-os-release`), as named.
+    pub bootimage: Named,
     /// The spec to write (`--spec`); else the table's, or the base's when newer.
     pub spec: Option<SpecVersion>,
     /// The node's RHEL major (`--target-rhel`, `--target-os-release`); else the table's.
@@ -886,7 +970,7 @@ mod tests {
             ("413.92.202401100947-0", v(4, 13)),
             ("46.82.202012051820-0", v(4, 6)),
         ] {
-            assert_eq!(bootimage_name(name), Ok(want), "{name}");
+            assert_eq!(bootimage_name(name).map(|n| n.version), Ok(want), "{name}");
         }
         for bad in [
             "",
@@ -913,6 +997,34 @@ mod tests {
                 ..
             })
         ));
+        let forms = [
+            "4.2",
+            "42.80.20191002.0",
+            "rhcos-42.80.20191002.0",
+            "rhcos-42-80-20191002-0-gcp-x86-64",
+        ]
+        .map(|n| bootimage_name(n).unwrap());
+        assert_eq!(
+            forms.each_ref().map(|n| n.form),
+            [
+                NameForm::Version,
+                NameForm::BuildId,
+                NameForm::BuildId,
+                NameForm::CloudImageName
+            ]
+        );
+        assert_eq!(forms[0].describe(), "4.2");
+        assert_eq!(forms[1].describe(), "4.2 (RHCOS build ID 42.80.20191002.0)");
+        let mut read = forms[1].clone();
+        read.file = Some(NamedFile {
+            path: "disk.qcow2".into(),
+            kind: "qcow2 disk image".into(),
+            within: "loader/entries/ostree-1-rhcos.conf".into(),
+        });
+        assert_eq!(
+            read.describe(),
+            "4.2 (RHCOS build ID 42.80.20191002.0 in loader/entries/ostree-1-rhcos.conf of qcow2 disk image disk.qcow2)"
+        );
         let Err(NameError::Shared { rows, .. }) = bootimage_name("9.6.20250513-0") else {
             panic!("a RHEL-based ID names no single row");
         };

@@ -8,7 +8,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::choose::osrelease::OsRelease;
 use crate::choose::target::TargetArgs;
-use crate::choose::target::{from_os_release, OcpVersion};
+use crate::choose::target::{from_os_release, NameForm, Named, NamedFile};
 use crate::ignition::SpecVersion;
 use crate::image::{ImageRef, Platform};
 use crate::inject::{InjectConfig, Remote};
@@ -133,11 +133,17 @@ impl Cli {
                 }
                 Ok(())
             }
-            Command::Verify(a) => match a.bootimage {
-                Some(b) if a.target_rhel.is_none() => match crate::choose::target::bootimage(b) {
-                    Err(e) => usage("verify", InvalidValue, format!("--bootimage {b}: {e}")),
-                    Ok(_) => Ok(()),
-                },
+            Command::Verify(a) => match &a.bootimage {
+                Some(b) if a.target_rhel.is_none() => {
+                    match crate::choose::target::bootimage(b.version) {
+                        Err(e) => usage(
+                            "verify",
+                            InvalidValue,
+                            format!("--bootimage {}: {e}", b.value),
+                        ),
+                        Ok(_) => Ok(()),
+                    }
+                }
                 _ => Ok(()),
             },
             _ => Ok(()),
@@ -602,9 +608,16 @@ pub struct TargetOpts {
         long,
         value_name = "BOOTIMAGE",
         value_parser = bootimage_version,
-        required_unless_present = "target_os_release"
+        required_unless_present_any = ["target_os_release", "bootimage_file"],
+        conflicts_with = "bootimage_file"
     )]
-    pub bootimage: Option<OcpVersion>,
+    pub bootimage: Option<Named>,
+    /// The bootimage as a file, read for the build it names: stream metadata JSON (as
+    /// `openshift-install coreos print-stream-json` prints it, or the coreos-bootimages
+    /// ConfigMap; the entry of --platform's arch), a qcow2 or raw disk image (plain, .gz
+    /// or .xz), or a live ISO.
+    #[arg(long, value_name = "FILE")]
+    pub bootimage_file: Option<PathBuf>,
     /// The bootimage's os-release file: its OpenShift version (unless --bootimage says)
     /// and RHEL major (unless --target-rhel says) are read from it, as MCO reads them.
     #[arg(long, value_name = "FILE")]
@@ -626,18 +639,18 @@ impl TargetOpts {
     /// The target these flags make, checked against the table when they say all of it
     /// (with --target-os-release the file may say the rest: checked when it is read).
     fn check(&self, arch: &str) -> Result<Option<crate::choose::target::Target>, String> {
-        let Some(b) = self.bootimage else {
+        let Some(b) = &self.bootimage else {
             return Ok(None);
         };
         if self.target_os_release.is_some() {
             return Ok(None);
         }
-        crate::choose::target::Target::new(b, self.spec, self.target_rhel, arch)
+        crate::choose::target::Target::new(b.version, self.spec, self.target_rhel, arch)
             .map(Some)
-            .map_err(|e| format!("--bootimage {b}: {e}"))
+            .map_err(|e| format!("--bootimage {}: {e}", b.value))
     }
 
-    fn to_args(&self) -> anyhow::Result<TargetArgs> {
+    fn to_args(&self, arch: &str) -> anyhow::Result<TargetArgs> {
         let (from_file, rhel_from_file) = match &self.target_os_release {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -646,15 +659,38 @@ impl TargetOpts {
             }
             None => (None, None),
         };
-        let bootimage = match (self.bootimage, from_file, &self.target_os_release) {
-            (Some(b), _, _) => b,
-            (None, Some(b), _) => b,
-            (None, None, Some(path)) => bail!(
+        let bootimage = match (&self.bootimage, &self.bootimage_file, from_file, &self.target_os_release) {
+            (Some(b), _, _, _) => b.clone(),
+            (None, Some(file), _, _) => crate::bootimage::read_named(file, arch)?,
+            (None, None, Some(b), Some(path)) => Named {
+                form: NameForm::OsRelease,
+                value: b.to_string(),
+                file: Some(NamedFile {
+                    path: path.display().to_string(),
+                    kind: "os-release".into(),
+                    within: "OPENSHIFT_VERSION or VERSION_ID".into(),
+                }),
+                version: b,
+            },
+            (None, None, _, Some(path)) => bail!(
                 "{}: no OpenShift version in it (OPENSHIFT_VERSION or an RHCOS VERSION_ID); pass --bootimage",
                 path.display()
             ),
-            (None, None, None) => bail!("--bootimage is required"),
+            (None, None, _, None) => bail!("--bootimage is required"),
         };
+        if bootimage.file.is_some() && bootimage.form != NameForm::OsRelease {
+            // A file's build must be a row (or a newer release with its facts given), as
+            // --bootimage's is when parsed.
+            crate::choose::target::Target::new(
+                bootimage.version,
+                self.spec,
+                self.target_rhel,
+                arch,
+            )
+            .map_err(|e| {
+                anyhow::anyhow!("--bootimage-file: bootimage {}: {e}", bootimage.describe())
+            })?;
+        }
         Ok(TargetArgs {
             bootimage,
             spec: self.spec,
@@ -744,7 +780,7 @@ impl InjectArgs {
         if let Some(o) = &self.json.json_out {
             o.spool_dir()?;
         }
-        let target = self.target.to_args()?;
+        let target = self.target.to_args(&self.image.platform.architecture)?;
         let (image, open, release) = self.image.resolve(warnings)?;
         Ok(InjectConfig {
             image,
@@ -767,6 +803,7 @@ impl InjectArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("bootimage_given").args(["bootimage", "bootimage_file"])))]
 pub struct VerifyArgs {
     /// The config to check; `-` for stdin.
     #[arg(value_name = "IGN")]
@@ -779,12 +816,15 @@ pub struct VerifyArgs {
         value_parser = bootimage_version,
         help_heading = "Target"
     )]
-    pub bootimage: Option<OcpVersion>,
+    pub bootimage: Option<Named>,
+    /// The bootimage as a file, as inject takes it.
+    #[arg(long, value_name = "FILE", help_heading = "Target")]
+    pub bootimage_file: Option<PathBuf>,
     /// RHEL major version of the bootimage, instead of the table's.
     #[arg(
         long,
         value_name = "N",
-        requires = "bootimage",
+        requires = "bootimage_given",
         value_parser = rhel_major,
         help_heading = "Target"
     )]
@@ -848,8 +888,16 @@ impl VerifyArgs {
         };
         Ok(VerifyConfig {
             ign: self.ign.clone(),
-            target: self.bootimage.map(|b| TargetArgs {
-                bootimage: b,
+            target: match (&self.bootimage, &self.bootimage_file) {
+                (Some(b), _) => Some(b.clone()),
+                (None, Some(file)) => Some(crate::bootimage::read_named(
+                    file,
+                    &self.platform.architecture,
+                )?),
+                (None, None) => None,
+            }
+            .map(|bootimage| TargetArgs {
+                bootimage,
                 spec: None,
                 rhel: self.target_rhel,
                 cluster_rhel: None,
@@ -872,11 +920,11 @@ impl VerifyArgs {
 
 /// A bootimage version: a release of the table, or a newer one (which then needs its
 /// RHEL and spec given, checked with them); nothing older than the table.
-fn bootimage_version(s: &str) -> Result<OcpVersion, String> {
-    let v = crate::choose::target::bootimage_name(s).map_err(|e| e.to_string())?;
-    match crate::choose::target::bootimage(v) {
+fn bootimage_version(s: &str) -> Result<Named, String> {
+    let named = crate::choose::target::bootimage_name(s).map_err(|e| e.to_string())?;
+    match crate::choose::target::bootimage(named.version) {
         Err(e @ crate::choose::target::VersionError::TooOld(_)) => Err(e.to_string()),
-        _ => Ok(v),
+        _ => Ok(named),
     }
 }
 

@@ -176,7 +176,7 @@ fn run(cli: Cli) -> Result<()> {
                     "chose {} (sha256 {}) for bootimage {}; wrote {} ({} bytes, spec {}); {}",
                     r.chosen,
                     r.binary_sha256,
-                    r.target.bootimage,
+                    r.bootimage.describe(),
                     a.ign,
                     r.config_bytes,
                     r.target.spec,

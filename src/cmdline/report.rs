@@ -50,6 +50,7 @@ pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) ->
         "release": r.release.as_ref().map(release_json),
         "target": {
             "bootimage": r.target.bootimage.to_string(),
+            "bootimage_named": r.bootimage,
             "rhel": r.target.rhel,
             "spec": r.target.spec.as_str(),
         },

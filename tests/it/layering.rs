@@ -8,7 +8,7 @@ use std::path::Path;
 /// may use modules of its own level or below, never above.
 const LEVELS: &[&[&str]] = &[
     &["cmdline"],
-    &["inject", "verify", "extract", "release"],
+    &["inject", "verify", "extract", "release", "bootimage"],
     &["choose", "payload", "ignition", "transport"],
     &["registry"],
     &["image"],

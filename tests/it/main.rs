@@ -7,6 +7,7 @@
 mod harness;
 
 mod boot;
+mod bootimage_file;
 mod cli;
 mod closure;
 mod extract_vs_umoci;

@@ -17,11 +17,15 @@ fi
 units="mco-mcd-install.service machine-config-daemon-firstboot.service machine-config-daemon-pull.service pivot.service crio.service kubelet.service kubelet-dependencies.target firstboot-osupdate.target ostree-finalize-staged.service"
 uptime_s() { cut -d. -f1 /proc/uptime; }
 # What systemd loaded for each unit (its drop-ins, its load and enablement state) does
-# not change within a boot: recorded first, before a reboot the MCD asks for can stop
-# the probe, or unload a unit that has finished.
-for u in $units; do
-  systemctl show "$u" -p Id,LoadState,UnitFileState,DropInPaths | sed "s/^/unit.$u./"
-done >"$out/loaded"
+# not change within a boot: recorded by `boot-probe.sh loaded`, the probe unit's
+# ExecStartPre, which the firstboot unit waits for, so a reboot the MCD asks for cannot
+# come first, however loaded the machine.
+if [ "${1:-}" = loaded ]; then
+  for u in $units; do
+    systemctl show "$u" -p Id,LoadState,UnitFileState,DropInPaths | sed "s/^/unit.$u./"
+  done >"$out/loaded"
+  exit 0
+fi
 report() { # report STATE: what the probe records
   {
     echo "state=$1"

@@ -164,10 +164,13 @@ ExecStart=/bin/true"
   unit "$root" boot-probe.service "[Unit]
 Description=records how the first boot went, then powers off
 # After the install unit: at a shutdown (a reboot the MCD asks for) the probe, which
-# records then, stops before it, whose state it records.
+# records then, stops before it, whose state it records. Before the firstboot unit: what
+# systemd loaded is recorded (ExecStartPre) before the MCD can ask for a reboot.
 After=basic.target mco-mcd-install.service
+Before=machine-config-daemon-firstboot.service
 [Service]
 Type=simple
+ExecStartPre=/usr/libexec/boot-probe.sh loaded
 ExecStart=/usr/libexec/boot-probe.sh
 [Install]
 WantedBy=multi-user.target"

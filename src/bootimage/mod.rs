@@ -1,0 +1,338 @@
+//! The bootimage a file holds, read only as far as the name it carries: stream metadata
+//! (the installer's `coreos print-stream-json`, its older `rhcos.json`, or the cluster's
+//! `coreos-bootimages` ConfigMap), a disk image (qcow2, or raw; either plain, gzip or
+//! xz), or a live ISO. The name found (a build ID, or an ISO's volume ID) is what
+//! `--bootimage` would be given; [`crate::choose::target::bootimage_name`] reads it.
+//!
+//! Each reader is bounded: stream metadata and BLS entries are read whole up to a small
+//! limit, a disk image only through its partition table and its `boot` partition, a
+//! compressed one decompressed (into a sparse spool file) only as far as those reads
+//! reach, an ISO only its primary volume descriptor.
+
+mod disk;
+mod iso;
+mod qcow2;
+mod spool;
+mod stream;
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::choose::target::{bootimage_name, NameError, Named, NamedFile};
+
+/// The kind of file a bootimage was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileKind {
+    /// Stream metadata JSON (or the ConfigMap that carries it).
+    StreamMetadata,
+    /// A qcow2 disk image.
+    Qcow2,
+    /// A raw disk image.
+    RawDisk,
+    /// A live ISO.
+    LiveIso,
+}
+
+impl FileKind {
+    /// How the report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FileKind::StreamMetadata => "stream metadata",
+            FileKind::Qcow2 => "qcow2 disk image",
+            FileKind::RawDisk => "raw disk image",
+            FileKind::LiveIso => "live ISO",
+        }
+    }
+}
+
+/// A compression a disk image came in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// gzip (`.gz`), as RHCOS ships its images.
+    Gzip,
+    /// xz (`.xz`), as Fedora CoreOS ships its images.
+    Xz,
+}
+
+/// What a bootimage file says of itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Found {
+    /// What the file is.
+    pub kind: FileKind,
+    /// The compression it came in, if any.
+    pub compression: Option<Compression>,
+    /// The name it carries: a build ID (`42.80.20191002.0`) or an ISO's volume ID.
+    pub name: String,
+    /// Where in the file the name was read (`loader/entries/ostree-1-rhcos.conf`,
+    /// `architectures.x86_64.artifacts`, the volume ID).
+    pub from: String,
+}
+
+/// Why a bootimage file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file cannot be opened or read.
+    #[error("--bootimage-file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// None of the kinds read.
+    #[error(
+        "--bootimage-file {path}: not a bootimage file: expected stream metadata JSON (as \
+         `openshift-install coreos print-stream-json` prints it, or the coreos-bootimages \
+         ConfigMap), a qcow2 or raw disk image (plain, .gz or .xz), or a live ISO; or give \
+         --bootimage with its version or build ID"
+    )]
+    Unknown {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The name the file holds names no bootimage of the table.
+    #[error("--bootimage-file {path}: {what} {within} of this {kind}, which is not a bootimage it knows: {source}")]
+    Name {
+        /// The file.
+        path: PathBuf,
+        /// What was read (`the build ID`, `the volume ID`).
+        what: &'static str,
+        /// Where in the file.
+        within: String,
+        /// What it was read as.
+        kind: String,
+        /// Why the name names nothing.
+        source: Box<NameError>,
+    },
+    /// A file of a known kind that does not hold what a bootimage of that kind holds.
+    #[error("--bootimage-file {path}: {kind}: {why}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What it was read as (`qcow2 disk image`, `gzip-compressed raw disk image`).
+        kind: String,
+        /// What is wrong, and where.
+        why: String,
+    },
+}
+
+/// Why one reader stopped, before the path and kind are added.
+#[derive(Debug)]
+pub(crate) enum Bad {
+    /// The file ended, or reading it failed.
+    Io(io::Error),
+    /// Its contents are not what they must be.
+    Content(String),
+}
+
+impl From<io::Error> for Bad {
+    fn from(e: io::Error) -> Bad {
+        Bad::Io(e)
+    }
+}
+
+pub(crate) fn bad<T>(why: impl Into<String>) -> Result<T, Bad> {
+    Err(Bad::Content(why.into()))
+}
+
+/// Random access to the bytes of a disk: a file, a decompressed stream, a qcow2 image.
+pub(crate) trait ReadAt {
+    /// Fill `buf` from `offset`; an error past the end.
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// The disk's size, when known without reading it all.
+    fn size(&self) -> Option<u64>;
+}
+
+impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        (**self).read_at(offset, buf)
+    }
+    fn size(&self) -> Option<u64> {
+        (**self).size()
+    }
+}
+
+impl ReadAt for File {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.seek(SeekFrom::Start(offset))?;
+        self.read_exact(buf)
+    }
+    fn size(&self) -> Option<u64> {
+        self.metadata().ok().map(|m| m.len())
+    }
+}
+
+/// A name as a report may quote it: a build ID, a volume ID. Anything else read from a
+/// file is described, never quoted.
+pub(crate) fn quotable(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
+}
+
+/// The bootimage `path` holds; `arch` is the OCI architecture (`amd64`), which picks the
+/// entry of stream metadata.
+pub fn read_file(path: &Path, arch: &str) -> Result<Found, FileError> {
+    let io_err = |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io_err)?;
+    if file.metadata().map_err(io_err)?.is_dir() {
+        return Err(io_err(io::Error::other("is a directory")));
+    }
+    let mut head = vec![0u8; 4096];
+    let n = read_up_to(&mut file, &mut head).map_err(io_err)?;
+    head.truncate(n);
+    let damaged = |kind: String, e: Bad| match e {
+        Bad::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => FileError::Damaged {
+            path: path.to_path_buf(),
+            kind,
+            why: "the file ends early (truncated?)".into(),
+        },
+        Bad::Io(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput
+            ) =>
+        {
+            FileError::Damaged {
+                path: path.to_path_buf(),
+                kind,
+                why: e.to_string(),
+            }
+        }
+        Bad::Io(source) => FileError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        Bad::Content(why) => FileError::Damaged {
+            path: path.to_path_buf(),
+            kind,
+            why,
+        },
+    };
+    let compression = if head.starts_with(&[0x1f, 0x8b]) {
+        Some(Compression::Gzip)
+    } else if head.starts_with(b"\xfd7zXZ\0") {
+        Some(Compression::Xz)
+    } else {
+        None
+    };
+    if let Some(c) = compression {
+        let mut spooled = spool::Spool::new(file, c).map_err(io_err)?;
+        let mut inner = [0u8; 8];
+        let kind = match spooled.read_at(0, &mut inner) {
+            Ok(()) if inner[..4] == *qcow2::MAGIC => FileKind::Qcow2,
+            Ok(()) => FileKind::RawDisk,
+            Err(e) => return Err(damaged(format!("{} data", compressed_name(c)), Bad::Io(e))),
+        };
+        let label = Found {
+            kind,
+            compression: Some(c),
+            name: String::new(),
+            from: String::new(),
+        }
+        .describe_kind();
+        let found = match kind {
+            FileKind::Qcow2 => {
+                qcow2::Qcow2::open(spooled).and_then(|q| disk::read_boot_entry(Box::new(q)))
+            }
+            _ => disk::read_boot_entry(Box::new(spooled)),
+        };
+        let (name, from) = found.map_err(|e| damaged(label, e))?;
+        return Ok(Found {
+            kind,
+            compression: Some(c),
+            name,
+            from,
+        });
+    }
+    let (kind, found) = if iso::is_iso(&mut file).map_err(io_err)? {
+        (FileKind::LiveIso, iso::volume_id(&mut file))
+    } else if head.starts_with(qcow2::MAGIC) {
+        (
+            FileKind::Qcow2,
+            qcow2::Qcow2::open(file).and_then(|q| disk::read_boot_entry(Box::new(q))),
+        )
+    } else if disk::has_gpt(&mut file).map_err(io_err)? {
+        (FileKind::RawDisk, disk::read_boot_entry(Box::new(file)))
+    } else if stream::looks_like(&head) {
+        (FileKind::StreamMetadata, stream::read(&mut file, arch))
+    } else {
+        return Err(FileError::Unknown {
+            path: path.to_path_buf(),
+        });
+    };
+    let (name, from) = found.map_err(|e| damaged(kind.describe().to_string(), e))?;
+    Ok(Found {
+        kind,
+        compression: None,
+        name,
+        from,
+    })
+}
+
+/// The bootimage `path` holds, named as `--bootimage` would name it, and with the file
+/// it came from.
+pub fn read_named(path: &Path, arch: &str) -> Result<Named, FileError> {
+    let found = read_file(path, arch)?;
+    let kind = found.describe_kind();
+    match bootimage_name(&found.name) {
+        Ok(named) => Ok(Named {
+            file: Some(NamedFile {
+                path: path.display().to_string(),
+                kind,
+                within: found.from,
+            }),
+            ..named
+        }),
+        Err(source) => Err(FileError::Name {
+            path: path.to_path_buf(),
+            what: match found.kind {
+                FileKind::LiveIso => "the volume ID",
+                _ => "the build",
+            },
+            within: found.from,
+            kind,
+            source: Box::new(source),
+        }),
+    }
+}
+
+impl Found {
+    /// `qcow2 disk image`, `gzip-compressed raw disk image`.
+    pub fn describe_kind(&self) -> String {
+        match self.compression {
+            Some(c) => format!("{}-compressed {}", compressed_name(c), self.kind.describe()),
+            None => self.kind.describe().to_string(),
+        }
+    }
+}
+
+fn compressed_name(c: Compression) -> &'static str {
+    match c {
+        Compression::Gzip => "gzip",
+        Compression::Xz => "xz",
+    }
+}
+
+/// Reads until `buf` is full or the file ends; the count read.
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,467 @@
+//! The bootimage as pipelines name it: `--bootimage` with an OpenShift version, an RHCOS
+//! build ID or a cloud image name, and `--bootimage-file` with stream metadata, a qcow2 or
+//! raw disk image (plain, gzip, xz) or a live ISO, made here by the real tools
+//! (tests/support/make-bootimage.sh: sgdisk, mkfs.ext4, qemu-img, gzip, xz, xorriso).
+//! Every name of one build gives the same config, byte for byte; the report says which
+//! form was read; a damaged file of each kind is an error (exit 1) and writes nothing.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::harness::{crate_root, fixture, inject, mcd_inject, require_tools, Run};
+
+/// The files of two builds: 4.2 (the 2019 layout, `boot` first) and 4.10 (the 2020
+/// layout, `boot` third), made once.
+fn builds() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
+    static B: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
+    B.get_or_init(|| {
+        require_tools(&["sgdisk", "mkfs.ext4", "qemu-img", "gzip", "xz", "xorriso"]);
+        let dir = tempfile::tempdir().unwrap();
+        let make = |name: &str, id: &str, layout: &str| {
+            let out = dir.path().join(name);
+            let status = Command::new("bash")
+                .arg(crate_root().join("tests/support/make-bootimage.sh"))
+                .args([
+                    out.to_str().unwrap(),
+                    id,
+                    "Red Hat Enterprise Linux CoreOS @ID@ (Ootpa)",
+                    "rhcos",
+                    layout,
+                ])
+                .status()
+                .unwrap();
+            assert!(status.success(), "make-bootimage.sh {id}");
+            out
+        };
+        let b42 = make("42", "42.80.20191002.0", "2019");
+        let b410 = make("410", "410.84.202205191234-0", "2020");
+        // RHCOS ships its qemu image as qcow2.gz.
+        let gz = Command::new("gzip")
+            .args(["-k", "-1", b42.join("disk.qcow2").to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(gz.success());
+        // The installer's rhcos.json of 4.2 (before stream metadata).
+        fs::write(
+            b42.join("rhcos.json"),
+            r#"{
+  "amis": {"us-east-1": {"hvm": "ami-01e7fdcb66157b224"}},
+  "baseURI": "https://example.com/art/storage/releases/rhcos-4.2/42.80.20191002.0/",
+  "buildid": "42.80.20191002.0",
+  "images": {
+    "qemu": {"path": "rhcos-42.80.20191002.0-qemu.qcow2", "sha256": "3c5a3a7ac3f5b7b52e2c6d1f6f8b1b1f3a2a7c1d5e4f3b2a1c0d9e8f7a6b5c4d"},
+    "metal-bios": {"path": "rhcos-42.80.20191002.0-metal-bios.raw.gz"}
+  },
+  "ostree-commit": "1a2b3c",
+  "ostree-version": "42.80.20191002.0"
+}
+"#,
+        )
+        .unwrap();
+        // `openshift-install coreos print-stream-json`: one release per architecture.
+        let stream = r#"{
+  "stream": "rhcos-4.10",
+  "metadata": {"last-modified": "2022-05-19T12:34:56Z", "generator": "plume cosa2stream 0.12.0"},
+  "architectures": {
+    "aarch64": {
+      "artifacts": {
+        "metal": {"release": "410.84.202205191023-0", "formats": {"raw.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191023-0-metal.aarch64.raw.gz", "sha256": "aa"}}}}
+      }
+    },
+    "x86_64": {
+      "artifacts": {
+        "metal": {"release": "410.84.202205191234-0", "formats": {"iso": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-live.x86_64.iso", "sha256": "bb"}}, "raw.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-metal.x86_64.raw.gz", "sha256": "cc"}}}},
+        "qemu": {"release": "410.84.202205191234-0", "formats": {"qcow2.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-qemu.x86_64.qcow2.gz", "sha256": "dd"}}}}
+      },
+      "images": {"gcp": {"release": "410.84.202205191234-0", "project": "rhcos-cloud", "name": "rhcos-410-84-202205191234-0-gcp-x86-64"}}
+    }
+  }
+}
+"#;
+        fs::write(b410.join("stream.json"), stream).unwrap();
+        // The cluster's coreos-bootimages ConfigMap, as `oc get -o yaml` prints it.
+        let indented: String = stream.lines().map(|l| format!("    {l}\n")).collect();
+        fs::write(
+            b410.join("coreos-bootimages.yaml"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: coreos-bootimages\n  namespace: openshift-machine-config-operator\ndata:\n  releaseVersion: 4.10.16\n  stream: |\n{indented}"
+            ),
+        )
+        .unwrap();
+        (dir, b42, b410)
+    })
+}
+
+fn inject_file(reference: &str, file: &Path, out: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "inject".to_string(),
+        "--image".into(),
+        reference.into(),
+        "--bootimage-file".into(),
+        file.display().to_string(),
+        "--ign".into(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    mcd_inject(args)
+}
+
+/// Every name of the 4.2 build, and every file of it, gives the config `--bootimage 4.2`
+/// gives; the report carries the form read; verify takes them too. The qcow2 files hold
+/// compressed clusters (deflate and zstd), as qemu-img's map shows.
+#[test]
+fn every_name_and_file_of_a_build_gives_the_same_config() {
+    let (_dir, b42, b410) = builds();
+    let reference = fixture("mco-4.16").reference("oci");
+    let work = tempfile::tempdir().unwrap();
+    for q in ["disk.qcow2", "disk-zstd.qcow2"] {
+        let map = Command::new("qemu-img")
+            .args(["map", "--output=json", b42.join(q).to_str().unwrap()])
+            .output()
+            .unwrap();
+        let map: Value = serde_json::from_slice(&map.stdout).unwrap();
+        assert!(
+            map.as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["compressed"] == true),
+            "{q} has no compressed cluster"
+        );
+    }
+    for (release, names, files) in [
+        (
+            "4.2",
+            &[
+                "42.80.20191002.0",
+                "rhcos-42.80.20191002.0",
+                "rhcos-42-80-20191002-0-gcp-x86-64",
+            ][..],
+            &[
+                ("rhcos.json", "stream metadata", "buildid"),
+                (
+                    "disk.qcow2",
+                    "qcow2 disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk-zstd.qcow2",
+                    "qcow2 disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk.qcow2.gz",
+                    "gzip-compressed qcow2 disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk.raw",
+                    "raw disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk.raw.gz",
+                    "gzip-compressed raw disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk.raw.xz",
+                    "xz-compressed raw disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                ("live.iso", "live ISO", "the ISO 9660 volume ID"),
+            ][..],
+        ),
+        (
+            "4.10",
+            &[
+                "410.84.202205191234-0",
+                "rhcos-410-84-202205191234-0-gcp-x86-64",
+            ][..],
+            &[
+                (
+                    "stream.json",
+                    "stream metadata",
+                    "architectures.x86_64.artifacts",
+                ),
+                (
+                    "coreos-bootimages.yaml",
+                    "stream metadata",
+                    "the ConfigMap's data.stream, architectures.x86_64.artifacts",
+                ),
+                (
+                    "disk.qcow2",
+                    "qcow2 disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk.raw.xz",
+                    "xz-compressed raw disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                ("live.iso", "live ISO", "the ISO 9660 volume ID"),
+            ][..],
+        ),
+    ] {
+        let dir = if release == "4.2" { b42 } else { b410 };
+        let want_out = work.path().join(format!("{release}.ign"));
+        let run = inject(&reference, release, &want_out, &[]);
+        assert_eq!(run.code, Some(0), "{}", run.describe());
+        let want = fs::read(&want_out).unwrap();
+        for name in names {
+            let out = work.path().join("named.ign");
+            let run = inject(&reference, name, &out, &[]);
+            assert_eq!(run.code, Some(0), "{name}: {}", run.describe());
+            assert!(
+                fs::read(&out).unwrap() == want,
+                "{name} gives another config than {release}"
+            );
+            assert!(
+                run.stderr
+                    .contains(&format!("for bootimage {release} (RHCOS ")),
+                "{name}: {}",
+                run.stderr
+            );
+        }
+        for (file, kind, within) in files {
+            let out = work.path().join("file.ign");
+            let report = work.path().join("report.json");
+            let path = dir.join(file);
+            let run = inject_file(
+                &reference,
+                &path,
+                &out,
+                &["--json-out", report.to_str().unwrap()],
+            );
+            assert_eq!(run.code, Some(0), "{file}: {}", run.describe());
+            assert!(
+                fs::read(&out).unwrap() == want,
+                "{file} gives another config than {release}"
+            );
+            let r: Value = serde_json::from_slice(&fs::read(&report).unwrap()).unwrap();
+            let named = &r["target"]["bootimage_named"];
+            assert_eq!(r["target"]["bootimage"], release, "{file}");
+            assert_eq!(named["version"], release, "{file}");
+            assert_eq!(named["form"], "build-id", "{file}: {named}");
+            assert_eq!(named["file"]["kind"], *kind, "{file}: {named}");
+            assert_eq!(named["file"]["within"], *within, "{file}: {named}");
+            assert_eq!(named["file"]["path"], path.display().to_string(), "{file}");
+            assert!(
+                run.stderr
+                    .contains(&format!("in {within} of {kind} {}", path.display())),
+                "{file}: {}",
+                run.stderr
+            );
+            let run = mcd_inject([
+                "verify",
+                out.to_str().unwrap(),
+                "--bootimage-file",
+                path.to_str().unwrap(),
+            ]);
+            assert_eq!(run.code, Some(0), "verify {file}: {}", run.describe());
+        }
+    }
+    // A name the report quotes as given; the version form keeps the short line.
+    let out = work.path().join("v.ign");
+    let run = inject(&reference, "4.2", &out, &["--json"]);
+    let r: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(r["target"]["bootimage_named"]["form"], "version");
+    assert_eq!(r["target"]["bootimage_named"]["file"], Value::Null);
+}
+
+/// A damaged or truncated file of each kind, a file of no kind, a missing file: exit 1,
+/// a message naming the file, what it was read as and what is wrong, and no output.
+#[test]
+fn damaged_bootimage_files_are_refused_naming_what_is_wrong() {
+    let (_dir, b42, b410) = builds();
+    let reference = fixture("mco-4.16").reference("oci");
+    let work = tempfile::tempdir().unwrap();
+    let made = |name: &str, from: &Path, edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut bytes = fs::read(from).unwrap();
+        edit(&mut bytes);
+        let p = work.path().join(name);
+        fs::write(&p, bytes).unwrap();
+        p
+    };
+    let raw_head = |n: usize| {
+        // The first n bytes of the raw disk (it is 640 MiB, mostly holes).
+        let mut f = fs::File::open(b42.join("disk.raw")).unwrap();
+        let mut buf = vec![0u8; n];
+        std::io::Read::read_exact(&mut f, &mut buf).unwrap();
+        let p = work.path().join(format!("head-{n}.raw"));
+        fs::write(&p, buf).unwrap();
+        p
+    };
+    let truncate = |n: usize| move |b: &mut Vec<u8>| b.truncate(n);
+    let cases: Vec<(PathBuf, &[&str])> = vec![
+        (
+            made("short.qcow2", &b42.join("disk.qcow2"), &|b| {
+                b.truncate(b.len() / 2)
+            }),
+            &["qcow2 disk image", "ends early (truncated?)"],
+        ),
+        (
+            made("v9.qcow2", &b42.join("disk.qcow2"), &|b| b[7] = 9),
+            &["qcow2 disk image", "qcow2 version 9, not 2 or 3"],
+        ),
+        (
+            made("backed.qcow2", &b42.join("disk.qcow2"), &|b| b[15] = 200),
+            &["qcow2 disk image", "it has a backing file"],
+        ),
+        (
+            made("cluster.qcow2", &b42.join("disk.qcow2"), &|b| {
+                // The first bytes of every compressed cluster the first L2 table maps
+                // overwritten (the header and tables stay as they are).
+                let be = |b: &[u8], at: usize, n: usize| {
+                    b[at..at + n]
+                        .iter()
+                        .fold(0u64, |v, &x| v << 8 | u64::from(x))
+                };
+                let cluster_bits = be(b, 20, 4);
+                let l1 = be(b, 40, 8) as usize;
+                let l2 = be(b, l1, 8) & 0x00ff_ffff_ffff_fe00;
+                let x = 62 - (cluster_bits - 8);
+                let mut damaged = 0;
+                for i in 0..1usize << (cluster_bits - 3) {
+                    let entry = be(b, l2 as usize + 8 * i, 8);
+                    if entry & 1 << 62 != 0 {
+                        let host = (entry & ((1 << x) - 1)) as usize;
+                        b[host..host + 16].fill(0xff);
+                        damaged += 1;
+                    }
+                }
+                assert!(damaged > 0, "no compressed cluster in the first L2 table");
+            }),
+            &["qcow2 disk image", "a compressed cluster at host offset"],
+        ),
+        (
+            raw_head(2 << 20),
+            &["raw disk image", "past the disk's end", "(truncated?)"],
+        ),
+        (
+            {
+                let p = raw_head(1 << 20);
+                let mut b = fs::read(&p).unwrap();
+                b[512 + 16] ^= 0xff; // the header's CRC32
+                fs::write(&p, b).unwrap();
+                p
+            },
+            &["raw disk image", "GUID partition table is damaged"],
+        ),
+        (
+            made("short.raw.gz", &b42.join("disk.raw.gz"), &truncate(600)),
+            &["gzip data", "ends early (truncated?)"],
+        ),
+        (
+            made("short.raw.xz", &b42.join("disk.raw.xz"), &truncate(300)),
+            &["xz data", "ends early (truncated?)"],
+        ),
+        (
+            made("blank.iso", &b42.join("live.iso"), &|b| {
+                b[32768 + 40..32768 + 72].fill(b' ')
+            }),
+            &["live ISO", "volume ID is empty"],
+        ),
+        (
+            made("other.iso", &b42.join("live.iso"), &|b| {
+                b[32768 + 40..32768 + 72].copy_from_slice(b"Fedora-WS-Live-40               ")
+            }),
+            &[
+                "the volume ID",
+                "live ISO",
+                "\"Fedora-WS-Live-40\"",
+                "an RHCOS build ID",
+            ],
+        ),
+        (
+            made("short.json", &b410.join("stream.json"), &truncate(300)),
+            &["stream metadata", "not valid JSON (line", "it ends early"],
+        ),
+        (
+            made("noarch.json", &b410.join("stream.json"), &|b| {
+                *b = String::from_utf8(b.clone())
+                    .unwrap()
+                    .replace("\"x86_64\"", "\"s390x\"")
+                    .into_bytes()
+            }),
+            &[
+                "stream metadata",
+                "no architecture x86_64 (from --platform); it has aarch64, s390x",
+            ],
+        ),
+        (
+            made("notes.txt", &b410.join("stream.json"), &|b| {
+                *b = b"bootimage: the usual one\n".to_vec()
+            }),
+            &[
+                "not a bootimage file",
+                "stream metadata JSON",
+                "qcow2 or raw disk image",
+            ],
+        ),
+        (
+            work.path().join("missing.qcow2"),
+            &["missing.qcow2", "No such file"],
+        ),
+    ];
+    for (path, says) in cases {
+        let out = work.path().join("out.ign");
+        let run = inject_file(&reference, &path, &out, &[]);
+        assert_eq!(run.code, Some(1), "{}: {}", path.display(), run.describe());
+        assert!(
+            run.stderr
+                .contains(&format!("--bootimage-file {}", path.display())),
+            "{}",
+            run.stderr
+        );
+        for s in says {
+            assert!(
+                run.stderr.contains(s),
+                "{}: {s:?} in {}",
+                path.display(),
+                run.stderr
+            );
+        }
+        assert!(!out.exists(), "{}: an output was written", path.display());
+    }
+    // --bootimage and --bootimage-file together cannot be parsed.
+    let out = work.path().join("out.ign");
+    let mut run = inject_file(
+        &reference,
+        &b42.join("disk.qcow2"),
+        &out,
+        &["--bootimage", "4.2"],
+    );
+    assert_eq!(run.code, Some(2), "{}", run.describe());
+    run = mcd_inject(["verify", "x.ign", "--target-rhel", "8"]);
+    assert_eq!(run.code, Some(2), "{}", run.describe());
+}
+
+/// `--bootimage` reads an RHCOS build ID and a cloud image name as the release they name;
+/// a name of no known form, or whose RHEL is not its release's, is a command-line error
+/// naming the forms, and nothing is written.
+#[test]
+fn bad_bootimage_names_are_command_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = fixture("mco-4.16").reference("oci");
+    for (bad, says) in [
+        ("42.80.2019.0", "an RHCOS build ID (42.80.20191002.0"),
+        (
+            "42.92.20191002.0",
+            "RHCOS 4.2 is built on RHEL 8, but the build ID names RHEL 9",
+        ),
+        (
+            "9.6.20250513-0",
+            "RHCOS 9.6 is the bootimage of OpenShift 4.19, 4.20, 4.21",
+        ),
+    ] {
+        let target = dir.path().join("out.ign");
+        let run = inject(&reference, bad, &target, &[]);
+        assert_eq!(run.code, Some(2), "{bad}: {}", run.describe());
+        assert!(run.stderr.contains(says), "{bad}: {}", run.describe());
+        assert!(!target.exists(), "{bad}: an output was written");
+    }
+}
