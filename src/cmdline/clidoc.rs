@@ -1,5 +1,6 @@
 //! Shell completion scripts, man pages and the Markdown reference (docs/cli.md),
-//! generated from the clap definitions so that they always match the binary.
+//! generated from the clap definitions so that they always match the binary; and the
+//! bootimage table of docs/inject.md, generated from the code's table.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -273,6 +274,45 @@ fn markdown() -> String {
     out
 }
 
+/// The bootimage table of docs/inject.md, rendered from the code's table: rows that
+/// differ only in their release (and their source note) are one line, `4.16-4.18`.
+#[cfg(test)]
+fn bootimage_table() -> String {
+    use crate::choose::target::{Bootimage, BOOTIMAGES};
+    let cells = |b: &Bootimage| {
+        [
+            b.rhel_release,
+            b.glibc,
+            b.libcrypto,
+            b.kernel,
+            b.ignition_release,
+            b.max_spec.as_str(),
+            b.default_spec.as_str(),
+        ]
+    };
+    let mut out = String::from(
+        "| bootimage | RHEL | glibc | libcrypto | kernel | Ignition | newest spec read | default spec |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for rows in BOOTIMAGES.chunk_by(|a, b| cells(a) == cells(b)) {
+        let (first, last) = (rows[0].version, rows[rows.len() - 1].version);
+        let name = if first == last {
+            first.to_string()
+        } else {
+            format!("{first}-{last}")
+        };
+        out.push_str(&format!("| {name} | {} |\n", cells(&rows[0]).join(" | ")));
+    }
+    out
+}
+
+/// Where the generated table sits in docs/inject.md.
+#[cfg(test)]
+const TABLE_BEGIN: &str =
+    "<!-- generated from src/choose/target.rs: MCD_INJECT_BLESS=1 cargo test --lib clidoc -->\n";
+#[cfg(test)]
+const TABLE_END: &str = "<!-- end of the generated table -->\n";
+
 #[cfg(test)]
 fn markdown_command(cmd: &clap::Command, top: bool, out: &mut String) {
     let name = cmd.get_bin_name().unwrap_or(cmd.get_name());
@@ -447,16 +487,14 @@ mod tests {
         assert!(inject.contains("bootimage"));
     }
 
-    /// docs/cli.md is the output of [`markdown`]; `MCD_INJECT_BLESS=1` rewrites it.
-    #[test]
-    fn cli_reference_is_current() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md");
-        let want = markdown();
+    /// `path` must hold what `want` makes of it; `MCD_INJECT_BLESS=1` rewrites it.
+    fn check_generated(path: &Path, want: impl Fn(&str) -> String, from: &str) {
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        let want = want(&have);
         if std::env::var_os("MCD_INJECT_BLESS").is_some_and(|v| v == "1") {
-            std::fs::write(&path, &want).unwrap();
+            std::fs::write(path, &want).unwrap();
             return;
         }
-        let have = std::fs::read_to_string(&path).unwrap_or_default();
         if have != want {
             let line = have
                 .lines()
@@ -464,12 +502,36 @@ mod tests {
                 .position(|(a, b)| a != b)
                 .unwrap_or_else(|| have.lines().count().min(want.lines().count()));
             panic!(
-                "{} is stale (first difference at line {}): it is not what the clap \
-                 definitions render. Review the change, then rerun with \
+                "{} is stale (first difference at line {}): it is not what {from} \
+                 renders. Review the change, then rerun with \
                  MCD_INJECT_BLESS=1 cargo test --lib clidoc",
                 path.display(),
                 line + 1
             );
         }
+    }
+
+    /// docs/cli.md is the output of [`markdown`].
+    #[test]
+    fn cli_reference_is_current() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md");
+        check_generated(&path, |_| markdown(), "the clap definitions");
+    }
+
+    /// The table of docs/inject.md, between its markers, is [`bootimage_table`].
+    #[test]
+    fn bootimage_table_is_current() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/inject.md");
+        let splice = |have: &str| {
+            let (Some(a), Some(b)) = (have.find(TABLE_BEGIN), have.find(TABLE_END)) else {
+                panic!(
+                    "{} lacks the markers of the generated table",
+                    path.display()
+                );
+            };
+            let a = a + TABLE_BEGIN.len();
+            format!("{}{}{}", &have[..a], bootimage_table(), &have[b..])
+        };
+        check_generated(&path, splice, "the bootimage table of src/choose/target.rs");
     }
 }

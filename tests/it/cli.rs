@@ -95,7 +95,7 @@ const FLAG_PREFIXES: &[(&str, &str, &str)] = &[
     ("extract", "--pat", "--path"),
     ("inspect", "--jso", "--json"),
     ("pull", "--offl", "--offline"),
-    ("inject", "--boo", "--bootimage"),
+    ("inject", "--bootimage-f", "--bootimage-file"),
     ("verify", "--payl", "--payload"),
     ("completion", "--log-l", "--log-level"),
     ("man", "--d", "--dir"),

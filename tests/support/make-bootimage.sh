@@ -13,6 +13,9 @@
 #   CoreOS @ID@ (Ootpa)");
 #   OS_ID: rhcos, fedora-coreos, scos; LAYOUT: 2019 (boot first, as 4.1-4.5 bootimages)
 #   or 2020 (BIOS-BOOT, EFI-SYSTEM, boot, root, as later ones).
+# ROOT_FILL_MIB=N (benches/bootimage-file.sh) grows the disk by N MiB and fills the start
+# of `root` with that much of this machine's /usr (binaries and libraries, which
+# compress as an OS tree does); by default `root` is empty.
 set -euo pipefail
 out=$1 id=$2 os_name=$3 os_id=$4 layout=$5
 mkdir -p "$out"
@@ -33,7 +36,8 @@ ENTRY
 
 disk=$out/disk.raw
 rm -f "$disk"
-truncate -s 640M "$disk"
+fill=${ROOT_FILL_MIB:-0}
+truncate -s $((640 + fill))M "$disk"
 esp=C12A7328-F81F-11D2-BA4B-00A0C93EC93B bios=21686148-6449-6E6F-744E-656564454649
 linux=0FC63DAF-8483-4772-8E79-3D69D8477DE4
 case $layout in
@@ -54,6 +58,13 @@ esac
 first=$(sgdisk -i "$n" "$disk" | awk '/^First sector/ {print $3}')
 last=$(sgdisk -i "$n" "$disk" | awk '/^Last sector/ {print $3}')
 mkfs.ext4 -q -F -L boot -d "$boot" -E offset=$((first * 512)) "$disk" $(((last - first + 1) / 2))k
+if ((fill > 0)); then
+  root_first=$(sgdisk -i 4 "$disk" | awk '/^First sector/ {print $3}')
+  (set +o pipefail
+    find /usr/lib /usr/bin -type f -size +64k -print0 2>/dev/null | xargs -0 cat 2>/dev/null |
+      head -c "${fill}M" |
+      dd of="$disk" bs=1M seek=$((root_first * 512)) oflag=seek_bytes conv=notrunc status=none)
+fi
 qemu-img convert -q -c -f raw -O qcow2 "$disk" "$out/disk.qcow2"
 qemu-img convert -q -c -f raw -O qcow2 -o compression_type=zstd "$disk" "$out/disk-zstd.qcow2"
 gzip -1 -c "$disk" >"$out/disk.raw.gz"

@@ -53,10 +53,17 @@ in_root() { # in_root ROOT CMD...: runs CMD in a chroot of ROOT with /proc, /sys
 base() {
   local nspawn_base=$1 dir=$2
   # Made from the nspawn base as it is now: a base made anew (other packages) makes the
-  # VM anew too.
+  # VM anew too, and so does a change to what shapes the disk (the RHCOS look and the
+  # probe of boot-root.sh, these steps); the packages are kept for the base's packages.
   [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
-  local want
-  want=$(cat "$nspawn_base/.complete")
+  local want packages_want
+  packages_want=$(cat "$nspawn_base/.complete")
+  want=$({
+    echo "$packages_want"
+    cat "$here/boot-root.sh" "$here/boot-probe.sh"
+    find "$here/stand-ins" -type f -print0 | LC_ALL=C sort -z | xargs -0 cat
+    declare -f base
+  } | sha256sum | cut -d' ' -f1)
   [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
   # One maker at a time (scripts/test.sh starts one early; the tests wait for it).
   mkdir -p "$(dirname "$dir")"
@@ -69,7 +76,7 @@ base() {
   local root=$dir.packages
   trap unmount_all EXIT
   trap 'unmount_all; exit 1' INT TERM HUP
-  if [[ ! -e $root/.packages || $(cat "$root/.packages") != "$want" ]]; then
+  if [[ ! -e $root/.packages || $(cat "$root/.packages") != "$packages_want" ]]; then
     # A run that was stopped may have left its mounts: never remove through them.
     for m in proc sys dev; do umount -l "$root/$m" 2>/dev/null || true; done
     rm -rf --one-file-system "$root"
@@ -87,7 +94,7 @@ base() {
     unmount_all
     rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/* \
       "$root"/boot/initrd.img-*
-    echo "$want" >"$root/.packages"
+    echo "$packages_want" >"$root/.packages"
   fi
   for m in proc sys dev; do umount -l "$tmp/vmroot/$m" 2>/dev/null || true; done
   rm -rf --one-file-system "$tmp"
