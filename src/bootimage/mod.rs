@@ -225,7 +225,7 @@ pub fn read_file(path: &Path, arch: &str) -> Result<Found, FileError> {
     } else {
         None
     };
-    if let Some(c) = compression {
+    let (kind, found) = if let Some(c) = compression {
         let mut spooled = spool::Spool::new(file, c).map_err(io_err)?;
         let mut inner = [0u8; 8];
         let kind = match spooled.read_at(0, &mut inner) {
@@ -233,36 +233,16 @@ pub fn read_file(path: &Path, arch: &str) -> Result<Found, FileError> {
             Ok(()) => FileKind::RawDisk,
             Err(e) => return Err(damaged(format!("{} data", compressed_name(c)), Bad::Io(e))),
         };
-        let label = Found {
-            kind,
-            compression: Some(c),
-            name: String::new(),
-            from: String::new(),
-        }
-        .describe_kind();
-        let found = match kind {
-            FileKind::Qcow2 => {
-                qcow2::Qcow2::open(spooled).and_then(|q| disk::read_boot_entry(Box::new(q)))
-            }
-            _ => disk::read_boot_entry(Box::new(spooled)),
-        };
-        let (name, from) = found.map_err(|e| damaged(label, e))?;
-        return Ok(Found {
-            kind,
-            compression: Some(c),
-            name,
-            from,
-        });
-    }
-    let (kind, found) = if iso::is_iso(&mut file).map_err(io_err)? {
+        (kind, boot_entry(kind, Box::new(spooled)))
+    } else if iso::is_iso(&mut file).map_err(io_err)? {
         (FileKind::LiveIso, iso::volume_id(&mut file))
     } else if head.starts_with(qcow2::MAGIC) {
-        (
-            FileKind::Qcow2,
-            qcow2::Qcow2::open(file).and_then(|q| disk::read_boot_entry(Box::new(q))),
-        )
+        (FileKind::Qcow2, boot_entry(FileKind::Qcow2, Box::new(file)))
     } else if disk::has_gpt(&mut file).map_err(io_err)? {
-        (FileKind::RawDisk, disk::read_boot_entry(Box::new(file)))
+        (
+            FileKind::RawDisk,
+            boot_entry(FileKind::RawDisk, Box::new(file)),
+        )
     } else if stream::looks_like(&head) {
         (FileKind::StreamMetadata, stream::read(&mut file, arch))
     } else {
@@ -270,13 +250,23 @@ pub fn read_file(path: &Path, arch: &str) -> Result<Found, FileError> {
             path: path.to_path_buf(),
         });
     };
-    let (name, from) = found.map_err(|e| damaged(kind.describe().to_string(), e))?;
+    let (name, from) = found.map_err(|e| damaged(kind_label(kind, compression), e))?;
     Ok(Found {
         kind,
-        compression: None,
+        compression,
         name,
         from,
     })
+}
+
+/// The build ID in the BLS entries of a disk image, through its qcow2 layer if any.
+fn boot_entry(kind: FileKind, disk: Box<dyn ReadAt>) -> Result<(String, String), Bad> {
+    match kind {
+        FileKind::Qcow2 => {
+            qcow2::Qcow2::open(disk).and_then(|q| disk::read_boot_entry(Box::new(q)))
+        }
+        _ => disk::read_boot_entry(disk),
+    }
 }
 
 /// The bootimage `path` holds, named as `--bootimage` would name it, and with the file
@@ -309,10 +299,14 @@ pub fn read_named(path: &Path, arch: &str) -> Result<Named, FileError> {
 impl Found {
     /// `qcow2 disk image`, `gzip-compressed raw disk image`.
     pub fn describe_kind(&self) -> String {
-        match self.compression {
-            Some(c) => format!("{}-compressed {}", compressed_name(c), self.kind.describe()),
-            None => self.kind.describe().to_string(),
-        }
+        kind_label(self.kind, self.compression)
+    }
+}
+
+fn kind_label(kind: FileKind, compression: Option<Compression>) -> String {
+    match compression {
+        Some(c) => format!("{}-compressed {}", compressed_name(c), kind.describe()),
+        None => kind.describe().to_string(),
     }
 }
 
