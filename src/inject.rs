@@ -183,6 +183,7 @@ fn provenance(
     let target = &plan.target;
     let first = plan.chosen();
     let (path, sha256) = (first.path.as_str(), first.sha256.hex().to_string());
+    let (os_key, os_major) = target.os.key();
     let (key, recorded) = match on_disk(image, ins.image.name.as_deref()) {
         Some(d) => ("image_on_disk", d),
         None => ("image", json!(ins.image.reference)),
@@ -196,7 +197,7 @@ fn provenance(
         "binary_sha256": sha256,
         "target": {
             "bootimage": target.bootimage.to_string(),
-            "rhel": target.rhel,
+            os_key: os_major,
             "spec": target.spec.as_str(),
         },
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
@@ -206,7 +207,7 @@ fn provenance(
         "payload": units::PAYLOAD_PATH,
         "binary_path": path,
         "binary_sha256": sha256,
-        "rhel": target.rhel,
+        os_key: os_major,
     })];
     if let Some(c) = &ins.closure {
         // The loader and libraries it runs with on hosts whose own are too old for it.
@@ -231,7 +232,8 @@ fn provenance(
     }
     p["builds"] = json!(builds);
     if let Some(c) = &plan.boots.cluster_os {
-        p["cluster_os"] = json!({ "rhel": c.rhel, "source": c.source });
+        let (k, m) = c.os.key();
+        p["cluster_os"] = json!({ k: m, "source": c.source });
     }
     if let Some(r) = release {
         let disk = r
@@ -339,7 +341,7 @@ impl Plan {
     /// The build for hosts of the cluster's RHEL, when the first does not run there.
     fn second(&self) -> Option<(u32, &choose::Binary)> {
         let c = self.boots.second.as_ref()?;
-        let rhel = self.boots.cluster_os.as_ref()?.rhel;
+        let rhel = self.boots.cluster_os.as_ref()?.os.rhel()?;
         Some((rhel, &self.ins.binaries[c.index]))
     }
 }
@@ -388,8 +390,8 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
             warnings.warn(Warning::ForcedIncompatible {
                 binary: bin.path.clone(),
                 target: format!(
-                    "the cluster's OS (RHEL {}, from {}), from the second boot on",
-                    c.rhel, c.source
+                    "the cluster's OS ({}, from {}), from the second boot on",
+                    c.os, c.source
                 ),
                 reasons: v.because(),
             });

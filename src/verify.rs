@@ -12,7 +12,7 @@ use crate::choose::boots;
 use crate::choose::closure;
 use crate::choose::elf;
 use crate::choose::rules;
-use crate::choose::target::{NameForm, Named, OcpVersion, Target, TargetArgs};
+use crate::choose::target::{BootimageId, HostOs, NameForm, Named, Target, TargetArgs};
 use crate::ignition::verify;
 use crate::image::ImageRef;
 use crate::io::Input;
@@ -125,7 +125,7 @@ fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) 
         .provenance
         .as_ref()
         .and_then(|p| p["target"]["bootimage"].as_str())
-        .and_then(|s| s.parse::<OcpVersion>().ok());
+        .and_then(|s| s.parse::<BootimageId>().ok());
     let target_args = match (&cfg.target, from_provenance) {
         (Some(t), _) => TargetArgs {
             spec: Some(v.spec),
@@ -193,26 +193,30 @@ fn check_firstboot_path(t: &Target, v: &verify::Verified, checks: &mut Checks) {
 /// install script gives it to; without one, the first build fits the cluster's OS the
 /// provenance records.
 fn check_later_boots(t: &Target, v: &verify::Verified, checks: &mut Checks) {
-    let recorded = v
-        .provenance
-        .as_ref()
-        .and_then(|p| p["cluster_os"]["rhel"].as_u64())
-        .and_then(|r| u32::try_from(r).ok());
-    let (bin, rhel) = match (&v.other, &v.binary, recorded) {
-        (Some((rhel, other, _)), _, _) => (other.path(), *rhel),
-        (None, Some(first), Some(rhel)) if rhel != t.rhel => (first.path(), rhel),
+    let (bin, os) = match (&v.other, &v.binary, recorded_cluster_os(v)) {
+        (Some((rhel, other, _)), _, _) => (other.path(), HostOs::Rhel(*rhel)),
+        (None, Some(first), Some(os)) if os != t.os => (first.path(), os),
         _ => return,
     };
-    match boots::on_rhel(t, rhel) {
+    match boots::on_os(t, os) {
         Ok(ct) => {
             let label = format!(
-                "hosts of RHEL {rhel} (the cluster's OS, from the second boot on: glibc {}, {})",
+                "hosts of {os} (the cluster's OS, from the second boot on: glibc {}, {})",
                 ct.glibc, ct.libcrypto
             );
             check_binary_fits(bin, &ct, &label, checks);
         }
         Err(e) => checks.problems.push(format!("the cluster's OS: {e}")),
     }
+}
+
+/// The cluster's OS the provenance records: `{"rhel": 9}` or `{"fedora": 33}`.
+fn recorded_cluster_os(v: &verify::Verified) -> Option<HostOs> {
+    let c = &v.provenance.as_ref()?["cluster_os"];
+    let major = |k: &str| c[k].as_u64().and_then(|m| u32::try_from(m).ok());
+    major("rhel")
+        .map(HostOs::Rhel)
+        .or_else(|| major("fedora").map(HostOs::Fedora))
 }
 
 /// A binary of the config against a target's compatibility rules.
@@ -300,11 +304,7 @@ fn check_chosen_build(
 ) -> Result<()> {
     let img = transport::open(r, o, warnings)?;
     let hint = choose::ClusterHint {
-        rhel: v
-            .provenance
-            .as_ref()
-            .and_then(|p| p["cluster_os"]["rhel"].as_u64())
-            .and_then(|r| u32::try_from(r).ok()),
+        rhel: recorded_cluster_os(v).and_then(HostOs::rhel),
         release_version: None,
     };
     match choose::select_boots(&img, spool, t, &hint, None, false, None) {

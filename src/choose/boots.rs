@@ -10,22 +10,47 @@ use serde::Serialize;
 use super::elf::ElfFacts;
 use super::osrelease::OsRelease;
 use super::rules::{self, nominal_rhel, Candidate};
-use super::target::{self, OcpVersion, Target, TargetError};
+use super::target::{self, HostOs, OcpVersion, Target, TargetError};
 
-/// The cluster's OS, as far as it matters to a binary: its RHEL major.
+/// The cluster's OS, as far as it matters to a binary.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ClusterOs {
-    /// The RHEL major of the cluster's RHCOS.
-    pub rhel: u32,
+    /// The OS of the cluster's nodes (RHEL for RHCOS and CentOS Stream CoreOS, Fedora
+    /// for the Fedora CoreOS of OKD 4.4-4.15).
+    pub os: HostOs,
     /// What says so.
     pub source: String,
 }
 
+/// The OS of a release's nodes, by its version: an OKD release (`4.7.0-0.okd-…`,
+/// `4.19.0-okd-scos.1`) by the OKD table, an OpenShift one by its RHCOS row.
+pub fn release_os(version: &str) -> Option<ClusterOs> {
+    let xy = version.split('.').take(2).collect::<Vec<_>>().join(".");
+    let xy = xy.parse::<OcpVersion>().ok()?;
+    if version.contains("okd") {
+        let r = target::okd_release(xy)?;
+        let what = match r.nodes {
+            HostOs::Fedora(m) => format!("Fedora CoreOS {m}"),
+            HostOs::Rhel(m) => format!("CentOS Stream CoreOS {m}, like RHEL {m}"),
+        };
+        return Some(ClusterOs {
+            os: r.nodes,
+            source: format!("the release, {version}: OKD {xy} nodes run {what}"),
+        });
+    }
+    let row = target::bootimage(target::BootimageId::Rhcos(xy)).ok()?;
+    Some(ClusterOs {
+        os: row.os,
+        source: format!("the release, {version}: RHCOS {xy} is {}", row.os),
+    })
+}
+
 /// Where the cluster's OS is learnt from, best first: `--cluster-rhel`; the release
 /// (`--release`: its version's row of the bootimage table, which is the RHCOS that
-/// release ships); the MCO image: its os-release, raised to the newest `.rhelN` twin
-/// it ships (MCO 4.13-4.15 images are RHEL 8 with `.rhel9` twins for the RHEL 9 nodes
-/// of those releases; 4.16-4.22 are RHEL 9 with `.rhel8` twins for old bootimages).
+/// release ships, or the OKD release's nodes); the MCO image: its os-release, raised to
+/// the newest `.rhelN` twin it ships (MCO 4.13-4.15 images are RHEL 8 with `.rhel9`
+/// twins for the RHEL 9 nodes of those releases; 4.16-4.22 are RHEL 9 with `.rhel8`
+/// twins for old bootimages).
 pub fn cluster_os(
     flag: Option<u32>,
     release_version: Option<&str>,
@@ -34,25 +59,12 @@ pub fn cluster_os(
 ) -> Option<ClusterOs> {
     if let Some(rhel) = flag {
         return Some(ClusterOs {
-            rhel,
+            os: HostOs::Rhel(rhel),
             source: "--cluster-rhel".into(),
         });
     }
-    if let Some(v) = release_version {
-        let xy = v.split('.').take(2).collect::<Vec<_>>().join(".");
-        if let Some(row) = xy
-            .parse::<OcpVersion>()
-            .ok()
-            .and_then(|o| target::bootimage(o).ok())
-        {
-            return Some(ClusterOs {
-                rhel: row.rhel,
-                source: format!(
-                    "the release, {v}: RHCOS {} is RHEL {}",
-                    row.version, row.rhel
-                ),
-            });
-        }
+    if let Some(c) = release_version.and_then(release_os) {
+        return Some(c);
     }
     let image = rules::image_rhel(os?)?;
     let twin = builds
@@ -66,23 +78,48 @@ pub fn cluster_os(
         .max();
     Some(match twin {
         Some(t) if t > image => ClusterOs {
-            rhel: t,
+            os: HostOs::Rhel(t),
             source: format!(
                 "the MCO image: RHEL {image}, with a .rhel{t} build for the nodes of its release"
             ),
         },
         _ => ClusterOs {
-            rhel: image,
+            os: HostOs::Rhel(image),
             source: format!("the MCO image's os-release: RHEL {image}"),
         },
     })
 }
 
-/// The target of a later boot: the bootimage's config, on another RHEL.
-pub fn on_rhel(boot: &Target, rhel: u32) -> Result<Target, TargetError> {
-    let base = target::rhel(rhel).ok_or(TargetError::UnknownRhel(rhel))?;
+/// The cluster's OS as the MCO image tells it, for nodes of this bootimage. A Fedora
+/// CoreOS node of OKD's Fedora era updates to its release's Fedora CoreOS, which the
+/// image does not name (OKD's MCO images are built on CentOS Stream); only an image on a
+/// RHEL 9 base or newer (OKD 4.16 on) names the CentOS Stream CoreOS its nodes rebase to.
+pub fn from_image(
+    boot: &Target,
+    os: Option<&OsRelease>,
+    builds: &[Candidate],
+) -> Option<ClusterOs> {
+    let image = cluster_os(None, None, os, builds);
+    match (boot.os, image) {
+        (HostOs::Fedora(_), Some(c)) if c.os.rhel().is_some_and(|m| m >= 9) => Some(c),
+        (HostOs::Fedora(m), _) => Some(ClusterOs {
+            os: boot.os,
+            source: format!(
+                "the bootimage: Fedora CoreOS {m} nodes update to their OKD release's Fedora \
+                 CoreOS, {m} or later (give --release for the release's own)"
+            ),
+        }),
+        (_, image) => image,
+    }
+}
+
+/// The target of a later boot: the bootimage's config, on another OS.
+pub fn on_os(boot: &Target, os: HostOs) -> Result<Target, TargetError> {
+    let base = os
+        .base()
+        .ok_or(TargetError::UnknownRhel(os.rhel().unwrap_or_default()))?;
     Ok(Target {
-        rhel,
+        os,
         glibc: base.glibc.into(),
         libcrypto: base.libcrypto.into(),
         libssl: base.libssl.into(),
@@ -91,13 +128,29 @@ pub fn on_rhel(boot: &Target, rhel: u32) -> Result<Target, TargetError> {
     })
 }
 
-/// Whether a build runs on every RHEL from the bootimage's on: then it serves every
-/// later boot, whatever the cluster's OS (a static build, as MCO 4.6-4.12 ship).
-pub fn runs_on_every_later_rhel(build: &Candidate, boot: &Target) -> bool {
+/// The OSes a node may run after its first boot: RHEL from the bootimage's on; from a
+/// Fedora CoreOS bootimage, Fedora from its major on and the CentOS Stream CoreOS (RHEL
+/// 9 and 10 bases) OKD rebased to in 4.16.
+pub fn later_oses(boot: &Target) -> Vec<HostOs> {
     target::RHEL
         .iter()
-        .filter(|r| r.major >= boot.rhel)
-        .all(|r| on_rhel(boot, r.major).is_ok_and(|t| build.verdict(&t).compatible))
+        .chain(&target::FEDORA)
+        .map(|b| b.os)
+        .filter(|&os| match (boot.os, os) {
+            (HostOs::Rhel(b), HostOs::Rhel(o)) => o >= b,
+            (HostOs::Fedora(b), HostOs::Fedora(o)) => o >= b,
+            (HostOs::Fedora(_), HostOs::Rhel(o)) => o >= 9,
+            (HostOs::Rhel(_), HostOs::Fedora(_)) => false,
+        })
+        .collect()
+}
+
+/// Whether a build runs on every OS a node may run after the first boot: then it serves
+/// every later boot, whatever the cluster's OS (a static build, as MCO 4.6-4.12 ship).
+pub fn runs_on_every_later_os(build: &Candidate, boot: &Target) -> bool {
+    later_oses(boot)
+        .into_iter()
+        .all(|os| on_os(boot, os).is_ok_and(|t| build.verdict(&t).compatible))
 }
 
 /// The RHEL majors of the table on which a build with these ELF facts runs natively (a
@@ -105,16 +158,16 @@ pub fn runs_on_every_later_rhel(build: &Candidate, boot: &Target) -> bool {
 pub fn native_rhels(facts: &ElfFacts, boot: &Target) -> Vec<u32> {
     target::RHEL
         .iter()
-        .filter(|r| on_rhel(boot, r.major).is_ok_and(|t| rules::verdict(facts, &t).compatible))
-        .map(|r| r.major)
+        .filter(|r| on_os(boot, r.os).is_ok_and(|t| rules::verdict(facts, &t).compatible))
+        .filter_map(|r| r.os.rhel())
         .collect()
 }
 
 /// A short name of the cluster's OS for messages.
 pub fn describe(os: &ClusterOs, t: &Target) -> String {
     format!(
-        "the cluster's OS ({}, RHEL {}: glibc {}, {}; from {})",
-        t.arch, os.rhel, t.glibc, t.libcrypto, os.source
+        "the cluster's OS ({}, {}: glibc {}, {}; from {})",
+        t.arch, os.os, t.glibc, t.libcrypto, os.source
     )
 }
 
@@ -141,20 +194,20 @@ mod tests {
         let builds = [cand("/usr/bin/machine-config-daemon")];
         let from_flag = cluster_os(Some(8), Some("4.16.3"), Some(&el9), &builds).unwrap();
         assert_eq!(
-            (from_flag.rhel, from_flag.source.as_str()),
-            (8, "--cluster-rhel")
+            (from_flag.os, from_flag.source.as_str()),
+            (HostOs::Rhel(8), "--cluster-rhel")
         );
         let from_release = cluster_os(None, Some("4.12.5"), Some(&el9), &builds).unwrap();
-        assert_eq!(from_release.rhel, 8, "{from_release:?}");
+        assert_eq!(from_release.os, HostOs::Rhel(8), "{from_release:?}");
         assert!(from_release.source.contains("4.12.5"));
         let from_image = cluster_os(None, None, Some(&el9), &builds).unwrap();
-        assert_eq!(from_image.rhel, 9);
+        assert_eq!(from_image.os, HostOs::Rhel(9));
         // A version past the table falls back to the image.
         assert_eq!(
             cluster_os(None, Some("9.1.0"), Some(&el9), &builds)
                 .unwrap()
-                .rhel,
-            9
+                .os,
+            HostOs::Rhel(9)
         );
         assert_eq!(cluster_os(None, None, None, &builds), None);
     }
@@ -168,13 +221,35 @@ mod tests {
             cand("/usr/bin/machine-config-daemon.rhel9"),
         ];
         let c = cluster_os(None, None, Some(&el8), &builds).unwrap();
-        assert_eq!(c.rhel, 9, "{c:?}");
+        assert_eq!(c.os, HostOs::Rhel(9), "{c:?}");
         // MCO 4.16-4.22: a RHEL 9 image whose .rhel8 twin serves old bootimages.
         let el9 = os("ID=\"rhel\"\nVERSION_ID=\"9.4\"\n");
         let builds = [
             cand("/usr/bin/machine-config-daemon"),
             cand("/usr/bin/machine-config-daemon.rhel8"),
         ];
-        assert_eq!(cluster_os(None, None, Some(&el9), &builds).unwrap().rhel, 9);
+        assert_eq!(
+            cluster_os(None, None, Some(&el9), &builds).unwrap().os,
+            HostOs::Rhel(9)
+        );
+    }
+
+    #[test]
+    fn okd_releases_name_their_nodes_os() {
+        let builds = [cand("/usr/bin/machine-config-daemon")];
+        let el8 = os("ID=\"centos\"\nVERSION_ID=\"8\"\n");
+        let fcos = cluster_os(
+            None,
+            Some("4.7.0-0.okd-2021-03-07-090821"),
+            Some(&el8),
+            &builds,
+        );
+        assert_eq!(fcos.unwrap().os, HostOs::Fedora(33));
+        let scos = cluster_os(None, Some("4.19.0-okd-scos.1"), Some(&el8), &builds).unwrap();
+        assert_eq!(scos.os, HostOs::Rhel(9), "{scos:?}");
+        assert!(scos.source.contains("CentOS Stream CoreOS 9"), "{scos:?}");
+        // An OKD release the table lacks falls back to the image, never to an RHCOS row.
+        let later = cluster_os(None, Some("4.30.0-okd-scos.0"), Some(&el8), &builds).unwrap();
+        assert_eq!(later.os, HostOs::Rhel(8), "{later:?}");
     }
 }

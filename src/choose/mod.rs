@@ -26,7 +26,7 @@ use elf::ElfFacts;
 use mco::{BIN_DIR, MCD_NAME};
 use osrelease::OsRelease;
 use rules::{Candidate, Choice, ClosureFit, SelectError, Verdict};
-use target::{OcpVersion, Target};
+use target::{BootimageId, HostOs, Target};
 
 pub use boots::ClusterOs;
 
@@ -66,7 +66,7 @@ pub struct Binary {
 #[derive(Debug, Serialize)]
 pub struct BootimageVerdict {
     /// The bootimage.
-    pub bootimage: OcpVersion,
+    pub bootimage: BootimageId,
     /// Fits or not, and why.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -157,15 +157,14 @@ fn extra_name(extra: Option<&str>) -> Result<Option<String>> {
 /// The build [`select`] most likely settles on, by its name in the image's tar
 /// (normalised): `binary_path` when given (checked here), else the twin for the
 /// target's RHEL, `machine-config-daemon.rhelN` (MCO's choice for a host of the other
-/// major, and the only build of an old target's major in current images).
+/// major, and the only build of an old target's major in current images); the plain
+/// build for a Fedora CoreOS target.
 pub fn likely(binary_path: Option<&str>, target: &Target) -> Result<String> {
-    Ok(match extra_name(binary_path)? {
-        Some(name) => name,
-        None => format!(
-            "{}/{MCD_NAME}.rhel{}",
-            BIN_DIR.trim_start_matches('/'),
-            target.rhel
-        ),
+    let dir = BIN_DIR.trim_start_matches('/');
+    Ok(match (extra_name(binary_path)?, target.os.rhel()) {
+        (Some(name), _) => name,
+        (None, Some(rhel)) => format!("{dir}/{MCD_NAME}.rhel{rhel}"),
+        (None, None) => format!("{dir}/{MCD_NAME}"),
     })
 }
 
@@ -254,7 +253,7 @@ impl<'a> Reader<'a> {
         let cand = b.candidate();
         b.verdicts = target::BOOTIMAGES
             .iter()
-            .filter_map(|row| Target::new(row.version, None, None, arch).ok())
+            .filter_map(|row| Target::new(row.id, None, None, arch).ok())
             .map(|t| BootimageVerdict {
                 bootimage: t.bootimage,
                 verdict: cand.verdict(&t),
@@ -268,9 +267,10 @@ impl<'a> Reader<'a> {
         let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
         let cluster_os = boots::cluster_os(None, None, os_release.as_ref(), &cands);
         let arch = &self.image.info.platform.architecture;
-        let on_cluster = cluster_os
-            .as_ref()
-            .and_then(|c| Target::new(target::first_known(), None, Some(c.rhel), arch).ok());
+        let on_cluster = cluster_os.as_ref().and_then(|c| {
+            let first = Target::new(BootimageId::Rhcos(target::first_known()), None, None, arch);
+            first.and_then(|t| boots::on_os(&t, c.os)).ok()
+        });
         if let Some(t) = &on_cluster {
             for (b, c) in binaries.iter_mut().zip(&cands) {
                 b.cluster_os_verdict = Some(c.verdict(t));
@@ -339,7 +339,7 @@ impl<'a> Reader<'a> {
                 "the image's os-release names no RHEL whose build to take".into(),
             ));
         };
-        let home_t = boots::on_rhel(target, home)?;
+        let home_t = boots::on_os(target, HostOs::Rhel(home))?;
         let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
         let index = match only {
             Some(i) if cands[i].verdict(&home_t).compatible => i,
@@ -548,16 +548,32 @@ fn select_in<'a>(
         });
     }
     let plain_path = format!("{BIN_DIR}/{MCD_NAME}");
-    let twin_path = format!("{BIN_DIR}/{MCD_NAME}.rhel{}", target.rhel);
     let fits = |b: &Option<Binary>| {
         b.as_ref()
             .is_some_and(|b| b.candidate().verdict(target).compatible)
     };
     let plain = r.binary(&plain_path)?;
+    let Some(rhel) = target.os.rhel() else {
+        // Fedora CoreOS: the plain build, as MCO gives it; else every build.
+        if !fits(&plain) {
+            let os = r.os_release()?;
+            return full(r, os, plain.into_iter().collect(), target, force);
+        }
+        let binaries: Vec<Binary> = plain.into_iter().collect();
+        let choice = choose_from(&binaries, None, target, None, force)?;
+        return Ok(Selected {
+            reader: r,
+            os: None,
+            binaries,
+            choice,
+            closure: None,
+        });
+    };
+    let twin_path = format!("{BIN_DIR}/{MCD_NAME}.rhel{rhel}");
     let (os_release, twin) = if fits(&plain) {
         match r.os_release()? {
             // The plain build is first in its group whatever `.rhel{t}` holds.
-            Some(os) if rules::image_rhel(&os) == Some(target.rhel) => (Some(os), None),
+            Some(os) if rules::image_rhel(&os) == Some(rhel) => (Some(os), None),
             // The twin comes first if it fits, else the plain build does.
             Some(os) if rules::image_rhel(&os).is_some() => (Some(os), r.binary(&twin_path)?),
             // No RHEL: the plain build falls behind every `.rhelN`: look at them all.
@@ -709,12 +725,12 @@ pub fn select_boots(
         }
     };
     let first_c = binaries[first.index].candidate();
-    let everywhere = closure.is_some() || boots::runs_on_every_later_rhel(&first_c, target);
+    let everywhere = closure.is_some() || boots::runs_on_every_later_os(&first_c, target);
     // Given the cluster's OS, a first build that runs there settles it.
     let given = boots::cluster_os(hint.rhel, hint.release_version.as_deref(), None, &[]);
     let settled = everywhere
         || given.as_ref().is_some_and(|c| {
-            boots::on_rhel(target, c.rhel).is_ok_and(|t| verdict_on(&first_c, &t).compatible)
+            boots::on_os(target, c.os).is_ok_and(|t| verdict_on(&first_c, &t).compatible)
         });
     if !settled && given.is_none() {
         // The cluster's OS, from the image: its os-release and every build it ships
@@ -725,7 +741,7 @@ pub fn select_boots(
         read_every_build(&mut r, &mut binaries)?;
     }
     let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
-    let cluster = given.or_else(|| boots::cluster_os(None, None, os.as_ref(), &cands));
+    let cluster = given.or_else(|| boots::from_image(target, os.as_ref(), &cands));
     let mut result = Boots {
         first: first.clone(),
         cluster_os: cluster.clone(),
@@ -738,11 +754,11 @@ pub fn select_boots(
             ins.closure = closure;
             return Ok((ins, result));
         }
-        let later = target::RHEL
-            .iter()
-            .filter(|b| b.major > target.rhel)
-            .filter_map(|b| boots::on_rhel(target, b.major).ok())
-            .map(|t| format!("RHEL {}: {}", t.rhel, first_c.verdict(&t).because()))
+        let later = boots::later_oses(target)
+            .into_iter()
+            .filter(|&os| os != target.os)
+            .filter_map(|os| boots::on_os(target, os).ok())
+            .map(|t| format!("{}: {}", t.os, first_c.verdict(&t).because()))
             .collect::<Vec<_>>()
             .join("; ");
         return Err(BootsError::UnknownClusterOs {
@@ -755,25 +771,33 @@ pub fn select_boots(
     if !settled {
         // The builds that may serve it, as few as settle it: those read already and the
         // twin named for its RHEL, else every build.
-        let twin = format!("{BIN_DIR}/{MCD_NAME}.rhel{}", cluster.rhel);
-        let ct = boots::on_rhel(target, cluster.rhel)?;
+        let ct = boots::on_os(target, cluster.os)?;
         let fits = |bs: &[Binary]| bs.iter().any(|b| b.candidate().verdict(&ct).compatible);
-        if !fits(&binaries) && !binaries.iter().any(|b| b.path == twin) {
-            binaries.extend(r.binary(&twin)?);
+        if let Some(rhel) = cluster.os.rhel() {
+            let twin = format!("{BIN_DIR}/{MCD_NAME}.rhel{rhel}");
+            if !fits(&binaries) && !binaries.iter().any(|b| b.path == twin) {
+                binaries.extend(r.binary(&twin)?);
+            }
         }
         if !fits(&binaries) {
             read_every_build(&mut r, &mut binaries)?;
         }
     }
     let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
-    let ct = boots::on_rhel(target, cluster.rhel)?;
+    let ct = boots::on_os(target, cluster.os)?;
     let on_cluster = verdict_on(&first_c, &ct);
     result.first_on_cluster = Some(on_cluster.clone());
     if !on_cluster.compatible && !first.forced {
-        match rules::choose(&cands, os.as_ref(), &ct, None, false) {
-            Ok(c) => result.second = Some(c),
-            Err(_) if force => {}
-            Err(_) => {
+        // The install script tells hosts apart by their RHEL: a Fedora host always gets
+        // the first build, so only a cluster OS like RHEL can have a second one.
+        let second = cluster
+            .os
+            .rhel()
+            .and_then(|_| rules::choose(&cands, os.as_ref(), &ct, None, false).ok());
+        match second {
+            Some(c) => result.second = Some(c),
+            None if force => {}
+            None => {
                 let rejected = cands
                     .iter()
                     .filter(|c| c.path != first_c.path)
@@ -827,7 +851,7 @@ pub fn from_inspection(
     // inspection judged it per bootimage).
     let home = os
         .and_then(rules::image_rhel)
-        .and_then(|rhel| boots::on_rhel(target, rhel).ok())
+        .and_then(|rhel| boots::on_os(target, HostOs::Rhel(rhel)).ok())
         .and_then(|t| rules::choose(&c, os, &t, binary_path, false).ok());
     let through = home.and_then(|h| {
         let v = ins.binaries[h.index]
@@ -844,7 +868,7 @@ pub fn from_inspection(
         })
     });
     // The per-bootimage verdicts are for the table's RHEL of each bootimage.
-    let table_rhel = target::bootimage(target.bootimage).is_ok_and(|b| b.rhel == target.rhel);
+    let table_rhel = target::bootimage(target.bootimage).is_ok_and(|b| b.os == target.os);
     match through {
         Some(choice) if table_rhel => Ok(choice),
         _ => Err(err.into()),
@@ -914,8 +938,8 @@ impl Inspection {
         }
         if let Some(c) = &self.cluster_os {
             s += &format!(
-                "cluster's OS: RHEL {} ({}); nodes run it from the second boot of their first boot on\n",
-                c.rhel, c.source
+                "cluster's OS: {} ({}); nodes run it from the second boot of their first boot on\n",
+                c.os, c.source
             );
         }
         s += &format!("{MCD_NAME} builds in {BIN_DIR}:\n");
@@ -979,8 +1003,8 @@ impl Inspection {
             if let (Some(v), Some(c)) = (&b.cluster_os_verdict, &self.cluster_os) {
                 let word = if v.compatible { "fits" } else { "does not fit" };
                 s += &format!(
-                    "      the cluster's OS (RHEL {}, later boots): {word}: {}\n",
-                    c.rhel,
+                    "      the cluster's OS ({}, later boots): {word}: {}\n",
+                    c.os,
                     v.because()
                 );
             }

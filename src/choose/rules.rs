@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::choose::elf::{DottedVersion, ElfFacts, Linkage};
 use crate::choose::mco::MCD_NAME;
 use crate::choose::osrelease::OsRelease;
-use crate::choose::target::{Target, BOOTIMAGES};
+use crate::choose::target::{HostOs, Target, BOOTIMAGES};
 
 /// Whether a binary fits a target, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -81,23 +81,20 @@ pub fn verdict(facts: &ElfFacts, target: &Target) -> Verdict {
         }
         return finish(bad, good);
     }
-    let rhel = target.rhel;
+    let os = target.os;
     match (&facts.interpreter, rhel_interpreter(&target.arch)) {
         (Some(i), Some(want)) if i != want => {
-            bad.push(format!("interpreter {i} is not RHEL's {want}"))
+            bad.push(format!("interpreter {i} is not {os}'s {want}"))
         }
         (None, _) => good.push("no interpreter (static-pie)".into()),
         _ => {}
     }
     match &facts.max_glibc {
         Some(need) if *need > target.glibc_version() => bad.push(format!(
-            "needs GLIBC_{need}, RHEL {rhel} has glibc {}",
+            "needs GLIBC_{need}, {os} has glibc {}",
             target.glibc
         )),
-        Some(need) => good.push(format!(
-            "needs GLIBC_{need} <= {} (RHEL {rhel})",
-            target.glibc
-        )),
+        Some(need) => good.push(format!("needs GLIBC_{need} <= {} ({os})", target.glibc)),
         None => good.push("needs no GLIBC version".into()),
     }
     let mut links_openssl = false;
@@ -108,9 +105,9 @@ pub fn verdict(facts: &ElfFacts, target: &Target) -> Verdict {
         for soname in facts.needed.iter().filter(|n| n.starts_with(prefix)) {
             links_openssl = true;
             if soname == have {
-                good.push(format!("{soname} is RHEL {rhel}'s"));
+                good.push(format!("{soname} is {os}'s"));
             } else {
-                bad.push(format!("links {soname}, RHEL {rhel} has {have}"));
+                bad.push(format!("links {soname}, {os} has {have}"));
             }
         }
     }
@@ -123,7 +120,7 @@ pub fn verdict(facts: &ElfFacts, target: &Target) -> Verdict {
         .collect();
     if !foreign.is_empty() {
         bad.push(format!(
-            "needs OpenSSL version nodes {} that RHEL {rhel}'s {} lacks",
+            "needs OpenSSL version nodes {} that {os}'s {} lacks",
             foreign.join(", "),
             target.libcrypto
         ));
@@ -176,12 +173,12 @@ pub fn closure_verdict(
             ));
             match &c.min_kernel {
                 Some(k) if *k > target.kernel_version() => bad.push(format!(
-                    "the image's glibc needs Linux {k}, RHEL {}'s kernel is {}",
-                    target.rhel, target.kernel
+                    "the image's glibc needs Linux {k}, {}'s kernel is {}",
+                    target.os, target.kernel
                 )),
                 Some(k) => good.push(format!(
-                    "the image's glibc needs Linux {k} <= {} (RHEL {})",
-                    target.kernel, target.rhel
+                    "the image's glibc needs Linux {k} <= {} ({})",
+                    target.kernel, target.os
                 )),
                 None => good.push("the image's glibc names no oldest kernel".into()),
             }
@@ -211,12 +208,19 @@ pub fn image_rhel(os: &OsRelease) -> Option<u32> {
     if let Some(r) = &os.rhel_version {
         return major(r);
     }
+    let like_rhel = os
+        .fields
+        .get("ID_LIKE")
+        .is_some_and(|l| l.split_whitespace().any(|w| w == "rhel"));
     match os.id.as_deref() {
-        Some("rhel" | "centos" | "almalinux" | "rocky" | "ol") => {
+        // CentOS Stream CoreOS is `ID=scos`, `ID_LIKE="rhel fedora"`: like RHEL, as
+        // MCO's `IsLikeRHEL` reads `ID_LIKE`.
+        Some("rhel" | "centos" | "almalinux" | "rocky" | "ol" | "scos") => {
             os.version_id.as_deref().and_then(major)
         }
         // RHCOS 4.1/4.2 carry no RHEL_VERSION; MCO maps them to RHEL 8.
         Some("rhcos") => Some(8),
+        _ if like_rhel => os.version_id.as_deref().and_then(major),
         _ => None,
     }
 }
@@ -263,20 +267,20 @@ impl Candidate {
 }
 
 /// The candidate indexes in the order they are tried: built for the target's RHEL
-/// first, then the plain name, then by path.
+/// first, then the plain name, then by path. A Fedora CoreOS host gets the plain build
+/// first, as MCO's re-exec gives it (no `.rhelN` name is for it).
 pub fn order(candidates: &[Candidate], os: Option<&OsRelease>, target: &Target) -> Vec<usize> {
     let img = os.and_then(image_rhel);
     let mut idx: Vec<usize> = (0..candidates.len()).collect();
     idx.sort_by_key(|&i| {
         let p = &candidates[i].path;
-        let nominal = nominal_rhel(p, img);
         let plain = p.rsplit('/').next() == Some(MCD_NAME);
-        (
-            nominal != Some(target.rhel),
-            nominal.is_none(),
-            !plain,
-            p.clone(),
-        )
+        let nominal = nominal_rhel(p, img);
+        let first = match target.os.rhel() {
+            Some(t) => nominal == Some(t),
+            None => plain,
+        };
+        (!first, nominal.is_none(), !plain, p.clone())
     });
     idx
 }
@@ -348,8 +352,8 @@ fn list(rejected: &[(String, Verdict)]) -> String {
 /// A short name of a target for messages.
 pub fn describe(target: &Target) -> String {
     format!(
-        "bootimage {} ({}, RHEL {}: glibc {}, {})",
-        target.bootimage, target.arch, target.rhel, target.glibc, target.libcrypto
+        "bootimage {} ({}, {}: glibc {}, {})",
+        target.bootimage, target.arch, target.os, target.glibc, target.libcrypto
     )
 }
 
@@ -405,11 +409,14 @@ pub fn choose(
     })
 }
 
-/// The bootimages of the table, on the target's architecture, that some candidate fits.
+/// The bootimages of the table, on the target's architecture, that some candidate fits:
+/// the RHCOS rows for an RHCOS target, the OKD rows for an OKD one.
 fn fitting_rows(candidates: &[Candidate], target: &Target) -> Vec<usize> {
+    let rhcos = target.bootimage.ocp().is_some();
     (0..BOOTIMAGES.len())
+        .filter(|&i| BOOTIMAGES[i].id.ocp().is_some() == rhcos)
         .filter(|&i| {
-            Target::new(BOOTIMAGES[i].version, None, None, &target.arch)
+            Target::new(BOOTIMAGES[i].id, None, None, &target.arch)
                 .is_ok_and(|t| candidates.iter().any(|c| c.verdict(&t).compatible))
         })
         .collect()
@@ -424,7 +431,7 @@ fn ranges(rows: &[usize]) -> String {
         while j + 1 < rows.len() && rows[j + 1] == rows[j] + 1 {
             j += 1;
         }
-        let (a, b) = (BOOTIMAGES[rows[i]].version, BOOTIMAGES[rows[j]].version);
+        let (a, b) = (BOOTIMAGES[rows[i]].id, BOOTIMAGES[rows[j]].id);
         out.push(if i == j {
             a.to_string()
         } else {
@@ -469,51 +476,62 @@ fn advice(candidates: &[Candidate], target: &Target) -> String {
             env!("CARGO_PKG_NAME")
         );
     }
-    let first = BOOTIMAGES[rows[0]].version;
-    let last = BOOTIMAGES[rows[rows.len() - 1]].version;
+    let first = BOOTIMAGES[rows[0]].id;
+    let last = BOOTIMAGES[rows[rows.len() - 1]].id;
     let runs_on = format!(
         "its builds run on bootimages {} ({})",
         ranges(&rows),
         rhels(&rows)
     );
     if boot < first {
-        let older = if target.rhel == 8 {
+        let older = if target.os == HostOs::Rhel(8) {
             "; MCO images up to 4.22 carry a RHEL 8 build (machine-config-daemon.rhel8)"
         } else {
             ""
         };
         format!(
-            "No build of this image can run on bootimage {boot} (RHEL {}): {runs_on}. Ways \
+            "No build of this image can run on bootimage {boot} ({}): {runs_on}. Ways \
              forward: boot the node from a newer bootimage ({first} or later); on platforms \
              that have them, MCO's managed boot images (managedBootImages in the cluster's \
              MachineConfiguration) keep the machine sets' bootimages current. Or, when the \
              cluster runs an older release than this image, inject the \
              machine-config-operator image of the cluster's own release (--release with its \
              release image){older}.",
-            target.rhel
+            target.os
         )
     } else if boot > last {
         format!(
-            "No build of this image can run on bootimage {boot} (RHEL {}): {runs_on}. Use \
+            "No build of this image can run on bootimage {boot} ({}): {runs_on}. Use \
              the machine-config-operator image of the cluster's release (--release with its \
              release image): a release that boots {boot} nodes carries a build for them.",
-            target.rhel
+            target.os
         )
     } else {
         format!(
-            "No build of this image can run on a RHEL {} node: {runs_on}. Check that \
+            "No build of this image can run on a {} node: {runs_on}. Check that \
              --target-rhel or --target-os-release describe the node.",
-            target.rhel
+            target.os
         )
     }
 }
 
-/// The RHEL majors of table rows: `RHEL 9, 10`.
+/// The OS majors of table rows: `RHEL 9, 10`, `Fedora 33, 34; RHEL 9`.
 fn rhels(rows: &[usize]) -> String {
-    let mut r: Vec<u32> = rows.iter().map(|&i| BOOTIMAGES[i].rhel).collect();
-    r.dedup();
-    let r: Vec<String> = r.iter().map(u32::to_string).collect();
-    format!("RHEL {}", r.join(", "))
+    let majors = |f: fn(HostOs) -> Option<u32>| {
+        let mut m: Vec<u32> = rows.iter().filter_map(|&i| f(BOOTIMAGES[i].os)).collect();
+        m.sort_unstable();
+        m.dedup();
+        m.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    };
+    [
+        ("Fedora", majors(HostOs::fedora)),
+        ("RHEL", majors(HostOs::rhel)),
+    ]
+    .into_iter()
+    .filter(|(_, m)| !m.is_empty())
+    .map(|(family, m)| format!("{family} {m}"))
+    .collect::<Vec<_>>()
+    .join("; ")
 }
 
 impl fmt::Display for Candidate {
@@ -528,7 +546,7 @@ impl fmt::Display for Candidate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choose::target::OcpVersion;
+    use crate::choose::target::BootimageId;
 
     fn dynamic(glibc: &str, crypto: &str, node: &str) -> ElfFacts {
         ElfFacts {
@@ -554,7 +572,7 @@ mod tests {
     }
 
     fn target(v: &str) -> Target {
-        Target::new(v.parse::<OcpVersion>().unwrap(), None, None, "amd64").unwrap()
+        Target::new(v.parse::<BootimageId>().unwrap(), None, None, "amd64").unwrap()
     }
 
     fn cand(path: &str, f: ElfFacts) -> Candidate {

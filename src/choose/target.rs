@@ -15,7 +15,7 @@ use crate::choose::elf::DottedVersion;
 use crate::choose::osrelease::OsRelease;
 use crate::ignition::SpecVersion;
 use IgnitionGeneration::{V0, V2};
-use SpecVersion::{V2_2, V3_1, V3_2, V3_3, V3_4};
+use SpecVersion::{V2_2, V3_0, V3_1, V3_2, V3_3, V3_4};
 
 /// An OpenShift minor version, `X.Y`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -44,16 +44,24 @@ pub enum VersionError {
     /// Older than the first RHCOS bootimage.
     #[error("unknown bootimage {0}: the table starts at {first}, the first RHCOS bootimage", first = first_known())]
     TooOld(OcpVersion),
+    /// An OKD bootimage the table lacks.
+    #[error("unknown bootimage {0}: the table's OKD rows are {1}")]
+    UnknownOkd(BootimageId, String),
 }
 
 /// The oldest release of the table.
 pub fn first_known() -> OcpVersion {
-    BOOTIMAGES[0].version
+    rhcos_releases().next().expect("the table has RHCOS rows")
 }
 
 /// The newest release of the table.
 pub fn newest_known() -> OcpVersion {
-    BOOTIMAGES[BOOTIMAGES.len() - 1].version
+    rhcos_releases().last().expect("the table has RHCOS rows")
+}
+
+/// The OpenShift releases of the table's RHCOS rows, in order.
+fn rhcos_releases() -> impl Iterator<Item = OcpVersion> {
+    BOOTIMAGES.iter().filter_map(|b| b.id.ocp())
 }
 
 impl FromStr for OcpVersion {
@@ -97,11 +105,71 @@ pub enum IgnitionGeneration {
     V2,
 }
 
-/// What one RHEL major version offers a dynamic binary.
+/// The OS a binary meets on a node, as far as its glibc, its OpenSSL and MCO's choice of
+/// build care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HostOs {
+    /// RHEL, or an OS built from it or like it (RHCOS; CentOS Stream CoreOS, whose
+    /// os-release says `ID_LIKE="rhel fedora"`): MCO's re-exec names builds for its major
+    /// `machine-config-daemon.rhelN`.
+    Rhel(u32),
+    /// Fedora CoreOS: not like RHEL, so MCO's re-exec always gives it the plain
+    /// `machine-config-daemon` (pkg/daemon/daemon.go, `ReexecuteForTargetRoot`: a suffix
+    /// only when both the image and the host are like RHEL).
+    Fedora(u32),
+}
+
+impl HostOs {
+    /// The RHEL major, for an OS like RHEL.
+    pub fn rhel(self) -> Option<u32> {
+        match self {
+            HostOs::Rhel(m) => Some(m),
+            HostOs::Fedora(_) => None,
+        }
+    }
+
+    /// The Fedora major, for Fedora CoreOS.
+    pub fn fedora(self) -> Option<u32> {
+        match self {
+            HostOs::Fedora(m) => Some(m),
+            HostOs::Rhel(_) => None,
+        }
+    }
+
+    /// The reference values of this OS.
+    pub fn base(self) -> Option<OsBase> {
+        RHEL.iter().chain(&FEDORA).copied().find(|r| r.os == self)
+    }
+
+    /// How reports and the provenance record it: `("rhel", 9)`, `("fedora", 33)`.
+    pub fn key(self) -> (&'static str, u32) {
+        match self {
+            HostOs::Rhel(m) => ("rhel", m),
+            HostOs::Fedora(m) => ("fedora", m),
+        }
+    }
+}
+
+impl fmt::Display for HostOs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostOs::Rhel(m) => write!(f, "RHEL {m}"),
+            HostOs::Fedora(m) => write!(f, "Fedora {m}"),
+        }
+    }
+}
+
+impl Serialize for HostOs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// What one OS major version offers a dynamic binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct RhelBase {
-    /// The RHEL major version.
-    pub major: u32,
+pub struct OsBase {
+    /// The OS and its major version.
+    pub os: HostOs,
     /// Its glibc version.
     pub glibc: &'static str,
     /// Its libcrypto soname.
@@ -114,23 +182,23 @@ pub struct RhelBase {
 
 /// RHEL reference values (docs/design.md, "ELF reference values"). glibc keeps its upstream version for the whole
 /// life of a RHEL major, so a row's minor release never changes these.
-pub const RHEL: [RhelBase; 4] = [
-    RhelBase {
-        major: 7,
+pub const RHEL: [OsBase; 4] = [
+    OsBase {
+        os: HostOs::Rhel(7),
         kernel: "3.10",
         glibc: "2.17",
         libcrypto: "libcrypto.so.10",
         libssl: "libssl.so.10",
     },
-    RhelBase {
-        major: 8,
+    OsBase {
+        os: HostOs::Rhel(8),
         kernel: "4.18",
         glibc: "2.28",
         libcrypto: "libcrypto.so.1.1",
         libssl: "libssl.so.1.1",
     },
-    RhelBase {
-        major: 9,
+    OsBase {
+        os: HostOs::Rhel(9),
         kernel: "5.14",
         glibc: "2.34",
         libcrypto: "libcrypto.so.3",
@@ -139,8 +207,8 @@ pub const RHEL: [RhelBase; 4] = [
     // RHEL 10 is branched from Fedora 40 (glibc 2.39); OpenSSL 3.x keeps the `.so.3`
     // sonames, so a RHEL 9 build runs on it and a RHEL 10 one needing GLIBC_2.35+ does
     // not run on RHEL 9 (which is why MCO's re-exec picks `.rhel9` twins for RHEL 9 hosts).
-    RhelBase {
-        major: 10,
+    OsBase {
+        os: HostOs::Rhel(10),
         kernel: "6.12",
         glibc: "2.39",
         libcrypto: "libcrypto.so.3",
@@ -148,26 +216,118 @@ pub const RHEL: [RhelBase; 4] = [
     },
 ];
 
+/// Fedora CoreOS reference values (Fedora's own: the glibc and kernel of each release at
+/// its GA; OpenSSL 1.1 up to Fedora 35, and only 3.x, with the `.so.3` sonames, from 36).
+pub const FEDORA: [OsBase; 9] = [
+    fedora(31, "2.30", "1.1", "5.3"),
+    fedora(32, "2.31", "1.1", "5.6"),
+    fedora(33, "2.32", "1.1", "5.8"),
+    fedora(34, "2.33", "1.1", "5.11"),
+    fedora(35, "2.34", "1.1", "5.14"),
+    fedora(36, "2.35", "3", "5.17"),
+    fedora(37, "2.36", "3", "6.0"),
+    fedora(38, "2.37", "3", "6.2"),
+    fedora(39, "2.38", "3", "6.5"),
+];
+
+const fn fedora(major: u32, glibc: &'static str, openssl: &str, kernel: &'static str) -> OsBase {
+    let three = openssl.len() == 1;
+    OsBase {
+        os: HostOs::Fedora(major),
+        glibc,
+        libcrypto: if three {
+            "libcrypto.so.3"
+        } else {
+            "libcrypto.so.1.1"
+        },
+        libssl: if three {
+            "libssl.so.3"
+        } else {
+            "libssl.so.1.1"
+        },
+        kernel,
+    }
+}
+
 /// The RHEL reference values of a major version.
-pub fn rhel(major: u32) -> Option<RhelBase> {
-    RHEL.iter().copied().find(|r| r.major == major)
+pub fn rhel(major: u32) -> Option<OsBase> {
+    HostOs::Rhel(major).base()
+}
+
+/// A bootimage of the table: the RHCOS of an OpenShift release, or an OKD one (Fedora
+/// CoreOS, CentOS Stream CoreOS) by its OS major, which is all a binary and a config meet
+/// of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BootimageId {
+    /// The RHCOS bootimage of an OpenShift release, `4.2`.
+    Rhcos(OcpVersion),
+    /// A Fedora CoreOS bootimage, by its Fedora major: `fcos-33`.
+    Fcos(u32),
+    /// A CentOS Stream CoreOS bootimage, by its CentOS Stream major: `scos-9`.
+    Scos(u32),
+}
+
+impl BootimageId {
+    /// The OpenShift release, for an RHCOS bootimage.
+    pub fn ocp(self) -> Option<OcpVersion> {
+        match self {
+            BootimageId::Rhcos(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for BootimageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BootimageId::Rhcos(v) => v.fmt(f),
+            BootimageId::Fcos(m) => write!(f, "fcos-{m}"),
+            BootimageId::Scos(m) => write!(f, "scos-{m}"),
+        }
+    }
+}
+
+impl FromStr for BootimageId {
+    type Err = VersionError;
+    /// `4.2`, `fcos-33`, `scos-9`: what [`BootimageId`]'s `Display` writes.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let major = |m: &str| {
+            (!m.is_empty() && m.len() <= 3 && m.bytes().all(|c| c.is_ascii_digit()))
+                .then(|| m.parse().ok())
+                .flatten()
+                .ok_or_else(|| VersionError::Syntax(s.to_string()))
+        };
+        if let Some(m) = s.strip_prefix("fcos-") {
+            return Ok(BootimageId::Fcos(major(m)?));
+        }
+        if let Some(m) = s.strip_prefix("scos-") {
+            return Ok(BootimageId::Scos(major(m)?));
+        }
+        s.parse().map(BootimageId::Rhcos)
+    }
+}
+
+impl Serialize for BootimageId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// One row of the table.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Bootimage {
-    /// The OpenShift release.
-    pub version: OcpVersion,
-    /// The RHEL major of its RHCOS.
-    pub rhel: u32,
-    /// The RHEL release of the bootimage, `major.minor` (`8.x` where the minor is not
-    /// pinned; only the major matters to a binary).
+    /// The bootimage.
+    pub id: BootimageId,
+    /// Its OS, as a binary meets it.
+    pub os: HostOs,
+    /// The RHEL release of an RHCOS bootimage, `major.minor` (`8.x` where the minor is not
+    /// pinned; only the major matters to a binary); empty for OKD rows.
     pub rhel_release: &'static str,
-    /// The glibc version of its RHCOS.
+    /// The glibc version of its OS.
     pub glibc: &'static str,
-    /// The libcrypto soname of its RHCOS.
+    /// The libcrypto soname of its OS.
     pub libcrypto: &'static str,
-    /// The kernel version of its RHCOS (its RHEL major's).
+    /// The kernel version of its OS (its major's).
     pub kernel: &'static str,
     /// The Ignition it runs at first boot.
     pub ignition: IgnitionGeneration,
@@ -179,6 +339,17 @@ pub struct Bootimage {
     pub default_spec: SpecVersion,
     /// What the row rests on.
     pub source: &'static str,
+}
+
+impl Bootimage {
+    /// The OS, as the docs' table names it: `RHEL 8.0`, `Fedora 33`, `CentOS Stream 9`.
+    pub fn os_name(&self) -> String {
+        match (self.id, self.os) {
+            (BootimageId::Rhcos(_), _) => format!("RHEL {}", self.rhel_release),
+            (BootimageId::Scos(m), _) => format!("CentOS Stream {m}"),
+            (_, os) => os.to_string(),
+        }
+    }
 }
 
 const fn v(major: u32, minor: u32) -> OcpVersion {
@@ -339,19 +510,148 @@ pub const BOOTIMAGES: &[Bootimage] = &[
             "; ",
             default_32!()
         )),
+    // OKD: Fedora CoreOS bootimages (OKD 4.4-4.18), then CentOS Stream CoreOS (4.16 on).
+    okd_row(BootimageId::Fcos(31), "v2.2", V3_0, V3_0,
+        "Fedora CoreOS 31 (OKD 4.4): glibc 2.30, OpenSSL 1.1; Ignition v2.2, which reads spec 3.0 only"),
+    okd_row(BootimageId::Fcos(32), "v2.6", V3_1, V3_1,
+        "Fedora CoreOS 32 (OKD 4.5, installer pin 32.20200629.3.0): glibc 2.31, OpenSSL 1.1; \
+         Ignition v2.6 (spec 3.1 from v2.3)"),
+    okd_row(BootimageId::Fcos(33), "v2.7-v2.9", V3_2, V3_2,
+        "Fedora CoreOS 33 (OKD 4.6 and 4.7, installer pins 33.20201201.3.0 to \
+         33.20210117.3.2): glibc 2.32, OpenSSL 1.1; Ignition v2.7-v2.9 (spec 3.2 from v2.7)"),
+    okd_row(BootimageId::Fcos(34), "v2.10-v2.11", V3_2, V3_2,
+        "Fedora CoreOS 34 (OKD 4.8 and 4.9, installer pin 34.20210626.3.1): glibc 2.33, \
+         OpenSSL 1.1; its first builds ship Ignition v2.10, before spec 3.3 was stabilised \
+         (v2.11), so a row for every FCOS 34 build reads spec 3.2 at most"),
+    okd_row(BootimageId::Fcos(35), "v2.13", V3_3, V3_2,
+        "Fedora CoreOS 35 (OKD 4.10 and 4.11, installer pin 35.20220327.3.0): glibc 2.34, \
+         the last OpenSSL 1.1; Ignition v2.13 (spec 3.3 from v2.11)"),
+    okd_row(BootimageId::Fcos(36), "v2.14", V3_3, V3_2,
+        "Fedora CoreOS 36 (OKD 4.12, installer pin 36.20220806.3.0): glibc 2.35, OpenSSL 3 \
+         only (libcrypto.so.3); Ignition v2.14"),
+    okd_row(BootimageId::Fcos(37), "v2.14", V3_3, V3_2,
+        "Fedora CoreOS 37 (OKD 4.13, installer pin 37.20221127.3.0): glibc 2.36, OpenSSL 3; \
+         Ignition v2.14 (spec 3.4 needs v2.15)"),
+    okd_row(BootimageId::Fcos(38), "v2.15", V3_4, V3_2,
+        "Fedora CoreOS 38 (OKD 4.14, installer pin 38.20230609.3.0): glibc 2.37, OpenSSL 3; \
+         Ignition v2.15 (spec 3.4 stable from v2.15)"),
+    okd_row(BootimageId::Fcos(39), "v2.16", V3_4, V3_2,
+        "Fedora CoreOS 39 (OKD 4.15 to 4.18, installer pin 39.20231101.3.0; 4.16-4.18 nodes \
+         rebase to CentOS Stream CoreOS 9): glibc 2.38, OpenSSL 3; Ignition v2.16"),
+    okd_row(BootimageId::Scos(9), "v2.18 or later", V3_4, V3_2,
+        "CentOS Stream CoreOS 9 (OKD 4.19 on, installer data/data/coreos/scos.json, \
+         9.0.20250411-0): the base of RHEL 9 (glibc 2.34, OpenSSL 3); os-release ID=scos \
+         ID_LIKE=\"rhel fedora\", like RHEL for MCO's choice of build; spec 3.4 as the RHEL 9 \
+         RHCOS rows"),
+    okd_row(BootimageId::Scos(10), "v2.18 or later", V3_4, V3_2,
+        "CentOS Stream CoreOS 10 (OKD's c10s builds, 10.0.20251103-0): the base of RHEL 10 \
+         (glibc 2.39, OpenSSL 3); like RHEL for MCO's choice of build; spec 3.4 as the RHEL \
+         10 RHCOS rows"),
 ];
+
+/// The bootimage each OKD release's installer pins, and the OS its nodes run once they
+/// have the release's own OS (for the boots after the first).
+pub const OKD_RELEASES: &[OkdRelease] = &[
+    okd(v(4, 4), BootimageId::Fcos(31), HostOs::Fedora(31)),
+    okd(v(4, 5), BootimageId::Fcos(32), HostOs::Fedora(32)),
+    okd(v(4, 6), BootimageId::Fcos(33), HostOs::Fedora(33)),
+    okd(v(4, 7), BootimageId::Fcos(33), HostOs::Fedora(33)),
+    okd(v(4, 8), BootimageId::Fcos(34), HostOs::Fedora(34)),
+    okd(v(4, 9), BootimageId::Fcos(34), HostOs::Fedora(34)),
+    okd(v(4, 10), BootimageId::Fcos(35), HostOs::Fedora(35)),
+    okd(v(4, 11), BootimageId::Fcos(35), HostOs::Fedora(35)),
+    okd(v(4, 12), BootimageId::Fcos(36), HostOs::Fedora(36)),
+    okd(v(4, 13), BootimageId::Fcos(37), HostOs::Fedora(37)),
+    okd(v(4, 14), BootimageId::Fcos(38), HostOs::Fedora(38)),
+    okd(v(4, 15), BootimageId::Fcos(39), HostOs::Fedora(39)),
+    okd(v(4, 16), BootimageId::Fcos(39), HostOs::Rhel(9)),
+    okd(v(4, 17), BootimageId::Fcos(39), HostOs::Rhel(9)),
+    okd(v(4, 18), BootimageId::Fcos(39), HostOs::Rhel(9)),
+    okd(v(4, 19), BootimageId::Scos(9), HostOs::Rhel(9)),
+];
+
+/// An OKD release: the bootimage its installer pins and its nodes' OS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OkdRelease {
+    /// The OKD release, `4.7`.
+    pub version: OcpVersion,
+    /// The bootimage its installer pins.
+    pub bootimage: BootimageId,
+    /// The OS of its nodes once updated to the release's own OS image (Fedora CoreOS up
+    /// to 4.15; CentOS Stream CoreOS 9, like RHEL 9, from 4.16).
+    pub nodes: HostOs,
+}
+
+const fn okd(version: OcpVersion, bootimage: BootimageId, nodes: HostOs) -> OkdRelease {
+    OkdRelease {
+        version,
+        bootimage,
+        nodes,
+    }
+}
+
+/// The OKD release of a version.
+pub fn okd_release(version: OcpVersion) -> Option<&'static OkdRelease> {
+    OKD_RELEASES.iter().find(|r| r.version == version)
+}
 
 /// The row's RHEL values; only majors of [`RHEL`] may appear in the table (checked at
 /// compile time).
-const fn rhel_base(major: u32) -> RhelBase {
+const fn rhel_base(major: u32) -> OsBase {
     let mut i = 0;
     while i < RHEL.len() {
-        if RHEL[i].major == major {
-            return RHEL[i];
+        if let HostOs::Rhel(m) = RHEL[i].os {
+            if m == major {
+                return RHEL[i];
+            }
         }
         i += 1;
     }
     panic!("a bootimage row names a RHEL major that RHEL lacks")
+}
+
+/// The Fedora values of a major; only majors of [`FEDORA`] may appear.
+const fn fedora_base(major: u32) -> OsBase {
+    let mut i = 0;
+    while i < FEDORA.len() {
+        if let HostOs::Fedora(m) = FEDORA[i].os {
+            if m == major {
+                return FEDORA[i];
+            }
+        }
+        i += 1;
+    }
+    panic!("a bootimage row names a Fedora major that FEDORA lacks")
+}
+
+/// An OKD row: a Fedora CoreOS bootimage by its Fedora major, or a CentOS Stream CoreOS
+/// one by its CentOS Stream major (whose base is its RHEL's: CentOS Stream N is what
+/// RHEL N branches from, with its glibc and OpenSSL).
+const fn okd_row(
+    id: BootimageId,
+    ignition_release: &'static str,
+    max_spec: SpecVersion,
+    default_spec: SpecVersion,
+    source: &'static str,
+) -> Bootimage {
+    let base = match id {
+        BootimageId::Fcos(m) => fedora_base(m),
+        BootimageId::Scos(m) => rhel_base(m),
+        BootimageId::Rhcos(_) => panic!("an OKD row names an RHCOS bootimage"),
+    };
+    Bootimage {
+        id,
+        os: base.os,
+        rhel_release: "",
+        glibc: base.glibc,
+        libcrypto: base.libcrypto,
+        kernel: base.kernel,
+        ignition: V2,
+        ignition_release,
+        max_spec,
+        default_spec,
+        source,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -367,8 +667,8 @@ const fn row(
 ) -> Bootimage {
     let base = rhel_base(rhel);
     Bootimage {
-        version,
-        rhel,
+        id: BootimageId::Rhcos(version),
+        os: base.os,
         rhel_release,
         glibc: base.glibc,
         libcrypto: base.libcrypto,
@@ -387,8 +687,10 @@ pub enum NameError {
     /// None of the forms read.
     #[error(
         "invalid bootimage {0:?}: expected an OpenShift version X.Y (4.2), an RHCOS build ID \
-         (42.80.20191002.0, 410.84.202205191234-0) or an RHCOS cloud image name \
-         (rhcos-42-80-20191002-0-gcp-x86-64)"
+         (42.80.20191002.0, 410.84.202205191234-0), an RHCOS cloud image name \
+         (rhcos-42-80-20191002-0-gcp-x86-64), a Fedora CoreOS build ID (33.20201201.3.0, \
+         fcos-33.20201201.3.0), a CentOS Stream CoreOS build ID (scos-9.0.20250222-0) or an \
+         OKD release (okd-4.7, the bootimage its installer pins)"
     )]
     Syntax(String),
     /// An RHCOS build ID whose RHEL is not the one its OpenShift release's RHCOS is built on.
@@ -419,6 +721,14 @@ pub enum NameError {
         /// The rows that share it, `4.19, 4.20, 4.21`.
         rows: String,
     },
+    /// An OKD bootimage or release the table lacks.
+    #[error("bootimage {given:?}: {what}")]
+    UnknownOkd {
+        /// The name given.
+        given: String,
+        /// What is not known, and what is.
+        what: String,
+    },
 }
 
 /// How a bootimage name reads.
@@ -432,6 +742,13 @@ pub enum NameForm {
     BuildId,
     /// An RHCOS cloud image name, `rhcos-42-80-20191002-0-gcp-x86-64`.
     CloudImageName,
+    /// A Fedora CoreOS build ID, `33.20201201.3.0`, also `fcos-` or `fedora-coreos-`
+    /// prefixed (a live ISO's volume ID).
+    FcosBuildId,
+    /// A CentOS Stream CoreOS build ID, `scos-9.0.20250222-0` (also without `scos-`).
+    ScosBuildId,
+    /// An OKD release, `okd-4.7`: the bootimage its installer pins.
+    OkdRelease,
     /// The bootimage's os-release (`--target-os-release`).
     OsRelease,
 }
@@ -443,6 +760,9 @@ impl NameForm {
             NameForm::Version => "OpenShift version",
             NameForm::BuildId => "RHCOS build ID",
             NameForm::CloudImageName => "RHCOS cloud image name",
+            NameForm::FcosBuildId => "Fedora CoreOS build ID",
+            NameForm::ScosBuildId => "CentOS Stream CoreOS build ID",
+            NameForm::OkdRelease => "OKD release",
             NameForm::OsRelease => "os-release",
         }
     }
@@ -459,9 +779,9 @@ pub struct NamedFile {
     pub within: String,
 }
 
-/// How the bootimage was named, and the release of the table that names: what the
-/// report says. The config holds only the release, so every name of one bootimage gives
-/// the same config.
+/// How the bootimage was named, and the bootimage of the table that names: what the
+/// report says. The config holds only the bootimage, so every name of one bootimage
+/// gives the same config.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Named {
     /// How the name reads.
@@ -470,8 +790,8 @@ pub struct Named {
     pub value: String,
     /// The file it was read from, if any.
     pub file: Option<NamedFile>,
-    /// The release it names.
-    pub version: OcpVersion,
+    /// The bootimage it names.
+    pub version: BootimageId,
 }
 
 impl Named {
@@ -494,12 +814,53 @@ impl Named {
     }
 }
 
-/// The OpenShift release a bootimage name gives: `X.Y`; an RHCOS build ID of the form
+fn digits(x: &str, min: usize, max: usize) -> Option<&str> {
+    (x.len() >= min && x.len() <= max && x.bytes().all(|c| c.is_ascii_digit())).then_some(x)
+}
+
+/// The Fedora major of a Fedora CoreOS build ID, `MAJOR.YYYYMMDD.STREAM.N`
+/// (`33.20201201.3.0`: Fedora 33, built 2020-12-01, the stable stream's (3) first).
+fn fcos_build(id: &str) -> Option<u32> {
+    let [major, date, stream, serial] = id.split('.').collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    digits(date, 8, 8)?;
+    digits(stream, 1, 2)?;
+    digits(serial, 1, 3)?;
+    digits(major, 2, 2)?.parse().ok()
+}
+
+/// The CentOS Stream major of a CentOS Stream CoreOS build ID, `MAJOR.0.STAMP-N`
+/// (`9.0.20250222-0`); CentOS Stream has no minor releases, so the second field is 0.
+fn scos_build(id: &str) -> Option<u32> {
+    let (head, serial) = id.rsplit_once('-')?;
+    let [major, "0", stamp] = head.split('.').collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    digits(stamp, 8, 14)?;
+    digits(serial, 1, 3)?;
+    digits(major, 1, 2)?.parse().ok()
+}
+
+/// The OKD rows, `fcos-31 to fcos-39, scos-9, scos-10`, for messages.
+fn okd_rows() -> String {
+    let ids: Vec<String> = BOOTIMAGES
+        .iter()
+        .filter(|b| b.id.ocp().is_none())
+        .map(|b| b.id.to_string())
+        .collect();
+    ids.join(", ")
+}
+
+/// The bootimage a bootimage name gives: `X.Y`; an RHCOS build ID of the form
 /// `OCP.RHEL.TIMESTAMP` with `.N` or `-N` (`42.80.20191002.0`: OpenShift 4.2 on RHEL
-/// 8.0; `410.84.202205191234-0`: 4.10 on RHEL 8.4), also prefixed `rhcos-`; or an RHCOS
-/// cloud image name (`rhcos-42-80-20191002-0-gcp-x86-64`, fields joined with `-`). A
-/// build ID's RHEL must be its row's. The RHEL-based IDs of 4.19 on
-/// (`9.6.20250513-0`) name a RHEL release that several rows share: refused, naming them.
+/// 8.0; `410.84.202205191234-0`: 4.10 on RHEL 8.4), also prefixed `rhcos-`; an RHCOS
+/// cloud image name (`rhcos-42-80-20191002-0-gcp-x86-64`, fields joined with `-`); a
+/// Fedora CoreOS build ID (`33.20201201.3.0`, also prefixed `fcos-` or
+/// `fedora-coreos-`); a CentOS Stream CoreOS one (`scos-9.0.20250222-0`, also bare); or
+/// `okd-X.Y`, the bootimage an OKD release's installer pins. An RHCOS build ID's RHEL must
+/// be its row's. The RHEL-based RHCOS IDs of 4.19 on (`9.6.20250513-0`) name a RHEL
+/// release that several rows share: refused, naming them.
 pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
     let named = |form, version| Named {
         form,
@@ -508,11 +869,46 @@ pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
         version,
     };
     if let Ok(v) = s.parse::<OcpVersion>() {
-        return Ok(named(NameForm::Version, v));
+        return Ok(named(NameForm::Version, BootimageId::Rhcos(v)));
     }
     let bad = || NameError::Syntax(s.to_string());
-    fn digits(x: &str, min: usize, max: usize) -> Option<&str> {
-        (x.len() >= min && x.len() <= max && x.bytes().all(|c| c.is_ascii_digit())).then_some(x)
+    let okd_row = |form, id: BootimageId| match bootimage(id) {
+        Ok(_) => Ok(named(form, id)),
+        Err(_) => Err(NameError::UnknownOkd {
+            given: s.to_string(),
+            what: format!("{id} is not in the table; its OKD rows are {}", okd_rows()),
+        }),
+    };
+    if let Some(v) = s.strip_prefix("okd-") {
+        let v = v.parse::<OcpVersion>().map_err(|_| bad())?;
+        let Some(r) = okd_release(v) else {
+            let known: Vec<String> = OKD_RELEASES.iter().map(|r| r.version.to_string()).collect();
+            return Err(NameError::UnknownOkd {
+                given: s.to_string(),
+                what: format!(
+                    "the table knows the bootimages of OKD {}; for another OKD release, give \
+                     its bootimage's build ID",
+                    known.join(", ")
+                ),
+            });
+        };
+        return okd_row(NameForm::OkdRelease, r.bootimage);
+    }
+    let fcos = s
+        .strip_prefix("fcos-")
+        .or_else(|| s.strip_prefix("fedora-coreos-"));
+    if let Some(major) = fcos_build(fcos.unwrap_or(s)) {
+        return okd_row(NameForm::FcosBuildId, BootimageId::Fcos(major));
+    }
+    if fcos.is_some() {
+        return Err(bad());
+    }
+    let scos = s.strip_prefix("scos-");
+    if let Some(major) = scos_build(scos.unwrap_or(s)) {
+        return okd_row(NameForm::ScosBuildId, BootimageId::Scos(major));
+    }
+    if scos.is_some() {
+        return Err(bad());
     }
     let prefixed = s.strip_prefix("rhcos-");
     let id = prefixed.unwrap_or(s);
@@ -546,7 +942,7 @@ pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
         let rows: Vec<String> = BOOTIMAGES
             .iter()
             .filter(|b| b.rhel_release == rhel_release)
-            .map(|b| b.version.to_string())
+            .map(|b| b.id.to_string())
             .collect();
         if rows.is_empty() {
             return Err(bad());
@@ -560,37 +956,44 @@ pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
     let num = |x: &str| x.parse::<u32>().map_err(|_| bad());
     let version = v(num(&ocp[..1])?, num(&ocp[1..])?);
     let rhel_major = num(&rhel[..1])?;
-    match bootimage(version) {
-        Ok(row) if row.rhel != rhel_major => Err(NameError::RhelMismatch {
+    let id = BootimageId::Rhcos(version);
+    match bootimage(id) {
+        Ok(row) if row.os != HostOs::Rhel(rhel_major) => Err(NameError::RhelMismatch {
             given: s.to_string(),
             version,
             rhel: rhel_major,
-            table_rhel: row.rhel,
+            table_rhel: row.os.rhel().unwrap_or_default(),
         }),
-        _ => Ok(named(form, version)),
+        _ => Ok(named(form, id)),
     }
 }
 
-/// The row of a bootimage version.
-pub fn bootimage(version: OcpVersion) -> Result<&'static Bootimage, VersionError> {
-    BOOTIMAGES
-        .iter()
-        .find(|b| b.version == version)
-        .ok_or(if version < first_known() {
-            VersionError::TooOld(version)
-        } else {
-            VersionError::Unknown(version)
-        })
+/// The row of a bootimage.
+pub fn bootimage(id: BootimageId) -> Result<&'static Bootimage, VersionError> {
+    BOOTIMAGES.iter().find(|b| b.id == id).ok_or(match id {
+        BootimageId::Rhcos(version) if version < first_known() => VersionError::TooOld(version),
+        BootimageId::Rhcos(version) => VersionError::Unknown(version),
+        other => VersionError::UnknownOkd(other, okd_rows()),
+    })
 }
 
-/// What a bootimage's os-release says of it, read the way MCO reads it: the OpenShift
-/// version (`OPENSHIFT_VERSION`, else an RHCOS `VERSION_ID` such as `4.18` or the old
-/// `42.80` form) and the RHEL major (`RHEL_VERSION`, else `VERSION_ID` when `ID=rhel`,
-/// as on 4.19+ RHCOS: `ID="rhel"`, `VERSION_ID="9.6"` or `"10.2"`, `VARIANT_ID=coreos`;
-/// RHCOS without `RHEL_VERSION`, as on 4.1/4.2, is RHEL 8).
-pub fn from_os_release(os: &OsRelease) -> (Option<OcpVersion>, Option<u32>) {
+/// What a bootimage's os-release says of it, read the way MCO reads it: the bootimage
+/// (`OPENSHIFT_VERSION`, else an RHCOS `VERSION_ID` such as `4.18` or the old `42.80`
+/// form; Fedora CoreOS, `ID=fedora` `VARIANT_ID=coreos`, and CentOS Stream CoreOS,
+/// `ID=scos`, by their `VERSION_ID` major) and the RHEL major (`RHEL_VERSION`, else
+/// `VERSION_ID` when `ID=rhel`, as on 4.19+ RHCOS: `ID="rhel"`, `VERSION_ID="9.6"` or
+/// `"10.2"`, `VARIANT_ID=coreos`; RHCOS without `RHEL_VERSION`, as on 4.1/4.2, is RHEL
+/// 8; CentOS Stream CoreOS N is like RHEL N).
+pub fn from_os_release(os: &OsRelease) -> (Option<BootimageId>, Option<u32>) {
     let major_of = |v: &str| v.split('.').next().and_then(|m| m.parse::<u32>().ok());
     let id = os.id.as_deref().unwrap_or("");
+    let variant = os.fields.get("VARIANT_ID").map(String::as_str);
+    let version_major = os.version_id.as_deref().and_then(major_of);
+    match (id, variant) {
+        ("fedora", Some("coreos")) => return (version_major.map(BootimageId::Fcos), None),
+        ("scos", _) => return (version_major.map(BootimageId::Scos), version_major),
+        _ => {}
+    }
     let rhel = match (&os.rhel_version, id) {
         (Some(r), _) => major_of(r),
         (None, "rhel") => os.version_id.as_deref().and_then(major_of),
@@ -614,23 +1017,23 @@ pub fn from_os_release(os: &OsRelease) -> (Option<OcpVersion>, Option<u32>) {
                 .filter(|o| o.major == 4)
                 .or_else(|| legacy_rhcos(v))
         });
-    (ocp, rhel)
+    (ocp.map(BootimageId::Rhcos), rhel)
 }
 
 /// What a binary and a config must fit: a table row with the user's overrides applied.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Target {
-    /// The bootimage's OpenShift release.
-    pub bootimage: OcpVersion,
-    /// The RHEL major of the node (the table's, or `--target-rhel`).
-    pub rhel: u32,
-    /// The glibc version of that RHEL.
+    /// The bootimage.
+    pub bootimage: BootimageId,
+    /// The OS of the node (the table's, or `--target-rhel`).
+    pub os: HostOs,
+    /// The glibc version of that OS.
     pub glibc: String,
-    /// The libcrypto soname of that RHEL.
+    /// The libcrypto soname of that OS.
     pub libcrypto: String,
-    /// The libssl soname of that RHEL.
+    /// The libssl soname of that OS.
     pub libssl: String,
-    /// The kernel version the bootimage boots (its RHEL's).
+    /// The kernel version the bootimage boots (its OS major's).
     pub kernel: String,
     /// The Ignition the bootimage runs.
     pub ignition: IgnitionGeneration,
@@ -645,19 +1048,30 @@ pub struct Target {
 /// Why a target could not be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TargetError {
-    /// The bootimage version is not in the table.
+    /// The bootimage is not in the table.
     #[error(transparent)]
     Version(#[from] VersionError),
     /// A RHEL major the tool has no reference values for.
     #[error("--target-rhel {0}: only RHEL 7, 8, 9 and 10 are known")]
     UnknownRhel(u32),
+    /// `--target-rhel` for a Fedora CoreOS bootimage.
+    #[error(
+        "--target-rhel {rhel}: bootimage {bootimage} is Fedora CoreOS, not based on RHEL; \
+         drop --target-rhel, or name the bootimage the node boots"
+    )]
+    RhelOnFedora {
+        /// The RHEL major given.
+        rhel: u32,
+        /// The bootimage.
+        bootimage: BootimageId,
+    },
     /// A spec newer than the bootimage's Ignition reads.
     #[error("spec {spec} cannot be read by the Ignition of bootimage {bootimage}, which reads at most spec {max}")]
     SpecTooNew {
         /// The spec asked for.
         spec: SpecVersion,
         /// The bootimage.
-        bootimage: OcpVersion,
+        bootimage: BootimageId,
         /// The newest spec its Ignition reads.
         max: SpecVersion,
     },
@@ -667,7 +1081,7 @@ pub enum TargetError {
         /// The spec asked for.
         spec: SpecVersion,
         /// The bootimage.
-        bootimage: OcpVersion,
+        bootimage: BootimageId,
         /// Its Ignition generation (`v0.x`, `v2.x`).
         generation: &'static str,
         /// The spec family that generation reads.
@@ -678,31 +1092,44 @@ pub enum TargetError {
 impl Target {
     /// The target of a bootimage with optional `--spec`, `--target-rhel` overrides.
     ///
-    /// A release newer than the table is accepted when the user gives both facts the
-    /// table would have given: its RHEL major (`--target-rhel`, or read from
+    /// An RHCOS release newer than the table is accepted when the user gives both facts
+    /// the table would have given: its RHEL major (`--target-rhel`, or read from
     /// `--target-os-release`) and the spec its Ignition reads (`--spec`, which must be a
     /// spec 3 version: every release after 4.5 runs Ignition v2).
     pub fn new(
-        version: OcpVersion,
+        id: BootimageId,
         spec: Option<SpecVersion>,
         rhel_major: Option<u32>,
         arch: &str,
     ) -> Result<Target, TargetError> {
-        let (ignition, max_spec, default_spec, table_rhel) = match bootimage(version) {
-            Ok(row) => (row.ignition, row.max_spec, row.default_spec, row.rhel),
-            Err(VersionError::Unknown(_)) => match (rhel_major, spec) {
-                (Some(major), Some(spec)) => (IgnitionGeneration::V2, spec, spec, major),
-                _ => return Err(VersionError::Unknown(version).into()),
+        let (ignition, max_spec, default_spec, table_os) = match bootimage(id) {
+            Ok(row) => (row.ignition, row.max_spec, row.default_spec, row.os),
+            Err(VersionError::Unknown(v)) => match (rhel_major, spec) {
+                (Some(major), Some(spec)) => {
+                    (IgnitionGeneration::V2, spec, spec, HostOs::Rhel(major))
+                }
+                _ => return Err(VersionError::Unknown(v).into()),
             },
             Err(e) => return Err(e.into()),
         };
-        let major = rhel_major.unwrap_or(table_rhel);
-        let base = rhel(major).ok_or(TargetError::UnknownRhel(major))?;
+        let os = match (table_os, rhel_major) {
+            (HostOs::Fedora(_), Some(rhel)) => {
+                return Err(TargetError::RhelOnFedora {
+                    rhel,
+                    bootimage: id,
+                })
+            }
+            (_, Some(major)) => HostOs::Rhel(major),
+            (os, None) => os,
+        };
+        let base = os
+            .base()
+            .ok_or(TargetError::UnknownRhel(rhel_major.unwrap_or_default()))?;
         let spec = spec.unwrap_or(default_spec);
-        check_spec(version, ignition, max_spec, spec)?;
+        check_spec(id, ignition, max_spec, spec)?;
         Ok(Target {
-            bootimage: version,
-            rhel: major,
+            bootimage: id,
+            os,
             glibc: base.glibc.into(),
             libcrypto: base.libcrypto.into(),
             libssl: base.libssl.into(),
@@ -728,9 +1155,10 @@ impl Target {
             .expect("the table holds valid glibc versions")
     }
 
-    /// Whether the bootimage carries the pre-4.6 first-boot paths to switch off.
+    /// Whether the bootimage carries the pre-4.6 first-boot paths to switch off (RHCOS
+    /// 4.1-4.5: `pivot.service`; Fedora CoreOS never had them).
     pub fn has_legacy_firstboot(&self) -> bool {
-        self.bootimage <= v(4, 5)
+        matches!(self.bootimage, BootimageId::Rhcos(v) if v <= v_4_5())
     }
 
     /// Whether the bootimage's Ignition reads `spec`.
@@ -739,8 +1167,12 @@ impl Target {
     }
 }
 
+const fn v_4_5() -> OcpVersion {
+    v(4, 5)
+}
+
 fn check_spec(
-    bootimage: OcpVersion,
+    bootimage: BootimageId,
     ignition: IgnitionGeneration,
     max: SpecVersion,
     spec: SpecVersion,
@@ -785,13 +1217,18 @@ pub struct TargetArgs {
 mod tests {
     use super::*;
 
+    /// The RHCOS bootimage of an OpenShift release.
+    fn r(major: u32, minor: u32) -> BootimageId {
+        BootimageId::Rhcos(v(major, minor))
+    }
+
     /// Every release from 4.1 to the newest MCO release branch has a row.
     const RELEASES: [(u32, u32); 2] = [(4, 23), (5, 2)];
 
     #[test]
     fn table_is_ordered_complete_and_consistent() {
         for w in BOOTIMAGES.windows(2) {
-            assert!(w[0].version < w[1].version);
+            assert!(w[0].id < w[1].id);
         }
         let all: Vec<OcpVersion> = RELEASES
             .iter()
@@ -800,83 +1237,90 @@ mod tests {
                 (first..=last).map(move |minor| v(major, minor))
             })
             .collect();
-        assert_eq!(
-            all,
-            BOOTIMAGES.iter().map(|b| b.version).collect::<Vec<_>>()
-        );
+        assert_eq!(all, rhcos_releases().collect::<Vec<_>>());
         for b in BOOTIMAGES {
-            let at = b.version;
-            assert!(b.default_spec <= b.max_spec, "{at}");
+            assert!(b.default_spec <= b.max_spec, "{}", b.id);
             assert!(
-                check_spec(at, b.ignition, b.max_spec, b.default_spec).is_ok(),
-                "{at}"
+                check_spec(b.id, b.ignition, b.max_spec, b.default_spec).is_ok(),
+                "{}",
+                b.id
             );
-            let base = rhel(b.rhel).unwrap();
+            let base = b.os.base().unwrap();
             assert_eq!(b.glibc, base.glibc);
             assert_eq!(b.libcrypto, base.libcrypto);
+            assert!(!b.source.is_empty() && !b.ignition_release.is_empty());
+            // Every row makes a target, so `inspect` shows a verdict for each.
+            let t = Target::new(b.id, None, None, "amd64").unwrap();
+            assert_eq!(
+                (t.os, t.spec, t.max_spec),
+                (b.os, b.default_spec, b.max_spec)
+            );
+            let BootimageId::Rhcos(at) = b.id else {
+                // OKD rows: Ignition v2, spec 3 only; CentOS Stream N is like RHEL N.
+                assert_eq!(b.ignition, IgnitionGeneration::V2, "{}", b.id);
+                match b.id {
+                    BootimageId::Fcos(m) => assert_eq!(b.os, HostOs::Fedora(m)),
+                    BootimageId::Scos(m) => assert_eq!(b.os, HostOs::Rhel(m)),
+                    BootimageId::Rhcos(_) => unreachable!(),
+                }
+                continue;
+            };
             let rhel = match (at.major, at.minor) {
                 (4, m) if m <= 12 => 8,
                 (4, _) => 9,
                 _ => 10,
             };
-            assert_eq!(b.rhel, rhel, "{at}");
+            assert_eq!(b.os, HostOs::Rhel(rhel), "{at}");
             assert!(
                 b.rhel_release.starts_with(&format!("{rhel}.")),
                 "{at}: {}",
                 b.rhel_release
             );
             assert_eq!(b.ignition == IgnitionGeneration::V0, at <= v(4, 5));
-            assert!(!b.source.is_empty() && !b.ignition_release.is_empty());
-            // Every row makes a target, so `inspect` shows a verdict for each.
-            let t = Target::new(at, None, None, "amd64").unwrap();
-            assert_eq!(
-                (t.rhel, t.spec, t.max_spec),
-                (b.rhel, b.default_spec, b.max_spec)
-            );
         }
         assert_eq!(newest_known(), v(5, 2));
     }
 
     #[test]
     fn pinned_and_new_rows() {
-        let row = |major, minor| bootimage(v(major, minor)).unwrap();
+        let row = |major, minor| bootimage(r(major, minor)).unwrap();
         // Ignition 2.12.0 (4.9) reads 3.3; 2.15.0 (4.13) reads 3.4.
         assert_eq!(row(4, 9).max_spec, SpecVersion::V3_3);
         assert_eq!(row(4, 10).max_spec, SpecVersion::V3_2);
         assert_eq!(row(4, 13).max_spec, SpecVersion::V3_4);
         for (major, minor) in [(4, 19), (4, 20), (4, 21), (4, 22), (4, 23), (5, 0), (5, 2)] {
             let b = row(major, minor);
-            assert_eq!(b.max_spec, SpecVersion::V3_4, "{}", b.version);
-            assert_eq!(b.default_spec, SpecVersion::V3_2, "{}", b.version);
+            assert_eq!(b.max_spec, SpecVersion::V3_4, "{}", b.id);
+            assert_eq!(b.default_spec, SpecVersion::V3_2, "{}", b.id);
         }
-        let t = Target::new(v(5, 0), None, None, "amd64").unwrap();
+        let t = Target::new(r(5, 0), None, None, "amd64").unwrap();
         assert_eq!(
-            (t.rhel, t.glibc.as_str(), t.libcrypto.as_str()),
-            (10, "2.39", "libcrypto.so.3")
+            (t.os, t.glibc.as_str(), t.libcrypto.as_str()),
+            (HostOs::Rhel(10), "2.39", "libcrypto.so.3")
         );
         assert!(t.reads(SpecVersion::V3_4) && !t.reads(SpecVersion::V3_5));
         for too_new in [SpecVersion::V3_5, SpecVersion::V3_6] {
             assert!(matches!(
-                Target::new(v(5, 0), Some(too_new), None, "amd64"),
+                Target::new(r(5, 0), Some(too_new), None, "amd64"),
                 Err(TargetError::SpecTooNew { .. })
             ));
         }
         // A RHEL 10 bootimage of 4.22 (osImageStream rhel-10), a RHEL 9 one of 5.0.
         assert_eq!(
-            Target::new(v(4, 22), None, Some(10), "amd64")
+            Target::new(r(4, 22), None, Some(10), "amd64")
                 .unwrap()
                 .glibc,
             "2.39"
         );
         assert_eq!(
-            Target::new(v(5, 0), None, Some(9), "amd64").unwrap().glibc,
+            Target::new(r(5, 0), None, Some(9), "amd64").unwrap().glibc,
             "2.34"
         );
     }
 
     #[test]
     fn releases_past_the_table_need_rhel_and_spec() {
-        let e = Target::new(v(5, 3), None, None, "amd64").unwrap_err();
+        let e = Target::new(r(5, 3), None, None, "amd64").unwrap_err();
         let msg = e.to_string();
         for needle in [
             "unknown bootimage 5.3",
@@ -888,32 +1332,32 @@ mod tests {
             assert!(msg.contains(needle), "{needle:?} in {msg}");
         }
         assert!(matches!(
-            Target::new(v(5, 3), Some(SpecVersion::V3_5), None, "amd64"),
+            Target::new(r(5, 3), Some(SpecVersion::V3_5), None, "amd64"),
             Err(TargetError::Version(VersionError::Unknown(_)))
         ));
         assert!(matches!(
-            Target::new(v(5, 3), None, Some(10), "amd64"),
+            Target::new(r(5, 3), None, Some(10), "amd64"),
             Err(TargetError::Version(VersionError::Unknown(_)))
         ));
-        let t = Target::new(v(5, 3), Some(SpecVersion::V3_6), Some(10), "amd64").unwrap();
+        let t = Target::new(r(5, 3), Some(SpecVersion::V3_6), Some(10), "amd64").unwrap();
         assert_eq!(
-            (t.rhel, t.spec, t.max_spec),
-            (10, SpecVersion::V3_6, SpecVersion::V3_6)
+            (t.os, t.spec, t.max_spec),
+            (HostOs::Rhel(10), SpecVersion::V3_6, SpecVersion::V3_6)
         );
         assert!(!t.has_legacy_firstboot());
         assert!(!t.reads(SpecVersion::V2_2));
         assert!(matches!(
-            Target::new(v(5, 3), Some(SpecVersion::V2_2), Some(10), "amd64"),
+            Target::new(r(5, 3), Some(SpecVersion::V2_2), Some(10), "amd64"),
             Err(TargetError::WrongFamily { .. })
         ));
         assert!(matches!(
-            Target::new(v(5, 3), Some(SpecVersion::V3_2), Some(11), "amd64"),
+            Target::new(r(5, 3), Some(SpecVersion::V3_2), Some(11), "amd64"),
             Err(TargetError::UnknownRhel(11))
         ));
         // Nothing before the first RHCOS release has a way through.
-        let e = Target::new(v(4, 0), Some(SpecVersion::V3_2), Some(8), "amd64").unwrap_err();
+        let e = Target::new(r(4, 0), Some(SpecVersion::V3_2), Some(8), "amd64").unwrap_err();
         assert!(e.to_string().contains("starts at 4.1"), "{e}");
-        assert!(matches!(bootimage(v(3, 11)), Err(VersionError::TooOld(_))));
+        assert!(matches!(bootimage(r(3, 11)), Err(VersionError::TooOld(_))));
     }
 
     #[test]
@@ -923,30 +1367,39 @@ mod tests {
             read(
                 "ID=\"rhcos\"\nVERSION_ID=\"4.18\"\nOPENSHIFT_VERSION=\"4.18\"\nRHEL_VERSION=9.4\n"
             ),
-            (Some(v(4, 18)), Some(9))
+            (Some(r(4, 18)), Some(9))
         );
         assert_eq!(
             read(
                 "ID=\"rhel\"\nVERSION_ID=\"9.6\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"4.19\"\n"
             ),
-            (Some(v(4, 19)), Some(9))
+            (Some(r(4, 19)), Some(9))
         );
         assert_eq!(
             read("ID=\"rhcos\"\nVERSION_ID=\"42.80\"\nVERSION=\"42.80.20191010.0\"\n"),
-            (Some(v(4, 2)), Some(8))
+            (Some(r(4, 2)), Some(8))
         );
         assert_eq!(
             read("ID=rhcos\nVERSION_ID=410.84\n"),
-            (Some(v(4, 10)), Some(8))
+            (Some(r(4, 10)), Some(8))
         );
         assert_eq!(
             read(
                 "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhel\"\nVERSION_ID=\"10.2\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"5.0\"\n"
             ),
-            (Some(v(5, 0)), Some(10))
+            (Some(r(5, 0)), Some(10))
         );
         assert_eq!(read("ID=rhel\nVERSION_ID=9.6\n"), (None, Some(9)));
         assert_eq!(read("ID=fedora\nVERSION_ID=40\n"), (None, None));
+        // Fedora CoreOS and CentOS Stream CoreOS, as their os-release says.
+        assert_eq!(
+            read("NAME=\"Fedora CoreOS\"\nID=fedora\nVERSION_ID=33\nVARIANT_ID=coreos\n"),
+            (Some(BootimageId::Fcos(33)), None)
+        );
+        assert_eq!(
+            read("NAME=\"CentOS Stream CoreOS\"\nID=\"scos\"\nID_LIKE=\"rhel fedora\"\nVERSION_ID=\"9\"\n"),
+            (Some(BootimageId::Scos(9)), Some(9))
+        );
     }
 
     #[test]
@@ -970,7 +1423,11 @@ mod tests {
             ("413.92.202401100947-0", v(4, 13)),
             ("46.82.202012051820-0", v(4, 6)),
         ] {
-            assert_eq!(bootimage_name(name).map(|n| n.version), Ok(want), "{name}");
+            assert_eq!(
+                bootimage_name(name).map(|n| n.version),
+                Ok(BootimageId::Rhcos(want)),
+                "{name}"
+            );
         }
         for bad in [
             "",
@@ -981,6 +1438,9 @@ mod tests {
             "rhcos-42-80",
             "42-80-20191002-0",
             "fcos-33",
+            "fcos-33.2020.3.0",
+            "scos-9.6.20250222-0",
+            "okd-4",
             "4.2.1",
         ] {
             assert_eq!(
@@ -1036,23 +1496,117 @@ mod tests {
     }
 
     #[test]
+    fn reads_okd_bootimage_names() {
+        for (name, want, form) in [
+            (
+                "33.20201201.3.0",
+                BootimageId::Fcos(33),
+                NameForm::FcosBuildId,
+            ),
+            (
+                "fcos-33.20201201.3.0",
+                BootimageId::Fcos(33),
+                NameForm::FcosBuildId,
+            ),
+            (
+                "fedora-coreos-39.20231101.3.0",
+                BootimageId::Fcos(39),
+                NameForm::FcosBuildId,
+            ),
+            (
+                "31.20200420.3.0",
+                BootimageId::Fcos(31),
+                NameForm::FcosBuildId,
+            ),
+            (
+                "scos-9.0.20250222-0",
+                BootimageId::Scos(9),
+                NameForm::ScosBuildId,
+            ),
+            (
+                "9.0.20250411-0",
+                BootimageId::Scos(9),
+                NameForm::ScosBuildId,
+            ),
+            (
+                "scos-10.0.20251103-0",
+                BootimageId::Scos(10),
+                NameForm::ScosBuildId,
+            ),
+            ("okd-4.7", BootimageId::Fcos(33), NameForm::OkdRelease),
+            ("okd-4.12", BootimageId::Fcos(36), NameForm::OkdRelease),
+            ("okd-4.19", BootimageId::Scos(9), NameForm::OkdRelease),
+        ] {
+            let n = bootimage_name(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!((n.version, n.form), (want, form), "{name}");
+        }
+        assert_eq!(
+            bootimage_name("okd-4.7").unwrap().describe(),
+            "fcos-33 (OKD release okd-4.7)"
+        );
+        // Known forms naming what the table lacks say what it holds.
+        for (name, says) in [
+            (
+                "40.20240416.3.1",
+                "fcos-40 is not in the table; its OKD rows are fcos-31, ",
+            ),
+            ("okd-4.3", "the table knows the bootimages of OKD 4.4, 4.5,"),
+        ] {
+            let e = bootimage_name(name).unwrap_err().to_string();
+            assert!(e.contains(says), "{name}: {e}");
+        }
+        // Fedora CoreOS: Fedora's glibc and OpenSSL, MCO's plain build, no RHEL.
+        let t = Target::new(BootimageId::Fcos(33), None, None, "amd64").unwrap();
+        assert_eq!(
+            (t.os, t.glibc.as_str(), t.libcrypto.as_str(), t.spec),
+            (
+                HostOs::Fedora(33),
+                "2.32",
+                "libcrypto.so.1.1",
+                SpecVersion::V3_2
+            )
+        );
+        assert!(!t.has_legacy_firstboot());
+        let t36 = Target::new(BootimageId::Fcos(36), None, None, "amd64").unwrap();
+        assert_eq!(t36.libcrypto, "libcrypto.so.3");
+        let t31 = Target::new(BootimageId::Fcos(31), None, None, "amd64").unwrap();
+        assert_eq!(
+            (t31.spec, t31.max_spec),
+            (SpecVersion::V3_0, SpecVersion::V3_0)
+        );
+        assert!(matches!(
+            Target::new(BootimageId::Fcos(33), None, Some(8), "amd64"),
+            Err(TargetError::RhelOnFedora { rhel: 8, .. })
+        ));
+        let s = Target::new(BootimageId::Scos(9), None, None, "amd64").unwrap();
+        assert_eq!((s.os, s.glibc.as_str()), (HostOs::Rhel(9), "2.34"));
+        for id in ["4.2", "fcos-33", "scos-9"] {
+            assert_eq!(id.parse::<BootimageId>().unwrap().to_string(), id);
+        }
+        // Every OKD release's pinned bootimage has a row.
+        for r in OKD_RELEASES {
+            assert!(bootimage(r.bootimage).is_ok(), "okd-{}", r.version);
+        }
+    }
+
+    #[test]
     fn overrides_apply_and_are_checked() {
-        let t = Target::new(v(4, 2), None, None, "amd64").unwrap();
+        let t = Target::new(r(4, 2), None, None, "amd64").unwrap();
         assert_eq!(t.spec, SpecVersion::V2_2);
         assert_eq!(t.libcrypto, "libcrypto.so.1.1");
         assert!(t.has_legacy_firstboot());
-        let t = Target::new(v(4, 16), None, Some(8), "amd64").unwrap();
+        let t = Target::new(r(4, 16), None, Some(8), "amd64").unwrap();
         assert_eq!(t.glibc, "2.28");
         assert!(matches!(
-            Target::new(v(4, 2), Some(SpecVersion::V3_2), None, "amd64"),
+            Target::new(r(4, 2), Some(SpecVersion::V3_2), None, "amd64"),
             Err(TargetError::WrongFamily { .. })
         ));
         assert!(matches!(
-            Target::new(v(4, 8), Some(SpecVersion::V3_3), None, "amd64"),
+            Target::new(r(4, 8), Some(SpecVersion::V3_3), None, "amd64"),
             Err(TargetError::SpecTooNew { .. })
         ));
         assert!(matches!(
-            Target::new(v(4, 8), None, Some(6), "amd64"),
+            Target::new(r(4, 8), None, Some(6), "amd64"),
             Err(TargetError::UnknownRhel(6))
         ));
     }

@@ -281,21 +281,21 @@ fn bootimage_table() -> String {
     use crate::choose::target::{Bootimage, BOOTIMAGES};
     let cells = |b: &Bootimage| {
         [
-            b.rhel_release,
-            b.glibc,
-            b.libcrypto,
-            b.kernel,
-            b.ignition_release,
-            b.max_spec.as_str(),
-            b.default_spec.as_str(),
+            b.os_name(),
+            b.glibc.to_string(),
+            b.libcrypto.to_string(),
+            b.kernel.to_string(),
+            b.ignition_release.to_string(),
+            b.max_spec.as_str().to_string(),
+            b.default_spec.as_str().to_string(),
         ]
     };
     let mut out = String::from(
-        "| bootimage | RHEL | glibc | libcrypto | kernel | Ignition | newest spec read | default spec |\n\
+        "| bootimage | OS | glibc | libcrypto | kernel | Ignition | newest spec read | default spec |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
     for rows in BOOTIMAGES.chunk_by(|a, b| cells(a) == cells(b)) {
-        let (first, last) = (rows[0].version, rows[rows.len() - 1].version);
+        let (first, last) = (rows[0].id, rows[rows.len() - 1].id);
         let name = if first == last {
             first.to_string()
         } else {

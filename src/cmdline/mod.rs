@@ -184,13 +184,13 @@ fn run(cli: Cli) -> Result<()> {
                 ));
                 match (&r.boots.cluster_os, &r.boots.second) {
                     (Some(c), Some(s)) => note(&format!(
-                        "the cluster's OS is RHEL {} ({}), where {} does not run: the config \
+                        "the cluster's OS is {} ({}), where {} does not run: the config \
                          also carries {} (sha256 {}), installed there from the second boot on",
-                        c.rhel, c.source, r.chosen, s.path, s.sha256
+                        c.os, c.source, r.chosen, s.path, s.sha256
                     )),
                     (Some(c), None) => note(&format!(
-                        "{} runs on the cluster's OS too, RHEL {} ({})",
-                        r.chosen, c.rhel, c.source
+                        "{} runs on the cluster's OS too, {} ({})",
+                        r.chosen, c.os, c.source
                     )),
                     (None, None) | (None, Some(_)) => {}
                 }

@@ -44,6 +44,7 @@ fn digest(algorithm: &str, hex: &str) -> String {
 
 /// The report of one `inject` run; `config` names the output (`-` for stdout).
 pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) -> Value {
+    let (os_key, os_major) = r.target.os.key();
     json!({
         "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
         "image": image_json(&r.image),
@@ -51,7 +52,7 @@ pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) ->
         "target": {
             "bootimage": r.target.bootimage.to_string(),
             "bootimage_named": r.bootimage,
-            "rhel": r.target.rhel,
+            os_key: os_major,
             "spec": r.target.spec.as_str(),
         },
         "config": {
@@ -67,6 +68,12 @@ pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) ->
     })
 }
 
+/// An OS with what says so: `{"rhel": 9, "source": ...}`, `{"fedora": 33, ...}`.
+fn os_json(os: crate::choose::target::HostOs, source: &str) -> Value {
+    let (key, major) = os.key();
+    json!({ key: major, "source": source })
+}
+
 /// Which build runs on which boot of the first boot, with the verdicts.
 fn boots_json(r: &InjectReport) -> Value {
     let b = &r.boots;
@@ -75,12 +82,12 @@ fn boots_json(r: &InjectReport) -> Value {
     let later = match (&b.cluster_os, &b.second) {
         (None, _) => Value::Null,
         (Some(c), None) => json!({
-            "os": { "rhel": c.rhel, "source": c.source },
+            "os": os_json(c.os, &c.source),
             "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
             "verdict": b.first_on_cluster.as_ref().map(verdict),
         }),
         (Some(c), Some(s)) => json!({
-            "os": { "rhel": c.rhel, "source": c.source },
+            "os": os_json(c.os, &c.source),
             "binary": { "path": s.path, "sha256": digest("sha256", &s.sha256) },
             "verdict": verdict(&s.verdict),
             "first_binary_verdict": b.first_on_cluster.as_ref().map(verdict),
@@ -98,7 +105,10 @@ fn boots_json(r: &InjectReport) -> Value {
         .collect();
     json!({
         "first": {
-            "os": { "bootimage": r.target.bootimage.to_string(), "rhel": r.target.rhel },
+            "os": {
+                "bootimage": r.target.bootimage.to_string(),
+                r.target.os.key().0: r.target.os.key().1,
+            },
             "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
             "verdict": verdict(&b.first_verdict),
             "closure": (!closure.is_empty()).then_some(closure),

@@ -480,7 +480,8 @@ impl Validators {
 }
 
 /// Every row's default spec, and the newest spec it reads, is accepted by the real
-/// Ignition of that generation: v0.35 for spec 2.2 (4.1-4.5), v2.26 for spec 3.x.
+/// Ignition of that generation: v0.35 for spec 2.2 (4.1-4.5), v2.26 for spec 3.x (the
+/// OKD rows' 3.0 of Fedora CoreOS 31 too).
 #[test]
 fn every_row_default_and_newest_spec_validate_with_the_real_ignition() {
     require_real_tools();
@@ -490,7 +491,7 @@ fn every_row_default_and_newest_spec_validate_with_the_real_ignition() {
     let mut failures = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for row in mcd_inject::choose::target::BOOTIMAGES {
-        let boot = row.version.to_string();
+        let boot = row.id.to_string();
         for (spec, want) in [(None, row.default_spec), (Some(row.max_spec), row.max_spec)] {
             let spec_arg = spec.map(|s| s.to_string());
             let cfg_path = inject(&reference, &boot, spec_arg.as_deref(), dir.path());
@@ -511,7 +512,7 @@ fn every_row_default_and_newest_spec_validate_with_the_real_ignition() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(
         seen.into_iter().collect::<Vec<_>>(),
-        ["2.2.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"]
+        ["2.2.0", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"]
     );
 }
 

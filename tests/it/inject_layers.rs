@@ -40,7 +40,7 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                 let spool = tempfile::tempdir().unwrap();
                 let full = inspect::inspect(&img, spool.path());
                 for row in BOOTIMAGES {
-                    let Ok(target) = Target::new(row.version, None, None, &arch) else {
+                    let Ok(target) = Target::new(row.id, None, None, &arch) else {
                         continue;
                     };
                     let want = outcome(
@@ -61,7 +61,7 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                         },
                     ));
                     compared += 1;
-                    let case = format!("{} {transport} {platform} {}", fx.name, row.version);
+                    let case = format!("{} {transport} {platform} {}", fx.name, row.id);
                     match (&want, &got) {
                         (Ok(w), Ok(g)) if w == g => {
                             chosen += 1;
