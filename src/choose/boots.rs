@@ -99,14 +99,14 @@ pub fn from_image(
     os: Option<&OsRelease>,
     builds: &[Candidate],
 ) -> Option<ClusterOs> {
-    let image = cluster_os(None, None, os, builds);
+    let image = cluster_os(None, None, Some(os?), builds);
     match (boot.os, image) {
         (HostOs::Fedora(_), Some(c)) if c.os.rhel().is_some_and(|m| m >= 9) => Some(c),
         (HostOs::Fedora(m), _) => Some(ClusterOs {
             os: boot.os,
             source: format!(
-                "the bootimage: Fedora CoreOS {m} nodes update to their OKD release's Fedora \
-                 CoreOS, {m} or later (give --release for the release's own)"
+                "the bootimage: Fedora CoreOS {m} nodes of OKD's Fedora era update to their \
+                 release's Fedora CoreOS, {m} or later (give --release for the release's own)"
             ),
         }),
         (_, image) => image,

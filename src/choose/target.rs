@@ -686,7 +686,8 @@ const fn row(
 pub enum NameError {
     /// None of the forms read.
     #[error(
-        "invalid bootimage {0:?}: expected an OpenShift version X.Y (4.2), an RHCOS build ID \
+        "invalid bootimage {0:?}: expected an OpenShift version X.Y (4.2) or an OKD row \
+         (fcos-33, scos-9), an RHCOS build ID \
          (42.80.20191002.0, 410.84.202205191234-0), an RHCOS cloud image name \
          (rhcos-42-80-20191002-0-gcp-x86-64), a Fedora CoreOS build ID (33.20201201.3.0, \
          fcos-33.20201201.3.0), a CentOS Stream CoreOS build ID (scos-9.0.20250222-0) or an \
@@ -735,7 +736,8 @@ pub enum NameError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NameForm {
-    /// An OpenShift version, `4.2`.
+    /// A row of the table by its name: an OpenShift version, `4.2`, or an OKD row,
+    /// `fcos-33`, `scos-9`.
     Version,
     /// An RHCOS build ID, `42.80.20191002.0`, also `rhcos-` prefixed (a live ISO's
     /// volume ID).
@@ -852,7 +854,7 @@ fn okd_rows() -> String {
     ids.join(", ")
 }
 
-/// The bootimage a bootimage name gives: `X.Y`; an RHCOS build ID of the form
+/// The bootimage a bootimage name gives: `X.Y` or an OKD row's name (`fcos-33`); an RHCOS build ID of the form
 /// `OCP.RHEL.TIMESTAMP` with `.N` or `-N` (`42.80.20191002.0`: OpenShift 4.2 on RHEL
 /// 8.0; `410.84.202205191234-0`: 4.10 on RHEL 8.4), also prefixed `rhcos-`; an RHCOS
 /// cloud image name (`rhcos-42-80-20191002-0-gcp-x86-64`, fields joined with `-`); a
@@ -872,6 +874,15 @@ pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
         return Ok(named(NameForm::Version, BootimageId::Rhcos(v)));
     }
     let bad = || NameError::Syntax(s.to_string());
+    if let Ok(id @ (BootimageId::Fcos(_) | BootimageId::Scos(_))) = s.parse::<BootimageId>() {
+        return match bootimage(id) {
+            Ok(_) => Ok(named(NameForm::Version, id)),
+            Err(e) => Err(NameError::UnknownOkd {
+                given: s.to_string(),
+                what: e.to_string(),
+            }),
+        };
+    }
     let okd_row = |form, id: BootimageId| match bootimage(id) {
         Ok(_) => Ok(named(form, id)),
         Err(_) => Err(NameError::UnknownOkd {
@@ -1437,7 +1448,6 @@ mod tests {
             "42.80.20191002.x",
             "rhcos-42-80",
             "42-80-20191002-0",
-            "fcos-33",
             "fcos-33.2020.3.0",
             "scos-9.6.20250222-0",
             "okd-4",
@@ -1536,6 +1546,8 @@ mod tests {
             ("okd-4.7", BootimageId::Fcos(33), NameForm::OkdRelease),
             ("okd-4.12", BootimageId::Fcos(36), NameForm::OkdRelease),
             ("okd-4.19", BootimageId::Scos(9), NameForm::OkdRelease),
+            ("fcos-33", BootimageId::Fcos(33), NameForm::Version),
+            ("scos-10", BootimageId::Scos(10), NameForm::Version),
         ] {
             let n = bootimage_name(name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!((n.version, n.form), (want, form), "{name}");

@@ -603,7 +603,9 @@ pub struct TargetOpts {
     /// The bootimage the node boots from: its OpenShift version X.Y (a release of the
     /// table, 4.1 to 5.2; a newer one needs --target-rhel or --target-os-release, and
     /// --spec), its RHCOS build ID (42.80.20191002.0) or its cloud image name
-    /// (rhcos-42-80-20191002-0-gcp-x86-64).
+    /// (rhcos-42-80-20191002-0-gcp-x86-64); for OKD, its Fedora CoreOS build ID
+    /// (33.20201201.3.0), its CentOS Stream CoreOS one (scos-9.0.20250222-0), or
+    /// okd-X.Y for the bootimage that OKD release's installer pins.
     #[arg(
         long,
         value_name = "BOOTIMAGE",
@@ -618,8 +620,9 @@ pub struct TargetOpts {
     /// or .xz), or a live ISO.
     #[arg(long, value_name = "FILE")]
     pub bootimage_file: Option<PathBuf>,
-    /// The bootimage's os-release file: its OpenShift version (unless --bootimage says)
-    /// and RHEL major (unless --target-rhel says) are read from it, as MCO reads them.
+    /// The bootimage's os-release file: its OpenShift version, or its Fedora CoreOS or
+    /// CentOS Stream CoreOS major (unless --bootimage says), and RHEL major (unless
+    /// --target-rhel says) are read from it, as MCO reads them.
     #[arg(long, value_name = "FILE")]
     pub target_os_release: Option<PathBuf>,
     /// Ignition spec to write instead of the bootimage's default (2.2, 3.0 to 3.6).
@@ -659,7 +662,12 @@ impl TargetOpts {
             }
             None => (None, None),
         };
-        let bootimage = match (&self.bootimage, &self.bootimage_file, from_file, &self.target_os_release) {
+        let bootimage = match (
+            &self.bootimage,
+            &self.bootimage_file,
+            from_file,
+            &self.target_os_release,
+        ) {
             (Some(b), _, _, _) => b.clone(),
             (None, Some(file), _, _) => crate::bootimage::read_named(file, arch)?,
             (None, None, Some(b), Some(path)) => Named {
@@ -673,7 +681,8 @@ impl TargetOpts {
                 version: b,
             },
             (None, None, _, Some(path)) => bail!(
-                "{}: no OpenShift version in it (OPENSHIFT_VERSION or an RHCOS VERSION_ID); pass --bootimage",
+                "{}: it names no bootimage (OPENSHIFT_VERSION, an RHCOS VERSION_ID, or ID=fedora \
+                 with VARIANT_ID=coreos, or ID=scos); pass --bootimage",
                 path.display()
             ),
             (None, None, _, None) => bail!("--bootimage is required"),

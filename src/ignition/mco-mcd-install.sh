@@ -16,23 +16,29 @@ bindir="$root/run/bin"
 dest="$bindir/machine-config-daemon"
 
 # The host's RHEL major, as MCO's ReexecuteForTargetRoot reads it to pick a build:
-# RHEL_VERSION, else VERSION_ID on RHEL and its rebuilds; RHCOS without RHEL_VERSION
-# (4.1, 4.2) is RHEL 8. Empty when the os-release names no RHEL.
+# RHEL_VERSION, else VERSION_ID on RHEL, its rebuilds and OSes like it (ID_LIKE names
+# rhel: CentOS Stream CoreOS); RHCOS without RHEL_VERSION (4.1, 4.2) is RHEL 8. Empty
+# when the os-release names no RHEL (Fedora CoreOS: it gets the first build).
 host_rhel() {
     local f
     for f in "$root/etc/os-release" "$root/usr/lib/os-release"; do
         if [ -r "$f" ]; then
             # os-release(5) is made to be sourced by a shell.
             (
-                unset ID VERSION_ID RHEL_VERSION
+                unset ID ID_LIKE VERSION_ID RHEL_VERSION
                 # shellcheck disable=SC1090
                 . "$f"
                 if [ -n "${RHEL_VERSION:-}" ]; then
                     echo "${RHEL_VERSION%%.*}"
                 else
                     case "${ID:-}" in
-                    rhel | centos | almalinux | rocky | ol) echo "${VERSION_ID%%.*}" ;;
+                    rhel | centos | almalinux | rocky | ol | scos) echo "${VERSION_ID%%.*}" ;;
                     rhcos) echo 8 ;;
+                    *)
+                        case " ${ID_LIKE:-} " in
+                        *" rhel "*) echo "${VERSION_ID%%.*}" ;;
+                        esac
+                        ;;
                     esac
                 fi
             )

@@ -100,6 +100,47 @@ pub(crate) fn probe_image() -> &'static str {
     })
 }
 
+/// The probe MCD in an image shaped like OKD's: its one plain build on a CentOS Stream 8
+/// base, as OKD's MCO images of the Fedora CoreOS era are built (`TAGS=fcos`).
+fn okd_probe_image() -> &'static str {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE.get_or_init(|| {
+        probe_image();
+        mcd_image(
+            "okd-probe",
+            "centos-8",
+            false,
+            &[(
+                "/usr/bin/machine-config-daemon",
+                work_root().join("mcd-probe"),
+            )],
+        )
+    })
+}
+
+/// The os-release of an OKD bootimage, for the roots of its boots: Fedora CoreOS 33
+/// (OKD 4.6's pin) and CentOS Stream CoreOS 9 (OKD 4.19's), in the shape of their own
+/// (`ID`, `VERSION_ID`, `VARIANT_ID=coreos`, and for SCOS `ID_LIKE` naming rhel).
+fn okd_os_release(bootimage: &str) -> Option<&'static str> {
+    if bootimage.starts_with("33.") {
+        Some(concat!(
+            "NAME=Fedora\nVERSION=\"33.20201201.3.0 (CoreOS)\"\nID=fedora\nVERSION_ID=33\n",
+            "PLATFORM_ID=\"platform:f33\"\nPRETTY_NAME=\"Fedora CoreOS 33.20201201.3.0\"\n",
+            "CPE_NAME=\"cpe:/o:fedoraproject:fedora:33\"\nVARIANT=\"CoreOS\"\nVARIANT_ID=coreos\n",
+            "OSTREE_VERSION='33.20201201.3.0'\n"
+        ))
+    } else if bootimage.starts_with("scos-9.") {
+        Some(concat!(
+            "NAME=\"CentOS Stream CoreOS\"\nID=\"scos\"\nID_LIKE=\"rhel fedora\"\n",
+            "VERSION=\"9.0.20250411-0\"\nVERSION_ID=\"9\"\nVARIANT=\"CoreOS\"\nVARIANT_ID=coreos\n",
+            "PLATFORM_ID=\"platform:el9\"\nPRETTY_NAME=\"CentOS Stream CoreOS 9.0.20250411-0\"\n",
+            "OSTREE_VERSION='9.0.20250411-0'\n"
+        ))
+    } else {
+        None
+    }
+}
+
 /// A 4.6-4.12 MCO image: one static MCD (the real 4.12 build).
 fn real_412_image() -> &'static str {
     static IMAGE: OnceLock<String> = OnceLock::new();
@@ -214,6 +255,8 @@ enum Flow {
 #[derive(Clone, Copy)]
 enum Mcd {
     Probe,
+    /// The probe as the one plain build of an OKD-shaped image.
+    OkdProbe,
     Real412,
     RealMain,
     /// Main's RHEL 9 build alone, with its closure, on a root with an older glibc.
@@ -224,6 +267,7 @@ impl Mcd {
     fn image(self) -> &'static str {
         match self {
             Mcd::Probe => probe_image(),
+            Mcd::OkdProbe => okd_probe_image(),
             Mcd::Real412 => real_412_image(),
             Mcd::RealMain => real_main_image(),
             Mcd::Rhel9Only => rhel9_only(),
@@ -363,6 +407,15 @@ fn applied(
     match mcd {
         Mcd::Rhel9Only => node::prepare_root_on(&node::old_glibc_base(), &root),
         _ => node::prepare_root(&root),
+    }
+    if let Some(os) = okd_os_release(bootimage) {
+        // The OKD bootimage's OS: its os-release, which the install script reads; no
+        // pivot.service (Fedora CoreOS never had one).
+        fs::write(root.join("usr/lib/os-release"), os).unwrap();
+        let etc = root.join("etc/os-release");
+        let _ = fs::remove_file(&etc);
+        std::os::unix::fs::symlink("../usr/lib/os-release", &etc).unwrap();
+        fs::remove_file(root.join("usr/lib/systemd/system/pivot.service")).unwrap();
     }
     if spec2 {
         apply_spec2(&cfg_path, &root, work);
@@ -586,6 +639,45 @@ release_boots! {
     spec3_offline_merge_of_release_4_16: SPEC3_BOOTIMAGE, Offline("release-4.16");
     spec3_offline_merge_of_release_4_18: SPEC3_BOOTIMAGE, Offline("release-4.18");
     spec3_offline_merge_of_main: SPEC3_BOOTIMAGE, Offline("main");
+}
+
+/// OKD: a Fedora CoreOS 33 bootimage (OKD 4.6's pin) and a CentOS Stream CoreOS 9 one
+/// (OKD 4.19's), on roots with their os-release, given the plain build of an OKD-shaped
+/// image: installed and used by the firstboot, which completes, with the cluster's
+/// config merged at boot (pointer flow) or offline.
+#[test]
+fn okd_fcos_33_pointer_to_release_4_12() {
+    let n = first_boot(
+        "33.20201201.3.0",
+        Flow::Pointer("release-4.12"),
+        Mcd::OkdProbe,
+        |_| {},
+        None,
+    );
+    assert_eq!(provenance(&n.cfg)["target"]["fedora"], 33);
+    assert_delivered(&n, false);
+    assert_completed(&n);
+    assert_cluster_units(&n, "release-4.12");
+    assert!(
+        !n.boot.called.contains("pivot.service"),
+        "{}",
+        n.boot.describe()
+    );
+}
+
+#[test]
+fn okd_scos_9_offline_merge_of_main() {
+    let n = first_boot(
+        "scos-9.0.20250222-0",
+        Flow::Offline("main"),
+        Mcd::OkdProbe,
+        |_| {},
+        None,
+    );
+    assert_eq!(provenance(&n.cfg)["target"]["bootimage"], "scos-9");
+    assert_delivered(&n, false);
+    assert_completed(&n);
+    assert_cluster_units(&n, "main");
 }
 
 #[test]

@@ -14,29 +14,51 @@ use serde_json::Value;
 
 use crate::harness::{crate_root, fixture, inject, mcd_inject, require_tools, Run};
 
-/// The files of two builds: 4.2 (the 2019 layout, `boot` first) and 4.10 (the 2020
-/// layout, `boot` third), made once.
-fn builds() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
-    static B: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
+/// The files of three builds: RHCOS 4.2 (the 2019 layout, `boot` first), RHCOS 4.10 (the
+/// 2020 layout, `boot` third) and Fedora CoreOS 33 (OKD 4.6's pin, the 2020 layout),
+/// made once.
+fn builds() -> &'static (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    static B: OnceLock<(tempfile::TempDir, PathBuf, PathBuf, PathBuf)> = OnceLock::new();
     B.get_or_init(|| {
         require_tools(&["sgdisk", "mkfs.ext4", "qemu-img", "gzip", "xz", "xorriso"]);
         let dir = tempfile::tempdir().unwrap();
-        let make = |name: &str, id: &str, layout: &str| {
+        let make_os = |name: &str, id: &str, os: (&str, &str), layout: &str| {
             let out = dir.path().join(name);
             let status = Command::new("bash")
                 .arg(crate_root().join("tests/support/make-bootimage.sh"))
-                .args([
-                    out.to_str().unwrap(),
-                    id,
-                    "Red Hat Enterprise Linux CoreOS @ID@ (Ootpa)",
-                    "rhcos",
-                    layout,
-                ])
+                .args([out.to_str().unwrap(), id, os.0, os.1, layout])
                 .status()
                 .unwrap();
             assert!(status.success(), "make-bootimage.sh {id}");
             out
         };
+        let rhcos = ("Red Hat Enterprise Linux CoreOS @ID@ (Ootpa)", "rhcos");
+        let make = |name: &str, id: &str, layout: &str| make_os(name, id, rhcos, layout);
+        // Fedora CoreOS: its BLS title and its ISO's volume ID (fedora-coreos-ID).
+        let b33 = make_os(
+            "33",
+            "33.20201201.3.0",
+            ("Fedora CoreOS @ID@", "fedora-coreos"),
+            "2020",
+        );
+        // The installer's data/data/fcos.json of OKD 4.6 (stream metadata).
+        fs::write(
+            b33.join("fcos.json"),
+            r#"{
+  "stream": "stable",
+  "metadata": {"last-modified": "2020-12-16T20:53:15Z"},
+  "architectures": {
+    "x86_64": {
+      "artifacts": {
+        "metal": {"release": "33.20201201.3.0", "formats": {"raw.xz": {"disk": {"location": "https://example.com/fedora-coreos-33.20201201.3.0-metal.x86_64.raw.xz", "sha256": "ee"}}}},
+        "qemu": {"release": "33.20201201.3.0", "formats": {"qcow2.xz": {"disk": {"location": "https://example.com/fedora-coreos-33.20201201.3.0-qemu.x86_64.qcow2.xz", "sha256": "ff"}}}}
+      }
+    }
+  }
+}
+"#,
+        )
+        .unwrap();
         let b42 = make("42", "42.80.20191002.0", "2019");
         let b410 = make("410", "410.84.202205191234-0", "2020");
         // RHCOS ships its qemu image as qcow2.gz.
@@ -92,7 +114,7 @@ fn builds() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
             ),
         )
         .unwrap();
-        (dir, b42, b410)
+        (dir, b42, b410, b33)
     })
 }
 
@@ -115,8 +137,7 @@ fn inject_file(reference: &str, file: &Path, out: &Path, extra: &[&str]) -> Run 
 /// compressed clusters (deflate and zstd), as qemu-img's map shows.
 #[test]
 fn every_name_and_file_of_a_build_gives_the_same_config() {
-    let (_dir, b42, b410) = builds();
-    let reference = fixture("mco-4.16").reference("oci");
+    let (_dir, b42, b410, b33) = builds();
     let work = tempfile::tempdir().unwrap();
     for q in ["disk.qcow2", "disk-zstd.qcow2"] {
         let map = Command::new("qemu-img")
@@ -132,9 +153,12 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
             "{q} has no compressed cluster"
         );
     }
-    for (release, names, files) in [
+    let entry = "loader/entries/ostree-1-fedora-coreos.conf";
+    for (release, form, image, names, files) in [
         (
             "4.2",
+            "build-id",
+            "mco-4.16",
             &[
                 "42.80.20191002.0",
                 "rhcos-42.80.20191002.0",
@@ -177,6 +201,8 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
         ),
         (
             "4.10",
+            "build-id",
+            "mco-4.16",
             &[
                 "410.84.202205191234-0",
                 "rhcos-410-84-202205191234-0-gcp-x86-64",
@@ -205,8 +231,31 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
                 ("live.iso", "live ISO", "the ISO 9660 volume ID"),
             ][..],
         ),
+        // OKD: an FCOS build, as its ID, its okd- release and its files, with an OKD
+        // MCO image.
+        (
+            "fcos-33",
+            "fcos-build-id",
+            "okd-4.7",
+            &["33.20201201.3.0", "fcos-33.20201201.3.0"][..],
+            &[
+                (
+                    "fcos.json",
+                    "stream metadata",
+                    "architectures.x86_64.artifacts",
+                ),
+                ("disk.qcow2", "qcow2 disk image", entry),
+                ("disk.raw.xz", "xz-compressed raw disk image", entry),
+                ("live.iso", "live ISO", "the ISO 9660 volume ID"),
+            ][..],
+        ),
     ] {
-        let dir = if release == "4.2" { b42 } else { b410 };
+        let reference = fixture(image).reference("oci");
+        let dir = match release {
+            "4.2" => b42,
+            "4.10" => b410,
+            _ => b33,
+        };
         let want_out = work.path().join(format!("{release}.ign"));
         let run = inject(&reference, release, &want_out, &[]);
         assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -220,8 +269,7 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
                 "{name} gives another config than {release}"
             );
             assert!(
-                run.stderr
-                    .contains(&format!("for bootimage {release} (RHCOS ")),
+                run.stderr.contains(&format!("for bootimage {release} (")),
                 "{name}: {}",
                 run.stderr
             );
@@ -245,7 +293,7 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
             let named = &r["target"]["bootimage_named"];
             assert_eq!(r["target"]["bootimage"], release, "{file}");
             assert_eq!(named["version"], release, "{file}");
-            assert_eq!(named["form"], "build-id", "{file}: {named}");
+            assert_eq!(named["form"], form, "{file}: {named}");
             assert_eq!(named["file"]["kind"], *kind, "{file}: {named}");
             assert_eq!(named["file"]["within"], *within, "{file}: {named}");
             assert_eq!(named["file"]["path"], path.display().to_string(), "{file}");
@@ -264,7 +312,16 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
             assert_eq!(run.code, Some(0), "verify {file}: {}", run.describe());
         }
     }
+    // An OKD release names the bootimage its installer pins: the same config.
+    let reference = fixture("okd-4.7").reference("oci");
+    let (a, b) = (work.path().join("a.ign"), work.path().join("b.ign"));
+    for (name, out) in [("okd-4.6", &a), ("fcos-33.20201201.3.0", &b)] {
+        let run = inject(&reference, name, out, &[]);
+        assert_eq!(run.code, Some(0), "{name}: {}", run.describe());
+    }
+    assert!(fs::read(&a).unwrap() == fs::read(&b).unwrap());
     // A name the report quotes as given; the version form keeps the short line.
+    let reference = fixture("mco-4.16").reference("oci");
     let out = work.path().join("v.ign");
     let run = inject(&reference, "4.2", &out, &["--json"]);
     let r: Value = serde_json::from_slice(&run.stdout).unwrap();
@@ -276,7 +333,7 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
 /// a message naming the file, what it was read as and what is wrong, and no output.
 #[test]
 fn damaged_bootimage_files_are_refused_naming_what_is_wrong() {
-    let (_dir, b42, b410) = builds();
+    let (_dir, b42, b410, _) = builds();
     let reference = fixture("mco-4.16").reference("oci");
     let work = tempfile::tempdir().unwrap();
     let made = |name: &str, from: &Path, edit: &dyn Fn(&mut Vec<u8>)| {

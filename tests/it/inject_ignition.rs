@@ -271,6 +271,12 @@ fn the_install_script_installs_the_build_of_each_boots_os() {
         ("NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\nID_LIKE=\"rhel fedora\"\nVERSION_ID=\"42.80\"\n", &first),
         // RHCOS 4.19+: ID=rhel.
         ("NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhel\"\nVERSION_ID=\"9.6\"\nVARIANT_ID=coreos\n", &second),
+        // CentOS Stream CoreOS 9 (OKD 4.16 on): like RHEL 9.
+        ("NAME=\"CentOS Stream CoreOS\"\nID=\"scos\"\nID_LIKE=\"rhel fedora\"\nVERSION_ID=\"9\"\nVARIANT_ID=coreos\n", &second),
+        // An OS that says only that it is like RHEL.
+        ("NAME=\"Other\"\nID=\"other\"\nID_LIKE=\"rhel\"\nVERSION_ID=\"9.4\"\n", &second),
+        // Fedora CoreOS names no RHEL: the first build, as MCO gives it the plain one.
+        ("NAME=\"Fedora CoreOS\"\nID=fedora\nVERSION_ID=39\nVARIANT_ID=coreos\n", &first),
     ] {
         fs::write(root.join("etc/os-release"), os_release).unwrap();
         let (ok, text) = run(Command::new("bash")

@@ -22,6 +22,7 @@ mod inject_select;
 mod layering;
 mod mcs_renders;
 mod node_view;
+mod okd;
 mod outputs;
 mod persist_nics;
 mod policy_conformance;

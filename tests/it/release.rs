@@ -93,7 +93,11 @@ fn image_references(version: &str, mco: &str) -> Vec<u8> {
 
 /// Writes an OCI layout of a release index: one manifest per (arch, variant, MCO ref),
 /// each with a large shared bottom layer and a small top layer of release manifests.
-fn release_layout(layout: &Path, version: &str, platforms: &[(&str, Option<&str>, String)]) {
+pub(crate) fn release_layout(
+    layout: &Path,
+    version: &str,
+    platforms: &[(&str, Option<&str>, String)],
+) {
     fs::create_dir_all(layout).unwrap();
     fs::write(
         layout.join("oci-layout"),

@@ -6,6 +6,9 @@ boot tests. Uses the fixture generator's writers (fixtures/generate.py).
     mcd_image.py [--gzip] [--closure-of FILE [--without SONAME]] OUTDIR RHEL_VERSION
                  /usr/bin/NAME=FILE [...]
 
+RHEL_VERSION is `8.6`, `9.4`...; `centos-8` or `centos-9` gives a CentOS Stream base,
+as OKD's MCO images have.
+
 The layers are plain tars, or gzip with --gzip (as registries serve MCO images).
 --closure-of FILE puts in the base layer, under /usr/lib64 as a RHEL root holds them,
 the dynamic loader and every library that FILE links on this machine (`ldd`: the
@@ -73,8 +76,12 @@ def main() -> None:
     outdir, rhel, *files = args
     if not files:
         sys.exit(__doc__)
-    major = rhel.split(".")[0]
-    release = generate.os_release(rhel, "Ootpa" if major == "8" else "Plow")
+    if rhel.startswith("centos-"):
+        # OKD's MCO images are built on CentOS Stream.
+        release = generate.centos_stream_os_release(rhel.removeprefix("centos-"))
+    else:
+        major = rhel.split(".")[0]
+        release = generate.os_release(rhel, "Ootpa" if major == "8" else "Plow")
     top = []
     for spec in files:
         path, _, source = spec.partition("=")
