@@ -979,6 +979,20 @@ pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
     }
 }
 
+/// The OCI architecture an RHCOS cloud image name ends in (`...-gcp-x86-64`: `amd64`;
+/// `aarch64`: `arm64`; `ppc64le`, `s390x`), if it names one.
+pub fn cloud_image_arch(name: &str) -> Option<&'static str> {
+    [
+        ("-x86-64", "amd64"),
+        ("-aarch64", "arm64"),
+        ("-ppc64le", "ppc64le"),
+        ("-s390x", "s390x"),
+    ]
+    .into_iter()
+    .find(|(tail, _)| name.ends_with(tail))
+    .map(|(_, arch)| arch)
+}
+
 /// The row of a bootimage.
 pub fn bootimage(id: BootimageId) -> Result<&'static Bootimage, VersionError> {
     BOOTIMAGES.iter().find(|b| b.id == id).ok_or(match id {
@@ -1499,6 +1513,15 @@ mod tests {
             panic!("a RHEL-based ID names no single row");
         };
         assert_eq!(rows, "4.19, 4.20, 4.21");
+        assert_eq!(
+            cloud_image_arch("rhcos-42-80-20191002-0-gcp-x86-64"),
+            Some("amd64")
+        );
+        assert_eq!(
+            cloud_image_arch("rhcos-410-84-202205191234-0-aws-aarch64"),
+            Some("arm64")
+        );
+        assert_eq!(cloud_image_arch("rhcos-42-80-20191002-0-gcp"), None);
         assert!(matches!(
             bootimage_name("9.1.20250513-0"),
             Err(NameError::Syntax(_))

@@ -645,6 +645,19 @@ impl TargetOpts {
         let Some(b) = &self.bootimage else {
             return Ok(None);
         };
+        if b.form == NameForm::CloudImageName {
+            match crate::choose::target::cloud_image_arch(&b.value) {
+                Some(named) if named != arch => {
+                    return Err(format!(
+                        "--bootimage {}: a cloud image for {named}, but the node's platform \
+                         is {arch} (--platform): give --platform linux/{named}, or the name \
+                         of the {arch} image",
+                        b.value
+                    ))
+                }
+                _ => {}
+            }
+        }
         if self.target_os_release.is_some() {
             return Ok(None);
         }

@@ -514,6 +514,17 @@ fn bad_bootimage_names_are_command_line_errors() {
             "9.6.20250513-0",
             "RHCOS 9.6 is the bootimage of OpenShift 4.19, 4.20, 4.21",
         ),
+        // A cloud image of another architecture than the node's (--platform).
+        (
+            "rhcos-410-84-202205191234-0-aws-aarch64",
+            "a cloud image for arm64, but the node's platform is amd64",
+        ),
+        // OKD forms that name what the table lacks.
+        (
+            "40.20240416.3.1",
+            "fcos-40 is not in the table; its OKD rows are fcos-31",
+        ),
+        ("okd-4.3", "the table knows the bootimages of OKD 4.4, 4.5"),
     ] {
         let target = dir.path().join("out.ign");
         let run = inject(&reference, bad, &target, &[]);
