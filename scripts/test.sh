@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages=(gcc git libc6-dev python3 skopeo umoci zstd xz-utils jq ignition systemd systemd-container
   debootstrap time docker-registry apache2-utils openssl curl gpg gpg-agent bsdutils
-  zsh fish man-db groff-base e2fsprogs gdisk xorriso)
+  zsh fish man-db groff-base e2fsprogs gdisk xorriso buildah podman runc ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -104,6 +104,8 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 bash scripts/msrv.sh
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+# The one release build: the container image test (tests/it/container.rs) packs it.
+cargo build --release --quiet
 
 export MCD_INJECT_FIXTURES="$PWD/target/fixtures"
 rm -rf "$MCD_INJECT_FIXTURES"

@@ -138,6 +138,30 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
 ];
 
+/// `cmd` with the first two examples of each command (the man pages' EXAMPLES) at the end
+/// of its `--help`.
+pub fn with_examples(cmd: clap::Command) -> clap::Command {
+    let text = |sub: &str| {
+        let lines: Vec<String> = examples(sub)
+            .iter()
+            .take(2)
+            .map(|(what, line)| format!("  # {what}\n  {line}"))
+            .collect();
+        format!("Examples:\n{}", lines.join("\n"))
+    };
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name().to_string())
+        .collect();
+    let mut cmd = cmd.after_help(text(""));
+    for name in names {
+        let t = text(&name);
+        cmd = cmd.mut_subcommand(&name, |s| s.after_help(t));
+    }
+    cmd
+}
+
 /// Examples per command (`""` for the top page).
 fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
     match command {

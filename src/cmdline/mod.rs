@@ -259,7 +259,7 @@ fn note(text: &str) {
 /// Runs the command line of this process and gives its exit code.
 pub fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let mut cmd = Cli::command();
+    let mut cmd = clidoc::with_examples(Cli::command());
     let parsed = cmd
         .try_get_matches_from_mut(&argv)
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));

@@ -237,6 +237,12 @@ fn guarded_unit_paths() -> Vec<(String, String)> {
     v
 }
 
+/// Whether a path inside a drop-in directory names a drop-in systemd reads: a `.conf`
+/// file directly in it.
+fn is_dropin_name(file: &str) -> bool {
+    !file.contains('/') && file.ends_with(".conf")
+}
+
 /// What a resolved storage path reaches of ours, if anything. `is_dir` for directory
 /// entries, which only reach ours where they take a file's place or sit inside ours.
 fn reached(p: &str, is_dir: bool) -> Option<String> {
@@ -245,7 +251,9 @@ fn reached(p: &str, is_dir: bool) -> Option<String> {
             UnitPath::Unit(u) if GUARDED_UNITS.contains(&u) => {
                 return Some(format!("writes, links or masks the unit {u}"));
             }
-            UnitPath::Dropin { dir, file } => {
+            // systemd reads only `*.conf` files directly in a drop-in directory: a
+            // `README` or `zz.conf.bak` there changes nothing.
+            UnitPath::Dropin { dir, file } if file.is_none_or(is_dropin_name) => {
                 if let Some(u) = GUARDED_UNITS
                     .iter()
                     .find(|u| dropin_dir_applies(dir, u))
@@ -594,7 +602,7 @@ fn add_unit_source(node: &mut NodeView, p: &str, f: &Value) {
         Some(UnitPath::Dropin {
             dir,
             file: Some(file),
-        }) if file.ends_with(".conf") && !file.contains('/') => {
+        }) if is_dropin_name(file) => {
             for u in GUARDED_UNITS {
                 if dropin_dir_applies(dir, u) {
                     node.units
@@ -729,6 +737,23 @@ mod tests {
         assert!(r[2]
             .starts_with("storage.files[3] /etc/tmpfiles.d/x.conf: a tmpfiles.d line of type L"));
         assert!(r[3].starts_with("storage.links[0] /etc/systemd/system/machine-config-daemon-firstboot.service: writes, links or masks"));
+    }
+
+    #[test]
+    fn only_conf_files_in_a_dropin_directory_are_dropins() {
+        let d = "/etc/systemd/system/machine-config-daemon-firstboot.service.d";
+        let r = reaches(json!({"ignition": {"version": "3.2.0"},
+        "storage": {"files": [
+            file(&format!("{d}/zz.conf.bak"), "[Service]\nExecStart=\nExecStart=/bin/podman\n"),
+            file(&format!("{d}/README"), "notes\n"),
+            file(&format!("{d}/sub/x.conf"), "[Service]\n"),
+            file(&format!("{d}/zz.conf"), "[Service]\nExecStart=\nExecStart=/bin/podman\n"),
+        ]}}));
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(
+            r[0].starts_with(&format!("storage.files[3] {d}/zz.conf: a drop-in on")),
+            "{r:?}"
+        );
     }
 
     #[test]

@@ -533,6 +533,46 @@ fn cli_version_and_help_name_the_new_commands() {
     );
 }
 
+/// `--help` of each command ends with one or two example command lines of it, the first
+/// of its man page's EXAMPLES.
+#[test]
+fn every_help_ends_with_examples() {
+    for sub in [
+        "",
+        "inject",
+        "verify",
+        "inspect",
+        "extract",
+        "pull",
+        "completion",
+        "man",
+    ] {
+        let args: Vec<&str> = [sub, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let help = String::from_utf8(ok(&args, &[]).stdout).unwrap();
+        let (_, tail) = help
+            .rsplit_once("Examples:\n")
+            .unwrap_or_else(|| panic!("{sub} --help has no examples:\n{help}"));
+        let lines: Vec<&str> = tail
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("mcd-inject ") || l.starts_with("man "))
+            .collect();
+        assert!((1..=2).contains(&lines.len()), "{sub}: {tail}");
+        let want = if sub.is_empty() { "inject" } else { sub };
+        assert!(
+            lines[0].starts_with(&format!("mcd-inject {want} ")),
+            "{sub}: {tail}"
+        );
+        assert!(
+            tail.lines().all(|l| l.is_empty() || l.starts_with("  ")),
+            "{sub}: {tail}"
+        );
+    }
+}
+
 #[test]
 fn inject_help_groups_its_options_under_headings() {
     let help = ok(&["inject", "--help"], &[]);

@@ -10,6 +10,8 @@ mod boot;
 mod bootimage_file;
 mod cli;
 mod closure;
+mod container;
+mod deploy;
 mod extract_vs_umoci;
 mod fuzz_inputs;
 mod guidance;

@@ -291,6 +291,19 @@ fn other_storage_entries_pass() {
         "files",
         file("/etc/tmpfiles.d/ok.conf", "d /run/bin 0755 root root -\n"),
     );
+    // Files systemd never reads as drop-ins, in our units' drop-in directories: only
+    // `*.conf` files directly there are drop-ins.
+    let d = "/etc/systemd/system/machine-config-daemon-firstboot.service.d";
+    for name in ["zz.conf.bak", "README", "old/99-x.conf"] {
+        push(
+            &mut cfg,
+            "files",
+            file(
+                &format!("{d}/{name}"),
+                "[Service]\nExecStart=\nExecStart=/bin/podman\n",
+            ),
+        );
+    }
     push(
         &mut cfg,
         "links",
