@@ -223,6 +223,9 @@ pub(crate) fn verify(sig: &[u8], keyring: &Keyring) -> Result<Vec<u8>> {
         if let Some(why) = key_unusable(k, sub, at) {
             bail!("{why}");
         }
+        if let Some(why) = unhandled_critical(signature) {
+            bail!("{why}");
+        }
         if let (Some(created), Some(life)) =
             (signature.created(), signature.signature_expiration_time())
         {
@@ -237,6 +240,40 @@ pub(crate) fn verify(sig: &[u8], keyring: &Keyring) -> Result<Vec<u8>> {
         "it is not a valid signature by any of the policy's keys ({})",
         keyring.fingerprints().join(", ")
     )
+}
+
+/// The notations GnuPG handles when critical (g10/parse-packet.c,
+/// `can_handle_critical_notation`), short of `--known-notation`, which GPGME does not set.
+const KNOWN_CRITICAL_NOTATIONS: [&[u8]; 2] = [
+    b"preferred-email-encoding@pgp.com",
+    b"pka-address@gnupg.org",
+];
+
+/// Why GnuPG refuses a signature for a critical subpacket it cannot handle, if it does:
+/// a critical notation it does not know, or a critical subpacket of an experimental or
+/// unknown type (RFC 4880 5.2.3.1: such a signature must be treated as invalid).
+fn unhandled_critical(sig: &Signature) -> Option<String> {
+    use pgp::packet::SubpacketData;
+    let config = sig.config()?;
+    config
+        .hashed_subpackets()
+        .filter(|p| p.is_critical)
+        .find_map(|p| match &p.data {
+            SubpacketData::Notation(n) if !KNOWN_CRITICAL_NOTATIONS.contains(&n.name.as_ref()) => {
+                Some(if n.name.iter().all(|c| c.is_ascii_graphic()) && n.name.len() <= 64 {
+                    format!(
+                        "the signature has a critical notation GnuPG does not know ({}): it is invalid",
+                        String::from_utf8_lossy(&n.name)
+                    )
+                } else {
+                    "the signature has a critical notation GnuPG does not know: it is invalid".into()
+                })
+            }
+            SubpacketData::Experimental(t, _) | SubpacketData::Other(t, _) => Some(format!(
+                "the signature has a critical subpacket of unknown type {t}: it is invalid"
+            )),
+            _ => None,
+        })
 }
 
 /// What a simple signing payload claims.

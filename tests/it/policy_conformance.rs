@@ -459,6 +459,75 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
         vec![sig_two],
         &v1,
     );
+    // Signature subpackets: a critical notation GnuPG does not know makes the signature
+    // invalid (RFC 4880 5.2.3.1; gpg's can_handle_critical_notation); a non-critical
+    // one, a critical policy URL and a known critical notation do not.
+    for (name, extra) in [
+        (
+            "a critical unknown notation",
+            &["--sig-notation", "!build@example.com=1"][..],
+        ),
+        (
+            "a non-critical notation",
+            &["--sig-notation", "build@example.com=1"][..],
+        ),
+        (
+            "a critical policy URL",
+            &["--sig-policy-url", "!https://example.com/policy"][..],
+        ),
+        (
+            "a non-critical policy URL",
+            &["--sig-policy-url", "https://example.com/policy"][..],
+        ),
+        (
+            "a critical notation GnuPG knows",
+            &["--sig-notation", "!pka-address@gnupg.org=good@example.com"][..],
+        ),
+    ] {
+        case(
+            &format!("signed with {name}"),
+            by_good(None),
+            vec![g.sign(&p, &[&good], extra)],
+            &v1,
+        );
+    }
+    // The key algorithms gpg makes signing keys of, and the digest algorithms of its
+    // signatures. Not yet here: secp256k1 (rPGP refuses libgcrypt's signatures whose s
+    // is in the upper half of the curve order) and the brainpool curves (which rPGP does
+    // not implement for ECDSA): mcd-inject refuses keys that gpgme verifies with
+    // (docs/release.md).
+    for algo in [
+        "rsa3072", "rsa4096", "dsa2048", "ed25519", "nistp256", "nistp384", "nistp521",
+    ] {
+        let fpr = g.key_of(&format!("algo-{algo}"), algo, "sign", "never", None);
+        let key = g.export(&fpr, &format!("algo-{algo}.asc"));
+        case(
+            &format!("a {algo} key"),
+            default_policy(json!([requirement_by(&key, None)])),
+            vec![g.sign(&p, &[&fpr], &[])],
+            &v1,
+        );
+    }
+    for algo in ["SHA1", "SHA224", "SHA384", "SHA512"] {
+        case(
+            &format!("a signature with digest {algo}"),
+            by_good(None),
+            vec![g.sign(&p, &[&good], &["--digest-algo", algo])],
+            &v1,
+        );
+    }
+    // A signature naming the manifest's sha512 digest: containers/image's MatchesDigest
+    // compares sha256 digests only.
+    let sha512 = {
+        use sha2::Digest as _;
+        format!("sha512:{}", hex::encode(sha2::Sha512::digest(&raw)))
+    };
+    case(
+        "a signature naming the manifest's sha512 digest",
+        by_good(None),
+        vec![sign_good(&payload(&sha512, &v1))],
+        &v1,
+    );
 
     // --- payloads
     let raw_payload = |critical: Value, optional: Option<Value>| {

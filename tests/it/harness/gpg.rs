@@ -63,12 +63,25 @@ impl Gpg {
 
     /// A key `name` (made at `faked` time, when given), usage `usage`, expiring `expire`.
     pub fn key(&self, name: &str, usage: &str, expire: &str, faked: Option<&str>) -> String {
+        self.key_of(name, "rsa2048", usage, expire, faked)
+    }
+
+    /// [`Gpg::key`] of algorithm `algo`, as gpg's `--quick-gen-key` names them
+    /// (`ed25519`, `nistp256`, `secp256k1`, `brainpoolP256r1`, `rsa4096`, `dsa2048`).
+    pub fn key_of(
+        &self,
+        name: &str,
+        algo: &str,
+        usage: &str,
+        expire: &str,
+        faked: Option<&str>,
+    ) -> String {
         let uid = format!("{name} <{name}@example.com>");
         let mut args = vec![];
         if let Some(t) = faked {
             args.extend(["--faked-system-time", t]);
         }
-        args.extend(["--quick-gen-key", &uid, "rsa2048", usage, expire]);
+        args.extend(["--quick-gen-key", &uid, algo, usage, expire]);
         self.gpg(&args);
         self.fingerprints(name)[0].clone()
     }
