@@ -337,18 +337,6 @@ fn open_with(
     fallbacks: Option<Fallbacks>,
 ) -> Result<Image> {
     let (top_digest, top_bytes) = fetcher.top()?;
-    // The policy is checked on the digest the top manifest has, before anything else
-    // of the image is read.
-    if let Some(p) = &ropts.policy {
-        let judged = policy::Judged {
-            logical: docker,
-            physical,
-            digest: &top_digest,
-            manifest: &top_bytes,
-            offline: ropts.offline,
-        };
-        p.check_with(&judged, &fetcher)?;
-    }
     let what = docker.to_string();
     let top_doc = parse_document(&top_bytes, &what)?;
     let top_entry = CachedRef {
@@ -356,7 +344,22 @@ fn open_with(
         digest: top_digest.clone(),
         size: top_bytes.len() as u64,
     };
-    let (manifest_digest, manifest) = resolve(&fetcher, top_digest, top_doc, platform)?;
+    let (manifest_digest, manifest, manifest_bytes) =
+        resolve(&fetcher, top_digest, top_doc, top_bytes, platform)?;
+    // The policy is checked on the image manifest of the platform, with the signatures
+    // of its digest, before anything else of the image is read: as containers/image
+    // copies one instance of a list (copy.go, `copySingleImage` on the instance
+    // `ChooseInstance` picks), a list's own signatures do not vouch for its instances.
+    if let Some(p) = &ropts.policy {
+        let judged = policy::Judged {
+            logical: docker,
+            physical,
+            digest: &manifest_digest,
+            manifest: &manifest_bytes,
+            offline: ropts.offline,
+        };
+        p.check_with(&judged, &fetcher)?;
+    }
     let (config_digest, config_bytes) = fetcher.by_digest(
         &descriptor_digest(manifest.config())?,
         Some(manifest.config().size()),
@@ -387,17 +390,19 @@ fn open_with(
     ))
 }
 
-/// Follows indexes down to the image manifest for the requested platform.
+/// Follows indexes down to the image manifest for the requested platform: its digest,
+/// parsed, and its bytes.
 fn resolve(
     fetcher: &Fetcher,
     mut digest: Digest,
     mut doc: Document,
+    mut bytes: Vec<u8>,
     platform: &Platform,
-) -> Result<(Digest, ImageManifest)> {
+) -> Result<(Digest, ImageManifest, Vec<u8>)> {
     let what = fetcher.reference.to_string();
     for _ in 0..MAX_INDEX_DEPTH {
         match doc {
-            Document::Manifest(m) => return Ok((digest, *m)),
+            Document::Manifest(m) => return Ok((digest, *m, bytes)),
             Document::Index(idx) => {
                 let desc = choose_platform(
                     idx.manifests(),
@@ -405,10 +410,10 @@ fn resolve(
                     &format!("{what}: index {digest}"),
                 )?;
                 let d = descriptor_digest(desc)?;
-                let (d, bytes) =
-                    fetcher.by_digest(&d, Some(desc.size()), &format!("manifest {d}"))?;
-                doc = parse_document(&bytes, &format!("{what}: {d}"))?;
+                let (d, b) = fetcher.by_digest(&d, Some(desc.size()), &format!("manifest {d}"))?;
+                doc = parse_document(&b, &format!("{what}: {d}"))?;
                 digest = d;
+                bytes = b;
             }
         }
     }

@@ -41,8 +41,9 @@ struct Case {
     policy: String,
     /// registries.d files; `None`: one `default-docker` lookaside for every image.
     registries_d: Option<Vec<(&'static str, String)>>,
-    /// Signature files by repository path, in order (`signature-1`, ...).
-    signatures: Vec<(String, Vec<Vec<u8>>)>,
+    /// Signature files by repository path and the manifest digest they are stored
+    /// under, in order (`signature-1`, ...).
+    signatures: Vec<(String, String, Vec<Vec<u8>>)>,
     image: String,
     registries_conf: String,
     /// containers/image changed after skopeo 1.9.3: what the current release decides,
@@ -183,7 +184,7 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
             name: name.to_string(),
             policy,
             registries_d: None,
-            signatures: vec![(repo.clone(), sigs)],
+            signatures: vec![(repo.clone(), digest.clone(), sigs)],
             image: image.to_string(),
             registries_conf: plain_conf.clone(),
             newer: None,
@@ -437,7 +438,7 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
         name: "signed by a signing subkey of the policy's key".into(),
         policy: default_policy(json!([requirement_by(&k_with_sub, None)])),
         registries_d: None,
-        signatures: vec![(repo.clone(), vec![sig_sub])],
+        signatures: vec![(repo.clone(), digest.clone(), vec![sig_sub])],
         image: v1.clone(),
         registries_conf: plain_conf.clone(),
         newer: Some((true, "containers/image pull request 2905, July 2025")),
@@ -447,7 +448,7 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
             name: name.to_string(),
             policy,
             registries_d: None,
-            signatures: vec![(repo.clone(), sigs)],
+            signatures: vec![(repo.clone(), digest.clone(), sigs)],
             image: image.to_string(),
             registries_conf: plain_conf.clone(),
             newer: None,
@@ -515,6 +516,87 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
             vec![g.sign(&p, &[&good], &["--digest-algo", algo])],
             &v1,
         );
+    }
+    // Manifest lists and OCI indexes: copying the instance of its platform,
+    // containers/image judges that instance with the signatures of its digest
+    // (copy.go, copySingleImage on the instance ChooseInstance picks); the list's own
+    // signatures do not count. By tag and by digest; an OCI index, and the Docker
+    // manifest list skopeo converts it to.
+    let mut list_cases = Vec::new();
+    for (kind, format) in [("oci-index", None), ("docker-list", Some("v2s2"))] {
+        let list_repo = format!("conformance/{kind}");
+        let mut copy = Command::new("skopeo");
+        copy.args([
+            "copy",
+            "-q",
+            "--all",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+        ]);
+        if let Some(f) = format {
+            copy.args(["--format", f]);
+        }
+        run_ok(
+            copy.arg("--policy")
+                .arg(&accept_all)
+                .arg(format!("docker://{reg}/mco/multiarch:v1"))
+                .arg(format!("docker://{reg}/{list_repo}:v1")),
+        );
+        let list_raw = run_ok(
+            Command::new("skopeo")
+                .args(["inspect", "--raw", "--tls-verify=false"])
+                .arg(format!("docker://{reg}/{list_repo}:v1")),
+        )
+        .stdout;
+        let list: Value = serde_json::from_slice(&list_raw).unwrap();
+        assert!(list["manifests"].is_array(), "{kind}: {list}");
+        let list_digest = format!("sha256:{}", sha256_hex(&list_raw));
+        let instance = list["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["platform"]["architecture"] == "amd64")
+            .unwrap()["digest"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let tagged = format!("{reg}/{list_repo}:v1");
+        let signed = |d: &str| sign_good(&payload(d, &tagged));
+        for (pulled, how) in [
+            (tagged.clone(), "by tag"),
+            (format!("{reg}/{list_repo}@{list_digest}"), "by digest"),
+        ] {
+            for (what, sigs) in [
+                (
+                    "the list signed, not its instance",
+                    vec![(list_digest.clone(), signed(&list_digest))],
+                ),
+                (
+                    "its instance signed",
+                    vec![(instance.clone(), signed(&instance))],
+                ),
+                (
+                    "the list and its instance signed",
+                    vec![
+                        (list_digest.clone(), signed(&list_digest)),
+                        (instance.clone(), signed(&instance)),
+                    ],
+                ),
+            ] {
+                list_cases.push(Case {
+                    name: format!("{kind} {how}: {what}"),
+                    policy: by_good(None),
+                    registries_d: None,
+                    signatures: sigs
+                        .into_iter()
+                        .map(|(d, sig)| (list_repo.clone(), d, vec![sig]))
+                        .collect(),
+                    image: pulled.clone(),
+                    registries_conf: plain_conf.clone(),
+                    newer: None,
+                });
+            }
+        }
     }
     // A signature naming the manifest's sha512 digest: containers/image's MatchesDigest
     // compares sha256 digests only.
@@ -794,7 +876,7 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
             name: name.to_string(),
             policy: by_good(None),
             registries_d: Some(files),
-            signatures: vec![(repo.clone(), sigs)],
+            signatures: vec![(repo.clone(), digest.clone(), sigs)],
             image: v1.clone(),
             registries_conf: plain_conf.clone(),
             newer: None,
@@ -955,7 +1037,7 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
             name: name.to_string(),
             policy: by_good(None),
             registries_d: Some(files),
-            signatures: vec![(sig_repo, vec![sig])],
+            signatures: vec![(sig_repo, digest.clone(), vec![sig])],
             image: src_digest.clone(),
             registries_conf: mirror_conf.clone(),
             newer: None,
@@ -980,16 +1062,18 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
         newer: None,
     });
 
+    cases.extend(list_cases);
+
     // --- run both tools on every case
     let mut divergences = Vec::new();
     let (mut accepted, mut refused) = (0, 0);
     for (i, c) in cases.iter().enumerate() {
         let cdir = dir.join(format!("case-{i}"));
         let lookaside = cdir.join("lookaside");
-        for (path, sigs) in &c.signatures {
+        for (path, at_digest, sigs) in &c.signatures {
             let at = lookaside.join(format!(
                 "{path}@sha256={}",
-                digest.trim_start_matches("sha256:")
+                at_digest.trim_start_matches("sha256:")
             ));
             fs::create_dir_all(&at).unwrap();
             for (n, s) in sigs.iter().enumerate() {

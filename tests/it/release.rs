@@ -1011,8 +1011,27 @@ fn release_signatures_under_a_signed_by_policy() {
         .arg(format!("docker://{reference}"));
         run_ok(&mut cmd).stdout
     };
-    let raw = raw_manifest(&w.release);
-    assert_eq!(format!("sha256:{}", sha256_hex(&raw)), w.release_digest);
+    let list_raw = raw_manifest(&w.release);
+    assert_eq!(
+        format!("sha256:{}", sha256_hex(&list_raw)),
+        w.release_digest
+    );
+    let list_manifest = dir.join("list.json");
+    fs::write(&list_manifest, &list_raw).unwrap();
+    // The release is an index: containers/image, copying the one instance of the
+    // platform, judges that instance with the signatures of its digest (copy.go,
+    // copySingleImage), so the signatures that count are the amd64 manifest's.
+    let list: Value = serde_json::from_slice(&list_raw).unwrap();
+    let instance = list["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["platform"]["architecture"] == "amd64")
+        .unwrap()["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let raw = raw_manifest(&format!("{src}/ocp/release@{instance}"));
     let manifest = dir.join("manifest.json");
     fs::write(&manifest, &raw).unwrap();
     let identity = format!("{src}/ocp/release:4.16.3-multi");
@@ -1056,11 +1075,11 @@ fn release_signatures_under_a_signed_by_policy() {
         fs::write(&p, serde_json::to_vec(&body).unwrap()).unwrap();
         p.display().to_string()
     };
-    let store = |name: &str, sig: Option<&Path>| {
+    let store_at = |name: &str, sig: Option<&Path>, digest: &str| {
         let lookaside = dir.join(format!("lookaside-{name}"));
         let at = lookaside.join(format!(
             "ocp/release@sha256={}",
-            w.release_digest.trim_start_matches("sha256:")
+            digest.trim_start_matches("sha256:")
         ));
         fs::create_dir_all(&at).unwrap();
         if let Some(s) = sig {
@@ -1078,6 +1097,7 @@ fn release_signatures_under_a_signed_by_policy() {
         .unwrap();
         d.display().to_string()
     };
+    let store = |name: &str, sig: Option<&Path>| store_at(name, sig, &instance);
     let release_policy = policy("signer", &key, &format!("{src}/ocp/release"));
     let inspect = |policy: &str, regd: &str| {
         w.run(&w.rel(
@@ -1241,6 +1261,16 @@ fn release_signatures_under_a_signed_by_policy() {
             "skopeo standalone-verify accepts the {name} case"
         );
     }
+    // Only the list signed, by the policy's key: its instance has no signature, so the
+    // release is refused, as skopeo copying the amd64 instance refuses it.
+    let list_sig = dir.join("list.sig");
+    sign(&home, &fpr, &list_manifest, &list_sig);
+    let regd = store_at("list-only", Some(&list_sig), &w.release_digest);
+    let out = inspect(&release_policy, &regd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("none was found"), "{err}");
+
     // Unsigned.
     let regd = store("unsigned", None);
     let out = inspect(&release_policy, &regd);
