@@ -61,6 +61,7 @@ pub mod image;
 mod payload;
 pub mod registry;
 pub mod transport;
+pub mod trust;
 
 mod io;
 pub use io::{output, Input};

@@ -15,13 +15,12 @@ use crate::inject::{InjectConfig, Remote};
 use crate::io::output::Output;
 use crate::io::Input;
 use crate::registry::mirrors::DEFAULT_REGISTRIES_CONF;
-use crate::registry::policy::{DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
-use crate::registry::Policy;
 use crate::registry::{
     AuthFiles, Credentials, Mirrors, ProgressMode, RegistryOptions, RetryPolicy,
 };
 use crate::release::Release;
 use crate::transport::OpenOptions;
+use crate::trust::{Policy, DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
 use crate::verify::VerifyConfig;
 use crate::warnings::Warnings;
 

@@ -134,6 +134,16 @@ impl Input {
     }
 }
 
+/// Installs rustls's ring crypto provider for the process, once: every HTTPS client of
+/// the crate (registries, signature stores) needs it.
+pub(crate) fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Another part of the process may have installed one already; that is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// Reads `r` to its end, or `None` when it holds more than `limit` bytes (of which at
 /// most `limit + 1` are read): for manifests, configs, signatures and error bodies,
 /// which are refused when too big rather than read without bound.

@@ -5,7 +5,6 @@ use std::cell::RefCell;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Once;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -327,14 +326,6 @@ pub fn parse_challenge(header: &str) -> Result<Vec<(String, ChallengeParams)>, S
     Challenge::parse_all(header).map(|all| all.into_iter().map(|c| (c.scheme, c.params)).collect())
 }
 
-pub(super) fn install_crypto_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // Another part of the process may have installed one already; that is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 /// CA certificates from a directory: every `*.crt` file, as skopeo's `--cert-dir`.
 /// Where the containers tools keep per-registry CAs (containers-certs.d(5)).
 const CERTS_D: [&str; 2] = ["/etc/containers/certs.d", "/etc/docker/certs.d"];
@@ -436,7 +427,7 @@ impl Client {
         opts: &RegistryOptions,
         credentials: Option<Credentials>,
     ) -> Result<Self> {
-        install_crypto_provider();
+        crate::io::install_tls_provider();
         let retry = opts.retry.clone();
         let mut builder = reqwest::blocking::Client::builder()
             .user_agent(concat!("mcd-inject/", env!("CARGO_PKG_VERSION")))

@@ -1,5 +1,5 @@
 //! Images from registries (`docker://`), through the local cache. The only module that
-//! touches the network.
+//! talks to registries; whether an image may be used is [`crate::trust`]'s to decide.
 //!
 //! [`crate::transport::open`] resolves a `docker://` reference to one image manifest
 //! (following an index by platform), verifies every document against its digest, and
@@ -12,12 +12,7 @@ pub(crate) mod auth;
 pub(crate) mod cache;
 mod client;
 pub(crate) mod mirrors;
-pub(crate) mod policy;
 pub(crate) mod progress;
-mod registries_d;
-pub(crate) mod sigstore;
-mod simple_signing;
-mod strict_json;
 mod verify;
 
 use std::io::{self, Read};
@@ -34,6 +29,7 @@ use crate::image::{
     BlobSource, Digest, DockerRef, Image, ImageInfo, ImageRef, LayerInfo, Platform,
 };
 use crate::registry::cache::{Cache, CachedRef};
+use crate::trust::{self, Policy, PolicyRejected};
 use crate::warnings::{Warning, Warnings};
 pub use auth::{AuthFiles, Credentials};
 #[doc(hidden)]
@@ -41,7 +37,6 @@ pub use client::parse_challenge;
 use client::Client;
 pub use client::RetryPolicy;
 pub use mirrors::{Endpoint, Mirrors};
-pub use policy::{Policy, PolicyRejected};
 pub use progress::ProgressMode;
 
 const MAX_INDEX_DEPTH: usize = 8;
@@ -184,7 +179,7 @@ impl Fetcher {
 /// Sigstore attachments come from the endpoint that served the image, and are kept in the
 /// cache (the manifest under `HOST/REPO:sha256-HEX.sig` of the source reference, among
 /// the partial references) for `--offline` runs, which read them from there.
-impl sigstore::AttachmentSource for Fetcher {
+impl trust::AttachmentSource for Fetcher {
     fn tagged_manifest(&self, tag: &str) -> Result<Option<(Vec<u8>, Option<String>)>> {
         let what = format!("sigstore attachments {tag:?}");
         let r = &self.reference;
@@ -351,7 +346,7 @@ fn open_with(
     // copies one instance of a list (copy.go, `copySingleImage` on the instance
     // `ChooseInstance` picks), a list's own signatures do not vouch for its instances.
     if let Some(p) = &ropts.policy {
-        let judged = policy::Judged {
+        let judged = trust::Judged {
             logical: docker,
             physical,
             digest: &manifest_digest,

@@ -11,6 +11,7 @@ const LEVELS: &[&[&str]] = &[
     &["inject", "verify", "extract", "release", "bootimage"],
     &["choose", "payload", "ignition", "transport"],
     &["registry"],
+    &["trust"],
     &["image"],
     &["io", "warnings"],
 ];

@@ -336,7 +336,7 @@ fn fetch(url: &url::Url) -> Result<Option<Vec<u8>>> {
             }
         }
         "http" | "https" => {
-            super::client::install_crypto_provider();
+            crate::io::install_tls_provider();
             let resp = reqwest::blocking::Client::builder()
                 .user_agent(concat!("mcd-inject/", env!("CARGO_PKG_VERSION")))
                 .build()?

@@ -1043,7 +1043,7 @@ mod tests {
                 format!(r#"{{"default":[{{"type":"insecureAcceptAnything"}}],"transports":{{"docker":{{"registry.example/ocp":[{req}]}}}}}}"#),
             )
             .unwrap();
-            crate::registry::Policy::load(&p, None)
+            crate::trust::Policy::load(&p, None)
                 .map(|_| ())
                 .map_err(|e| format!("{e:#}"))
         };
