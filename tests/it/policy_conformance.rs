@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::harness::gpg::Gpg;
 use crate::harness::registry::{registries, Sandbox};
-use crate::harness::{fixture, require_tools, run_ok, sha256_hex};
+use crate::harness::{fixture, instance_digest, require_tools, run_ok, sha256_hex};
 
 /// A simple signing payload as containers/image writes one.
 fn payload(digest: &str, identity: &str) -> Vec<u8> {
@@ -548,18 +548,8 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
                 .arg(format!("docker://{reg}/{list_repo}:v1")),
         )
         .stdout;
-        let list: Value = serde_json::from_slice(&list_raw).unwrap();
-        assert!(list["manifests"].is_array(), "{kind}: {list}");
         let list_digest = format!("sha256:{}", sha256_hex(&list_raw));
-        let instance = list["manifests"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["platform"]["architecture"] == "amd64")
-            .unwrap()["digest"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let instance = instance_digest(&list_raw, "amd64");
         let tagged = format!("{reg}/{list_repo}:v1");
         let signed = |d: &str| sign_good(&payload(d, &tagged));
         for (pulled, how) in [

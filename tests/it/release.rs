@@ -1021,16 +1021,7 @@ fn release_signatures_under_a_signed_by_policy() {
     // The release is an index: containers/image, copying the one instance of the
     // platform, judges that instance with the signatures of its digest (copy.go,
     // copySingleImage), so the signatures that count are the amd64 manifest's.
-    let list: Value = serde_json::from_slice(&list_raw).unwrap();
-    let instance = list["manifests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["platform"]["architecture"] == "amd64")
-        .unwrap()["digest"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let instance = crate::harness::instance_digest(&list_raw, "amd64");
     let raw = raw_manifest(&format!("{src}/ocp/release@{instance}"));
     let manifest = dir.join("manifest.json");
     fs::write(&manifest, &raw).unwrap();

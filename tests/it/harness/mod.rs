@@ -555,6 +555,20 @@ pub fn run_tool(program: &str, args: &[&OsStr]) -> Output {
 
 // ------------------------------------------------------------------------ comparing
 
+/// The digest of the `arch` instance of a manifest list or OCI index.
+pub fn instance_digest(list: &[u8], arch: &str) -> String {
+    let list: serde_json::Value = serde_json::from_slice(list).unwrap();
+    list["manifests"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .find(|m| m["platform"]["architecture"] == arch)
+        .unwrap_or_else(|| panic!("no {arch} instance in {list}"))["digest"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 pub fn sha256_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
