@@ -151,7 +151,7 @@ fn scos_bootimages_and_the_fcos_to_scos_rebase() {
     assert!(v["boots"]["cluster_os"].is_null(), "{v:#}");
 }
 
-/// OKD release images (quay.io/openshift/okd and quay.io/okd/scos-release have OCP's
+/// OKD release images (the openshift/okd and okd/scos-release repositories have OCP's
 /// shape: release-manifests with the machine-config-operator tag and the version),
 /// served by the loopback registry: the MCO image is the release's, and the version
 /// names the nodes' OS (Fedora CoreOS 33 for OKD 4.7, CentOS Stream CoreOS 9 for 4.19).
