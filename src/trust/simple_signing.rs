@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Result};
 use pgp::composed::{Message, SignedPublicKey, SignedPublicSubKey};
 use pgp::packet::{Signature, SignatureType};
-use pgp::types::{KeyDetails as _, Tag};
+use pgp::types::{KeyDetails, Tag, VerifyingKey};
 
 use super::registries_d::MAX_SIGNATURE_BYTES;
 use super::strict_json;
@@ -26,6 +26,88 @@ use crate::io::read_at_most;
 
 /// The `critical.type` of a simple signing payload.
 const SIGNATURE_TYPE: &str = "atomic container signature";
+
+/// A key as GPGME verifies with it: rPGP's, except that a secp256k1 ECDSA signature is
+/// brought to low S first. libgcrypt (GnuPG's) signs with either half of the curve
+/// order and verifies both, as ECDSA allows; k256, which rPGP verifies with, accepts
+/// only the lower half (a rule of Bitcoin's), and so refused about half of the
+/// signatures GnuPG makes with such keys. `n - s` signs the same hash.
+#[derive(Debug)]
+struct AsGnupg<'a, K>(&'a K);
+
+impl<K: KeyDetails> KeyDetails for AsGnupg<'_, K> {
+    fn version(&self) -> pgp::types::KeyVersion {
+        self.0.version()
+    }
+    fn legacy_key_id(&self) -> pgp::types::KeyId {
+        self.0.legacy_key_id()
+    }
+    fn fingerprint(&self) -> pgp::types::Fingerprint {
+        self.0.fingerprint()
+    }
+    fn algorithm(&self) -> pgp::crypto::public_key::PublicKeyAlgorithm {
+        self.0.algorithm()
+    }
+    fn created_at(&self) -> pgp::types::Timestamp {
+        self.0.created_at()
+    }
+    fn legacy_v3_expiration_days(&self) -> Option<u16> {
+        self.0.legacy_v3_expiration_days()
+    }
+    fn public_params(&self) -> &pgp::types::PublicParams {
+        self.0.public_params()
+    }
+}
+
+impl<K: VerifyingKey> VerifyingKey for AsGnupg<'_, K> {
+    fn verify(
+        &self,
+        hash: pgp::crypto::hash::HashAlgorithm,
+        data: &[u8],
+        sig: &pgp::types::SignatureBytes,
+    ) -> pgp::errors::Result<()> {
+        use pgp::types::{EcdsaPublicParams, PublicParams, SignatureBytes};
+        let secp256k1 = matches!(
+            self.0.public_params(),
+            PublicParams::ECDSA(EcdsaPublicParams::Secp256k1 { .. })
+        );
+        if let (true, SignatureBytes::Mpis(m)) = (secp256k1, sig) {
+            if let [r, s] = &m[..] {
+                if let Some(low) = low_s(r.as_ref(), s.as_ref()) {
+                    return self.0.verify(hash, data, &SignatureBytes::Mpis(low));
+                }
+            }
+        }
+        self.0.verify(hash, data, sig)
+    }
+}
+
+impl<K: pgp::ser::Serialize> pgp::ser::Serialize for AsGnupg<'_, K> {
+    fn to_writer<W: std::io::Write>(&self, w: &mut W) -> pgp::errors::Result<()> {
+        self.0.to_writer(w)
+    }
+    fn write_len(&self) -> usize {
+        self.0.write_len()
+    }
+}
+
+/// `(r, n - s)` when `s` is in the upper half of secp256k1's order; `None` when it is
+/// low already or not a scalar.
+fn low_s(r: &[u8], s: &[u8]) -> Option<Vec<pgp::types::Mpi>> {
+    let pad = |x: &[u8]| -> Option<[u8; 32]> {
+        let mut out = [0u8; 32];
+        out.get_mut(32usize.checked_sub(x.len())?..)?
+            .copy_from_slice(x);
+        Some(out)
+    };
+    let sig = k256::ecdsa::Signature::from_scalars(pad(r)?, pad(s)?).ok()?;
+    let low = sig.normalize_s()?;
+    let (r, s) = low.split_bytes();
+    Some(vec![
+        pgp::types::Mpi::from_slice(&r),
+        pgp::types::Mpi::from_slice(&s),
+    ])
+}
 
 /// The policy's keys for one `signedBy` requirement.
 pub(crate) struct Keyring {
@@ -107,7 +189,7 @@ fn expiry(created: u64, sig: &Signature) -> Option<u64> {
 fn latest_self_signature(k: &SignedPublicKey) -> Option<&Signature> {
     let certs = k.details.users.iter().flat_map(|u| {
         u.signatures.iter().filter(move |s| {
-            s.verify_certification(&k.primary_key, Tag::UserId, &u.id)
+            s.verify_certification(&AsGnupg(&k.primary_key), Tag::UserId, &u.id)
                 .is_ok()
         })
     });
@@ -115,7 +197,7 @@ fn latest_self_signature(k: &SignedPublicKey) -> Option<&Signature> {
         .details
         .direct_signatures
         .iter()
-        .filter(|s| s.verify_key(&k.primary_key).is_ok());
+        .filter(|s| s.verify_key(&AsGnupg(&k.primary_key)).is_ok());
     certs
         .chain(direct)
         .max_by_key(|s| s.created().map(|t| t.as_secs()).unwrap_or(0))
@@ -125,7 +207,7 @@ fn primary_revoked(k: &SignedPublicKey) -> bool {
     k.details
         .revocation_signatures
         .iter()
-        .any(|s| s.verify_key(&k.primary_key).is_ok())
+        .any(|s| s.verify_key(&AsGnupg(&k.primary_key)).is_ok())
 }
 
 /// Why the signing key cannot sign now, if it cannot.
@@ -144,7 +226,9 @@ fn key_unusable(k: &SignedPublicKey, sub: Option<&SignedPublicSubKey>, at: u64) 
     let sfpr = sub.key.fingerprint().to_string().to_uppercase();
     let mut bindings = Vec::new();
     for s in &sub.signatures {
-        if s.verify_subkey_binding(&k.primary_key, &sub.key).is_err() {
+        if s.verify_subkey_binding(&AsGnupg(&k.primary_key), &sub.key)
+            .is_err()
+        {
             continue;
         }
         match s.typ() {
@@ -165,7 +249,7 @@ fn key_unusable(k: &SignedPublicKey, sub: Option<&SignedPublicSubKey>, at: u64) 
         return Some(format!("subkey {sfpr} of key {fpr} may not sign"));
     }
     let backsig_ok = binding.embedded_signature().is_some_and(|b| {
-        b.verify_primary_key_binding(&sub.key, &k.primary_key)
+        b.verify_primary_key_binding(&AsGnupg(&sub.key), &k.primary_key)
             .is_ok()
     });
     if !backsig_ok {
@@ -210,12 +294,13 @@ pub(crate) fn verify(sig: &[u8], keyring: &Keyring) -> Result<Vec<u8>> {
     }
     let at = now();
     for k in &keyring.keys {
-        let found = match msg.verify(k) {
+        let found = match msg.verify(&AsGnupg(k)) {
             Ok(signature) => Some((signature, None)),
-            Err(_) => k
-                .public_subkeys
-                .iter()
-                .find_map(|s| msg.verify(s).ok().map(|signature| (signature, Some(s)))),
+            Err(_) => k.public_subkeys.iter().find_map(|s| {
+                msg.verify(&AsGnupg(s))
+                    .ok()
+                    .map(|signature| (signature, Some(s)))
+            }),
         };
         let Some((signature, sub)) = found else {
             continue;
@@ -343,6 +428,21 @@ fn brief(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secp256k1_signatures_are_brought_to_low_s() {
+        // n - 1 is the highest s: it becomes 1; a low s stays as it is (None).
+        let n_minus_1 =
+            hex::decode("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364140")
+                .unwrap();
+        let low = low_s(&[7], &n_minus_1).unwrap();
+        assert_eq!(low[0].as_ref(), [7]);
+        assert_eq!(low[1].as_ref(), [1]);
+        assert!(low_s(&[7], &[1]).is_none());
+        // Not scalars: zero, or longer than the order.
+        assert!(low_s(&[7], &[0]).is_none());
+        assert!(low_s(&[7], &[1u8; 33]).is_none());
+    }
 
     const D: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
 

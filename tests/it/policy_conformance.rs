@@ -493,17 +493,29 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
         );
     }
     // The key algorithms gpg makes signing keys of, and the digest algorithms of its
-    // signatures. Not yet here: secp256k1 (rPGP refuses libgcrypt's signatures whose s
-    // is in the upper half of the curve order) and the brainpool curves (which rPGP does
-    // not implement for ECDSA): mcd-inject refuses keys that gpgme verifies with
+    // signatures. secp256k1 twice: libgcrypt's ECDSA signatures have an s in either
+    // half of the curve order (the upper half is what a verifier that wants low S, as
+    // rPGP's k256 does, refused). Not yet here: the brainpool curves, which rPGP does
+    // not implement for ECDSA: mcd-inject refuses keys that gpgme verifies with
     // (docs/release.md).
-    for algo in [
-        "rsa3072", "rsa4096", "dsa2048", "ed25519", "nistp256", "nistp384", "nistp521",
-    ] {
-        let fpr = g.key_of(&format!("algo-{algo}"), algo, "sign", "never", None);
-        let key = g.export(&fpr, &format!("algo-{algo}.asc"));
+    for (i, algo) in [
+        "rsa3072",
+        "rsa4096",
+        "dsa2048",
+        "ed25519",
+        "nistp256",
+        "nistp384",
+        "nistp521",
+        "secp256k1",
+        "secp256k1",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let fpr = g.key_of(&format!("algo-{i}-{algo}"), algo, "sign", "never", None);
+        let key = g.export(&fpr, &format!("algo-{i}-{algo}.asc"));
         case(
-            &format!("a {algo} key"),
+            &format!("a {algo} key ({i})"),
             default_policy(json!([requirement_by(&key, None)])),
             vec![g.sign(&p, &[&fpr], &[])],
             &v1,
