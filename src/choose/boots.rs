@@ -12,14 +12,26 @@ use super::osrelease::OsRelease;
 use super::rules::{self, nominal_rhel, Candidate};
 use super::target::{self, HostOs, OcpVersion, Target, TargetError};
 
-/// The cluster's OS, as far as it matters to a binary.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// The cluster's OS, as far as it matters to a binary. Serialized as the reports give
+/// it: `{"rhel": 9, "source": ...}` or `{"fedora": 33, "source": ...}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterOs {
     /// The OS of the cluster's nodes (RHEL for RHCOS and CentOS Stream CoreOS, Fedora
     /// for the Fedora CoreOS of OKD 4.4-4.15).
     pub os: HostOs,
     /// What says so.
     pub source: String,
+}
+
+impl Serialize for ClusterOs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let (key, major) = self.os.key();
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry(key, &major)?;
+        map.serialize_entry("source", &self.source)?;
+        map.end()
+    }
 }
 
 /// The OS of a release's nodes, by its version: an OKD release (`4.7.0-0.okd-…`,

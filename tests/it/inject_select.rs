@@ -301,6 +301,9 @@ fn inspect_shows_elf_facts_and_verdicts() {
     ]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
     let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    // A RHEL 8.6 image with a .rhel9 twin: its nodes run RHEL 9.
+    assert_eq!(v["cluster_os"]["rhel"], 9, "{}", v["cluster_os"]);
+    assert!(v["cluster_os"]["source"].is_string(), "{}", v["cluster_os"]);
     let bins = v["binaries"].as_array().unwrap();
     let rhel9 = bins.iter().find(|b| b["path"] == RHEL9).unwrap();
     assert_eq!(rhel9["elf"]["max_glibc"], "2.34");
