@@ -232,8 +232,7 @@ fn provenance(
     }
     p["builds"] = json!(builds);
     if let Some(c) = &plan.boots.cluster_os {
-        let (k, m) = c.os.key();
-        p["cluster_os"] = json!({ k: m, "source": c.source });
+        p["cluster_os"] = json!(c);
     }
     if let Some(r) = release {
         let disk = r

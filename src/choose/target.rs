@@ -1183,17 +1183,13 @@ impl Target {
     /// Whether the bootimage carries the pre-4.6 first-boot paths to switch off (RHCOS
     /// 4.1-4.5: `pivot.service`; Fedora CoreOS never had them).
     pub fn has_legacy_firstboot(&self) -> bool {
-        matches!(self.bootimage, BootimageId::Rhcos(v) if v <= v_4_5())
+        matches!(self.bootimage, BootimageId::Rhcos(r) if r <= v(4, 5))
     }
 
     /// Whether the bootimage's Ignition reads `spec`.
     pub fn reads(&self, spec: SpecVersion) -> bool {
         check_spec(self.bootimage, self.ignition, self.max_spec, spec).is_ok()
     }
-}
-
-const fn v_4_5() -> OcpVersion {
-    v(4, 5)
 }
 
 fn check_spec(

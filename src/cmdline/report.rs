@@ -68,26 +68,21 @@ pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) ->
     })
 }
 
-/// An OS with what says so: `{"rhel": 9, "source": ...}`, `{"fedora": 33, ...}`.
-fn os_json(os: crate::choose::target::HostOs, source: &str) -> Value {
-    let (key, major) = os.key();
-    json!({ key: major, "source": source })
-}
-
 /// Which build runs on which boot of the first boot, with the verdicts.
 fn boots_json(r: &InjectReport) -> Value {
     let b = &r.boots;
+    let (os_key, os_major) = r.target.os.key();
     let verdict =
         |v: &crate::choose::rules::Verdict| json!({ "fits": v.compatible, "because": v.reasons });
     let later = match (&b.cluster_os, &b.second) {
         (None, _) => Value::Null,
         (Some(c), None) => json!({
-            "os": os_json(c.os, &c.source),
+            "os": c,
             "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
             "verdict": b.first_on_cluster.as_ref().map(verdict),
         }),
         (Some(c), Some(s)) => json!({
-            "os": os_json(c.os, &c.source),
+            "os": c,
             "binary": { "path": s.path, "sha256": digest("sha256", &s.sha256) },
             "verdict": verdict(&s.verdict),
             "first_binary_verdict": b.first_on_cluster.as_ref().map(verdict),
@@ -105,10 +100,7 @@ fn boots_json(r: &InjectReport) -> Value {
         .collect();
     json!({
         "first": {
-            "os": {
-                "bootimage": r.target.bootimage.to_string(),
-                r.target.os.key().0: r.target.os.key().1,
-            },
+            "os": { "bootimage": r.target.bootimage.to_string(), os_key: os_major },
             "binary": { "path": r.chosen, "sha256": digest("sha256", &r.binary_sha256) },
             "verdict": verdict(&b.first_verdict),
             "closure": (!closure.is_empty()).then_some(closure),
