@@ -9,11 +9,20 @@
 //! - `policy`: the policy file, its scopes and requirements, and the verdict;
 //! - `registries_d`: where signatures are stored (lookaside, sigstore attachments);
 //! - `simple_signing`: OpenPGP "simple signing" signatures, verified with rPGP;
-//! - `sigstore`: sigstore signatures (cosign's format), verified with a public key;
+//! - `sigstore`: sigstore signatures (cosign's format): public keys, Fulcio
+//!   certificates with Rekor SETs, or certificates of a private CA;
+//! - `keys`: the public keys sigstore and Rekor verify with;
+//! - `certificates`: X.509 chains of Fulcio and PKI signatures, as Go's `x509` checks them;
+//! - `rekor`: Rekor signed entry timestamps (SETs) and the entries they sign;
+//! - `pem`: PEM blocks as Go's `encoding/pem` finds them;
 //! - `strict_json`: JSON read as strictly as containers/image reads it.
 
+mod certificates;
+mod keys;
+mod pem;
 pub(crate) mod policy;
 mod registries_d;
+mod rekor;
 pub(crate) mod sigstore;
 mod simple_signing;
 mod strict_json;

@@ -165,34 +165,6 @@ impl Policy {
                 all.push((name.to_string(), these));
             }
         }
-        // Valid, but not implemented here: refused now rather than image by image.
-        let unsupported = |reqs: &[Requirement], at: &str| -> Result<()> {
-            for (i, r) in reqs.iter().enumerate() {
-                if let Some(why) = match r {
-                    Requirement::SigstoreSigned(s) => s.unsupported(),
-                    _ => None,
-                } {
-                    bail!(
-                        "signature policy {origin}: {at}: requirement {}: {why}",
-                        i + 1
-                    );
-                }
-            }
-            Ok(())
-        };
-        unsupported(&default, "default")?;
-        for (name, scopes) in &all {
-            for (scope, reqs) in scopes {
-                unsupported(
-                    reqs,
-                    &format!(
-                        "transports.{}.{}",
-                        parse::name_shown(name),
-                        parse::name_shown(scope)
-                    ),
-                )?;
-            }
-        }
         Ok(Policy {
             default,
             transports: all,
@@ -730,8 +702,9 @@ fn sigstore_signed(
     image: &Judged,
     sigs: &Signatures,
 ) -> Result<(), String> {
-    // A key that cannot be read or parsed refuses the image (prepareTrustRoot).
-    let keys = req.public_keys().map_err(|e| format!("{e:#}"))?;
+    // A key or certificate that cannot be read or parsed refuses the image
+    // (prepareTrustRoot).
+    let root = req.trust_root().map_err(|e| format!("{e:#}"))?;
     let digest_ok = |claimed: &str| -> Result<()> {
         if !manifest_matches(image.manifest, claimed) {
             bail!(
@@ -764,7 +737,7 @@ fn sigstore_signed(
                 payload,
                 annotations,
                 ..
-            } => match sigstore::verify(payload, annotations, &keys, &digest_ok, &identity_ok) {
+            } => match sigstore::verify(payload, annotations, &root, &digest_ok, &identity_ok) {
                 Ok(()) => return Ok(()),
                 Err(e) => whys.push(format!("{origin}: {e:#}")),
             },

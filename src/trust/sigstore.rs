@@ -38,6 +38,9 @@ use base64::Engine as _;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
+use super::certificates;
+use super::keys::PublicKey;
+use super::rekor;
 use super::strict_json::{self, Object};
 use crate::image::Digest;
 
@@ -45,6 +48,12 @@ use crate::image::Digest;
 pub(crate) const SIGNATURE_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 /// The layer annotation holding the base64 signature of the layer's bytes.
 pub(crate) const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+/// The layer annotation holding the Rekor SET (cosign's "bundle").
+pub(crate) const SET_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
+/// The layer annotation holding the signing certificate (PEM).
+pub(crate) const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
+/// The layer annotation holding the certificate chain (PEM, intermediates then root).
+pub(crate) const CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
 /// The media type an attachment manifest must be served with.
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 /// At most this many layers in an attachment manifest.
@@ -56,23 +65,93 @@ const SIGNATURE_TYPE: &str = "cosign container image signature";
 
 // ------------------------------------------------------------------ the requirement
 
-/// A `sigstoreSigned` requirement, `I` being the policy's `signedIdentity` type: its
-/// public keys, and what mcd-inject does not verify when the requirement asks for it.
+/// A `sigstoreSigned` requirement, `I` being the policy's `signedIdentity` type: where
+/// its root of trust is (public keys, a Fulcio CA, or a private CA), its Rekor keys.
 #[derive(Clone, Debug)]
 pub(crate) struct SigstoreSigned<I> {
-    keys: KeySource,
-    unsupported: Option<&'static str>,
+    root: RootSource,
+    rekor: Option<KeySource>,
     signed_identity: I,
 }
 
-/// Where the public keys are (`keyPath`, `keyPaths`, `keyData`, `keyDatas`).
+/// Where some PEM data is (`…Path`, `…Paths`, `…Data`, `…Datas`).
 #[derive(Clone, Debug)]
 enum KeySource {
-    None,
     Path(String),
     Paths(Vec<String>),
     Data(Vec<u8>),
     Datas(Vec<Vec<u8>>),
+}
+
+/// The root of trust a requirement names.
+#[derive(Clone, Debug)]
+enum RootSource {
+    Keys(KeySource),
+    Fulcio {
+        ca: KeySource,
+        oidc_issuer: String,
+        subject_email: String,
+    },
+    Pki {
+        roots: KeySource,
+        intermediates: Option<KeySource>,
+        subject_email: Option<String>,
+        subject_hostname: Option<String>,
+    },
+    /// `fulcio: null` or `pki: null`: why no trust root can be read.
+    Empty(&'static str),
+}
+
+/// A requirement's root of trust, read and parsed (`prepareTrustRoot`).
+pub(crate) struct TrustRoot {
+    kind: RootKind,
+    /// The Rekor keys (ECDSA); empty when the policy names none.
+    rekor: Vec<PublicKey>,
+}
+
+enum RootKind {
+    Keys(Vec<PublicKey>),
+    Fulcio(certificates::Fulcio),
+    Pki(certificates::Pki),
+}
+
+impl KeySource {
+    /// The PEM data, each with a name for messages (its path, or `FIELD[N]`).
+    fn load(&self, field: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let read = |p: &str| -> Result<(String, Vec<u8>)> {
+            let b = std::fs::read(p).with_context(|| format!("reading {p} ({field})"))?;
+            Ok((p.to_string(), b))
+        };
+        Ok(match self {
+            KeySource::Path(p) => vec![read(p)?],
+            KeySource::Paths(ps) => ps.iter().map(|p| read(p)).collect::<Result<_>>()?,
+            KeySource::Data(d) => vec![(format!("{field}Data"), d.clone())],
+            KeySource::Datas(ds) => ds
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (format!("{field}Datas[{i}]"), d.clone()))
+                .collect(),
+        })
+    }
+
+    /// The one PEM file or value of a single source (`caPath`/`caData`...).
+    fn load_one(&self, field: &str) -> Result<Vec<u8>> {
+        Ok(self.load(field)?.remove(0).1)
+    }
+}
+
+/// `…Path` or `…Data` of an object, one of them set (checked by the parser).
+fn path_or_data(o: &Object, field: &str) -> Result<Option<KeySource>> {
+    Ok(
+        match (
+            nonempty(o, &format!("{field}Path"))?,
+            bytes(o, &format!("{field}Data"))?,
+        ) {
+            (Some(p), _) => Some(KeySource::Path(p)),
+            (_, Some(d)) => Some(KeySource::Data(d)),
+            _ => None,
+        },
+    )
 }
 
 const KEYS: &[&str] = &[
@@ -126,7 +205,7 @@ fn nonempty(o: &Object, key: &str) -> Result<Option<String>> {
 
 /// `fulcio`, as `prSigstoreSignedFulcio.UnmarshalJSON` and `newPRSigstoreSignedFulcio`
 /// check it.
-fn fulcio(text: &str) -> Result<()> {
+fn fulcio(text: &str) -> Result<RootSource> {
     let o = strict_json::object(text).map_err(|e| anyhow!("fulcio: {e}"))?;
     o.only(&["caPath", "caData", "oidcIssuer", "subjectEmail"])
         .map_err(|e| anyhow!("fulcio: {e}"))?;
@@ -137,17 +216,21 @@ fn fulcio(text: &str) -> Result<()> {
         (false, false) => bail!("fulcio: at least one of caPath and caData must be specified"),
         _ => {}
     }
-    if nonempty(&o, "oidcIssuer")?.is_none() {
+    let Some(oidc_issuer) = nonempty(&o, "oidcIssuer")? else {
         bail!("fulcio: oidcIssuer not specified");
-    }
-    if nonempty(&o, "subjectEmail")?.is_none() {
+    };
+    let Some(subject_email) = nonempty(&o, "subjectEmail")? else {
         bail!("fulcio: subjectEmail not specified");
-    }
-    Ok(())
+    };
+    Ok(RootSource::Fulcio {
+        ca: path_or_data(&o, "ca")?.expect("one of caPath and caData"),
+        oidc_issuer,
+        subject_email,
+    })
 }
 
 /// `pki`, as `prSigstoreSignedPKI.UnmarshalJSON` and `newPRSigstoreSignedPKI` check it.
-fn pki(text: &str) -> Result<()> {
+fn pki(text: &str) -> Result<RootSource> {
     let o = strict_json::object(text).map_err(|e| anyhow!("pki: {e}"))?;
     o.only(&[
         "caRootsPath",
@@ -172,10 +255,17 @@ fn pki(text: &str) -> Result<()> {
     {
         bail!("pki: caIntermediatesPath and caIntermediatesData cannot be used simultaneously");
     }
-    if nonempty(&o, "subjectEmail")?.is_none() && nonempty(&o, "subjectHostname")?.is_none() {
+    let subject_email = nonempty(&o, "subjectEmail")?;
+    let subject_hostname = nonempty(&o, "subjectHostname")?;
+    if subject_email.is_none() && subject_hostname.is_none() {
         bail!("pki: at least one of subjectEmail, subjectHostname must be specified");
     }
-    Ok(())
+    Ok(RootSource::Pki {
+        roots: path_or_data(&o, "caRoots")?.expect("one of caRootsPath and caRootsData"),
+        intermediates: path_or_data(&o, "caIntermediates")?,
+        subject_email,
+        subject_hostname,
+    })
 }
 
 impl<I> SigstoreSigned<I> {
@@ -211,12 +301,26 @@ impl<I> SigstoreSigned<I> {
         let key_paths = o.parse::<Option<Vec<String>>>("keyPaths")?.flatten();
         let key_data = bytes(o, "keyData")?;
         let key_datas = bytes_list(o, "keyDatas")?;
-        // A `null` fulcio or pki is a (zero) value in containers/image, and counts.
-        if let Some(v) = o.get("fulcio").filter(|v| v.get() != "null") {
-            fulcio(v.get())?;
+        // A `null` fulcio or pki is a (zero) value in containers/image, and counts: the
+        // policy loads, and its trust root fails to load for every image.
+        let mut root = None;
+        if let Some(v) = o.get("fulcio") {
+            root = Some(if v.get() == "null" {
+                RootSource::Empty(
+                    "Fulcio specified with not exactly one of \"caPath\" nor \"caData\"",
+                )
+            } else {
+                fulcio(v.get())?
+            });
         }
-        if let Some(v) = o.get("pki").filter(|v| v.get() != "null") {
-            pki(v.get())?;
+        if let Some(v) = o.get("pki") {
+            root = Some(if v.get() == "null" {
+                RootSource::Empty(
+                    "PKI specified with not exactly one of \"caRootsPath\" nor \"caRootsData\"",
+                )
+            } else {
+                pki(v.get())?
+            });
         }
         let has_fulcio = o.get("fulcio").is_some();
         let has_pki = o.get("pki").is_some();
@@ -231,11 +335,17 @@ impl<I> SigstoreSigned<I> {
         if sources.iter().filter(|s| **s).count() != 1 {
             bail!("exactly one of keyPath, keyPaths, keyData, keyDatas, fulcio, and pki must be specified");
         }
+        let rekor_path = nonempty(o, "rekorPublicKeyPath")?;
+        let rekor_paths = o
+            .parse::<Option<Vec<String>>>("rekorPublicKeyPaths")?
+            .flatten();
+        let rekor_data = bytes(o, "rekorPublicKeyData")?;
+        let rekor_datas = bytes_list(o, "rekorPublicKeyDatas")?;
         let rekor = [
-            nonempty(o, "rekorPublicKeyPath")?.is_some(),
-            o.get("rekorPublicKeyPaths").is_some(),
-            bytes(o, "rekorPublicKeyData")?.is_some(),
-            bytes_list(o, "rekorPublicKeyDatas")?.is_some(),
+            rekor_path.is_some(),
+            rekor_paths.is_some(),
+            rekor_data.is_some(),
+            rekor_datas.is_some(),
         ]
         .iter()
         .filter(|s| **s)
@@ -258,45 +368,26 @@ impl<I> SigstoreSigned<I> {
                  rekorPublicKeyDatas are not supported with pki"
             );
         }
-        let unsupported = if has_fulcio {
-            Some(
-                "sigstoreSigned with fulcio (keyless signatures: Fulcio certificates and Rekor \
-                 SETs) is not supported by mcd-inject; only public keys (keyPath, keyPaths, \
-                 keyData, keyDatas) without Rekor are",
-            )
-        } else if has_pki {
-            Some(
-                "sigstoreSigned with pki (certificates from a private CA) is not supported by \
-                 mcd-inject; only public keys (keyPath, keyPaths, keyData, keyDatas) without \
-                 Rekor are",
-            )
-        } else if rekor > 0 {
-            Some(
-                "sigstoreSigned with rekorPublicKeyPath, rekorPublicKeyPaths, \
-                 rekorPublicKeyData or rekorPublicKeyDatas (Rekor SETs required with the keys) \
-                 is not supported by mcd-inject",
-            )
-        } else {
-            None
+        let rekor = match (rekor_path, rekor_paths, rekor_data, rekor_datas) {
+            (Some(p), ..) => Some(KeySource::Path(p)),
+            (_, Some(ps), ..) => Some(KeySource::Paths(ps)),
+            (_, _, Some(d), _) => Some(KeySource::Data(d)),
+            (.., Some(ds)) => Some(KeySource::Datas(ds)),
+            _ => None,
         };
-        let keys = match (key_path, key_paths, key_data, key_datas) {
-            (Some(p), ..) => KeySource::Path(p),
-            (_, Some(ps), ..) => KeySource::Paths(ps),
-            (_, _, Some(d), _) => KeySource::Data(d),
-            (.., Some(ds)) => KeySource::Datas(ds),
-            _ => KeySource::None,
+        let root = match (root, key_path, key_paths, key_data, key_datas) {
+            (Some(r), ..) => r,
+            (_, Some(p), ..) => RootSource::Keys(KeySource::Path(p)),
+            (_, _, Some(ps), ..) => RootSource::Keys(KeySource::Paths(ps)),
+            (_, _, _, Some(d), _) => RootSource::Keys(KeySource::Data(d)),
+            (.., Some(ds)) => RootSource::Keys(KeySource::Datas(ds)),
+            _ => unreachable!("exactly one source, checked above"),
         };
         Ok(SigstoreSigned {
-            keys,
-            unsupported,
+            root,
+            rekor,
             signed_identity,
         })
-    }
-
-    /// Why mcd-inject cannot check this requirement, valid as it is, if it cannot:
-    /// `fulcio`, `pki`, or keys with Rekor.
-    pub(crate) fn unsupported(&self) -> Option<&'static str> {
-        self.unsupported
     }
 
     /// The `signedIdentity` (`matchRepoDigestOrExact` when not given).
@@ -304,233 +395,166 @@ impl<I> SigstoreSigned<I> {
         &self.signed_identity
     }
 
-    /// The public keys, read and parsed (`prepareTrustRoot`): an error names the key
-    /// (its path, or `keyData`/`keyDatas[N]`) and what is wrong with it.
-    pub(crate) fn public_keys(&self) -> Result<Vec<PublicKey>> {
-        let read = |p: &str| -> Result<(String, Vec<u8>)> {
-            let b = std::fs::read(p).with_context(|| format!("reading sigstore public key {p}"))?;
-            Ok((p.to_string(), b))
-        };
-        let pems: Vec<(String, Vec<u8>)> = match &self.keys {
-            KeySource::None => bail!(
-                "{}",
-                self.unsupported
-                    .unwrap_or("sigstoreSigned has no public key")
+    /// The root of trust, read and parsed (`prepareTrustRoot`): an error names the file
+    /// or field (its path, or `keyData`/`keyDatas[N]`...) and what is wrong with it.
+    pub(crate) fn trust_root(&self) -> Result<TrustRoot> {
+        let kind = match &self.root {
+            RootSource::Empty(why) => bail!("{why}"),
+            RootSource::Keys(src) => RootKind::Keys(
+                src.load("key")?
+                    .iter()
+                    .map(|(name, pem)| {
+                        PublicKey::from_pem(pem)
+                            .with_context(|| format!("sigstore public key {name}"))
+                    })
+                    .collect::<Result<_>>()?,
             ),
-            KeySource::Path(p) => vec![read(p)?],
-            KeySource::Paths(ps) => ps.iter().map(|p| read(p)).collect::<Result<_>>()?,
-            KeySource::Data(d) => vec![("keyData".to_string(), d.clone())],
-            KeySource::Datas(ds) => ds
-                .iter()
-                .enumerate()
-                .map(|(i, d)| (format!("keyDatas[{i}]"), d.clone()))
-                .collect(),
-        };
-        pems.iter()
-            .map(|(name, pem)| {
-                PublicKey::from_pem(pem).with_context(|| format!("sigstore public key {name}"))
-            })
-            .collect()
-    }
-}
-
-// ------------------------------------------------------------------ keys
-
-/// A public key a sigstore signature can be verified with.
-#[derive(Clone, Debug)]
-pub(crate) enum PublicKey {
-    P256(p256::ecdsa::VerifyingKey),
-    P384(p384::ecdsa::VerifyingKey),
-    Ed25519(ed25519_dalek::VerifyingKey),
-    Rsa(rsa::RsaPublicKey),
-}
-
-const OID_EC: &str = "1.2.840.10045.2.1";
-const OID_P256: &str = "1.2.840.10045.3.1.7";
-const OID_P384: &str = "1.3.132.0.34";
-const OID_P224: &str = "1.3.132.0.33";
-const OID_P521: &str = "1.3.132.0.35";
-const OID_ED25519: &str = "1.3.101.112";
-const OID_RSA: &str = "1.2.840.113549.1.1.1";
-/// The DER DigestInfo prefix of a SHA-256 hash (RFC 8017, 9.2).
-const SHA256_DIGEST_INFO: &[u8] = &[
-    0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05,
-    0x00, 0x04, 0x20,
-];
-
-/// The first PEM block of `text` (as Go's `pem.Decode` finds it): its type and bytes.
-fn first_pem_block(text: &[u8]) -> Result<(String, Vec<u8>)> {
-    let text = String::from_utf8_lossy(text);
-    let start = text
-        .find("-----BEGIN ")
-        .ok_or_else(|| anyhow!("PEM decoding failed (no BEGIN line)"))?;
-    let rest = &text[start + "-----BEGIN ".len()..];
-    let end_type = rest
-        .find("-----")
-        .ok_or_else(|| anyhow!("PEM decoding failed"))?;
-    let kind = rest[..end_type].to_string();
-    let body = &rest[end_type + 5..];
-    let end_line = format!("-----END {kind}-----");
-    let end = body
-        .find(&end_line)
-        .ok_or_else(|| anyhow!("PEM decoding failed (no {end_line:?})"))?;
-    let b64: String = body[..end]
-        .lines()
-        .filter(|l| !l.contains(':'))
-        .flat_map(|l| l.chars())
-        .filter(|c| !c.is_whitespace())
-        .collect();
-    let der = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .map_err(|_| anyhow!("PEM decoding failed (the {kind} block is not base64)"))?;
-    Ok((kind, der))
-}
-
-/// A PKCS #1 RSA public key, of 1024 to 16384 bits (Go's crypto/rsa refuses smaller
-/// ones; the rsa crate's default limit, 4096, would refuse keys Go takes).
-fn rsa_key(der: &[u8]) -> Result<rsa::RsaPublicKey> {
-    use rsa::pkcs1::der::Decode as _;
-    use rsa::traits::PublicKeyParts as _;
-    let k = rsa::pkcs1::RsaPublicKey::from_der(der)
-        .map_err(|e| anyhow!("not a PKCS #1 RSA public key: {e}"))?;
-    let n = rsa::BigUint::from_bytes_be(k.modulus.as_bytes());
-    let e = rsa::BigUint::from_bytes_be(k.public_exponent.as_bytes());
-    let key = rsa::RsaPublicKey::new_with_max_size(n, e, 16384)
-        .map_err(|e| anyhow!("not a valid RSA key: {e}"))?;
-    if key.n().bits() < 1024 {
-        bail!(
-            "an RSA key of {} bits is refused (less than 1024)",
-            key.n().bits()
-        );
-    }
-    Ok(key)
-}
-
-impl PublicKey {
-    /// A key as `cryptoutils.UnmarshalPEMToPublicKey` reads it.
-    pub(crate) fn from_pem(pem: &[u8]) -> Result<PublicKey> {
-        let (kind, der) = first_pem_block(pem)?;
-        match kind.as_str() {
-            "PUBLIC KEY" => Self::from_spki(&der),
-            "RSA PUBLIC KEY" => rsa_key(&der).map(PublicKey::Rsa),
-            other => bail!(
-                "unknown public key PEM type {} (expected PUBLIC KEY)",
-                pem_label_shown(other)
-            ),
-        }
-    }
-
-    fn from_spki(der: &[u8]) -> Result<PublicKey> {
-        let info = spki::SubjectPublicKeyInfoRef::try_from(der)
-            .map_err(|e| anyhow!("not a PKIX public key: {e}"))?;
-        let bits = info
-            .subject_public_key
-            .as_bytes()
-            .ok_or_else(|| anyhow!("not a PKIX public key: unused bits in the key"))?;
-        let alg = info.algorithm.oid.to_string();
-        match alg.as_str() {
-            OID_EC => {
-                let curve = info
-                    .algorithm
-                    .parameters_oid()
-                    .map_err(|e| anyhow!("an ECDSA key without a named curve: {e}"))?
-                    .to_string();
-                match curve.as_str() {
-                    OID_P256 => p256::ecdsa::VerifyingKey::from_sec1_bytes(bits)
-                        .map(PublicKey::P256)
-                        .map_err(|_| anyhow!("not a valid ECDSA P-256 point")),
-                    OID_P384 => p384::ecdsa::VerifyingKey::from_sec1_bytes(bits)
-                        .map(PublicKey::P384)
-                        .map_err(|_| anyhow!("not a valid ECDSA P-384 point")),
-                    OID_P224 => bail!("ECDSA P-224 keys are not supported by mcd-inject (P-256, P-384, Ed25519 and RSA are)"),
-                    OID_P521 => bail!("ECDSA P-521 keys are not supported by mcd-inject (P-256, P-384, Ed25519 and RSA are)"),
-                    other => bail!("ECDSA curve {other} is not supported"),
+            RootSource::Fulcio {
+                ca,
+                oidc_issuer,
+                subject_email,
+            } => {
+                let ca = certificates::pool_from_pem(&ca.load_one("ca")?);
+                if ca.is_empty() {
+                    bail!("error loading Fulcio CA certificates (fulcio: no PEM CERTIFICATE in caPath or caData)");
                 }
+                RootKind::Fulcio(certificates::Fulcio {
+                    ca,
+                    oidc_issuer: oidc_issuer.clone(),
+                    subject_email: subject_email.clone(),
+                })
             }
-            OID_ED25519 => {
-                let b: [u8; 32] = bits
-                    .try_into()
-                    .map_err(|_| anyhow!("an Ed25519 key is 32 bytes"))?;
-                ed25519_dalek::VerifyingKey::from_bytes(&b)
-                    .map(PublicKey::Ed25519)
-                    .map_err(|_| anyhow!("not a valid Ed25519 key"))
-            }
-            OID_RSA => rsa_key(bits).map(PublicKey::Rsa),
-            other => bail!("public key algorithm {other} is not supported (ECDSA P-256/P-384, Ed25519, RSA are)"),
-        }
-    }
-
-    /// The kind of key, for messages.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            PublicKey::P256(_) => "ECDSA P-256",
-            PublicKey::P384(_) => "ECDSA P-384",
-            PublicKey::Ed25519(_) => "Ed25519",
-            PublicKey::Rsa(_) => "RSA",
-        }
-    }
-
-    /// Whether `sig` is this key's signature of `payload`, as sigstore's verifier for
-    /// the key with SHA-256 decides: ECDSA (ASN.1 DER) of SHA-256(payload), Ed25519 of the
-    /// payload itself, RSA PKCS #1 v1.5 of SHA-256(payload).
-    pub(crate) fn verifies(&self, payload: &[u8], sig: &[u8]) -> bool {
-        use sha2::Digest as _;
-        let hash = sha2::Sha256::digest(payload);
-        match self {
-            PublicKey::P256(k) => {
-                use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
-                p256::ecdsa::Signature::from_der(sig)
-                    .is_ok_and(|s| k.verify_prehash(&hash, &s).is_ok())
-            }
-            PublicKey::P384(k) => {
-                use p384::ecdsa::signature::hazmat::PrehashVerifier as _;
-                p384::ecdsa::Signature::from_der(sig)
-                    .is_ok_and(|s| k.verify_prehash(&hash, &s).is_ok())
-            }
-            // Go's ed25519.Verify: cofactorless, S canonical; small-order keys are not
-            // refused (so not verify_strict).
-            PublicKey::Ed25519(k) => {
-                use ed25519_dalek::Verifier as _;
-                ed25519_dalek::Signature::from_slice(sig)
-                    .is_ok_and(|s| k.verify(payload, &s).is_ok())
-            }
-            PublicKey::Rsa(k) => {
-                let scheme = rsa::Pkcs1v15Sign {
-                    hash_len: Some(32),
-                    prefix: SHA256_DIGEST_INFO.into(),
+            RootSource::Pki {
+                roots,
+                intermediates,
+                subject_email,
+                subject_hostname,
+            } => {
+                let roots = certificates::pool_from_pem(&roots.load_one("caRoots")?);
+                if roots.is_empty() {
+                    bail!("error loading PKI CA Roots certificates (pki: no PEM CERTIFICATE in caRootsPath or caRootsData)");
+                }
+                let intermediates = match intermediates {
+                    Some(i) => {
+                        certificates::Pki::intermediates_from_pem(&i.load_one("caIntermediates")?)?
+                    }
+                    None => Vec::new(),
                 };
-                k.verify(scheme, &hash, sig).is_ok()
+                RootKind::Pki(certificates::Pki {
+                    roots,
+                    intermediates,
+                    subject_email: subject_email.clone(),
+                    subject_hostname: subject_hostname.clone(),
+                })
+            }
+        };
+        let mut rekor = Vec::new();
+        if let Some(src) = &self.rekor {
+            for (i, (name, pem)) in src.load("rekorPublicKey")?.iter().enumerate() {
+                let k = PublicKey::from_pem(pem)
+                    .with_context(|| format!("parsing Rekor public key {} ({name})", i + 1))?;
+                if !k.is_ecdsa() {
+                    bail!("Rekor public key {} ({name}) is not using ECDSA", i + 1);
+                }
+                rekor.push(k);
             }
         }
+        Ok(TrustRoot { kind, rekor })
     }
 }
 
 // ------------------------------------------------------------------ signatures
 
+/// A PEM `PUBLIC KEY` block of `key` (`cryptoutils.MarshalPublicKeyToPEM`).
+fn public_key_pem(key: &PublicKey) -> Vec<u8> {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(key.pkix_der());
+    let mut pem = String::from("-----BEGIN PUBLIC KEY-----\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        pem.push_str(std::str::from_utf8(chunk).expect("base64 is ASCII"));
+        pem.push('\n');
+    }
+    pem.push_str("-----END PUBLIC KEY-----\n");
+    pem.into_bytes()
+}
+
 /// Checks one sigstore signature (its payload and the annotations of its layer) as
-/// `prSigstoreSigned.isSignatureAccepted` and `VerifySigstorePayload` do: made by one of
-/// `keys`, over a valid payload whose digest `digest` accepts and whose
-/// `docker-reference` `identity` accepts, in that order. The error says why not.
+/// `prSigstoreSigned.isSignatureAccepted` and `VerifySigstorePayload` do: the key that
+/// must have made it (one of the public keys, with a Rekor SET naming it when the
+/// policy has Rekor keys; or the key of a certificate that chains to the Fulcio CA at
+/// the SET's time, or to the PKI roots now), then the signature by that key, over a
+/// valid payload whose digest `digest` accepts and whose `docker-reference` `identity`
+/// accepts, in that order. The error says why not.
 pub(crate) fn verify(
     payload: &[u8],
     annotations: &BTreeMap<String, String>,
-    keys: &[PublicKey],
+    root: &TrustRoot,
     digest: &dyn Fn(&str) -> Result<()>,
     identity: &dyn Fn(&str) -> Result<()>,
 ) -> Result<()> {
     let b64 = annotations
         .get(SIGNATURE_ANNOTATION)
         .ok_or_else(|| anyhow!("missing {SIGNATURE_ANNOTATION} annotation"))?;
+    let annotation = |key: &str| {
+        annotations
+            .get(key)
+            .map(|v| v.as_bytes())
+            .ok_or_else(|| anyhow!("missing {key} annotation"))
+    };
+    let chain = annotations.get(CHAIN_ANNOTATION).map(|v| v.as_bytes());
+    let (keys, whose): (Vec<PublicKey>, String) = match &root.kind {
+        RootKind::Keys(keys) if root.rekor.is_empty() => {
+            let kinds: Vec<&str> = keys.iter().map(PublicKey::kind).collect();
+            let whose = format!(
+                "any of the policy's {} key(s) ({})",
+                keys.len(),
+                kinds.join(", ")
+            );
+            (keys.clone(), whose)
+        }
+        RootKind::Keys(keys) => {
+            let set = annotation(SET_ANNOTATION)?;
+            let mut failures = Vec::new();
+            let mut found = None;
+            for k in keys {
+                match rekor::verify_set(&root.rekor, set, &public_key_pem(k), b64, payload) {
+                    Ok(_) => {
+                        found = Some(k.clone());
+                        break;
+                    }
+                    Err(e) => failures.push(format!("{e:#}")),
+                }
+            }
+            let k = found.ok_or_else(|| {
+                anyhow!(
+                    "No public key verified against the RekorSET: {}",
+                    failures.join(", ")
+                )
+            })?;
+            let whose = format!("the policy's {} key the Rekor SET names", k.kind());
+            (vec![k], whose)
+        }
+        RootKind::Fulcio(f) => {
+            let set = annotation(SET_ANNOTATION)?;
+            let cert = annotation(CERTIFICATE_ANNOTATION)?;
+            let time = rekor::verify_set(&root.rekor, set, cert, b64, payload)?;
+            let k = f.verify_at(time, cert, chain)?;
+            let whose = format!("the {} key of its Fulcio certificate", k.kind());
+            (vec![k], whose)
+        }
+        RootKind::Pki(p) => {
+            let cert = annotation(CERTIFICATE_ANNOTATION)?;
+            let k = p.verify(cert, chain)?;
+            let whose = format!("the {} key of its certificate", k.kind());
+            (vec![k], whose)
+        }
+    };
     let raw = base64::engine::general_purpose::STANDARD
         .decode(b64.replace(['\r', '\n'], ""))
         .map_err(|_| anyhow!("the {SIGNATURE_ANNOTATION} annotation is not base64"))?;
     if !keys.iter().any(|k| k.verifies(payload, &raw)) {
-        let kinds: Vec<&str> = keys.iter().map(PublicKey::kind).collect();
         bail!(
             "cryptographic signature verification failed: not a signature of its payload by \
-             any of the policy's {} key(s) ({})",
-            keys.len(),
-            kinds.join(", ")
+             {whose}"
         );
     }
     let p = Payload::parse(payload)?;
@@ -664,30 +688,6 @@ impl Payload {
             digest: p.critical.image.digest,
             reference: p.critical.identity.reference,
         })
-    }
-}
-
-/// A PEM label as it is when it is a usual one; another is not quoted (a key file may
-/// hold anything).
-fn pem_label_shown(label: &str) -> String {
-    const USUAL: &[&str] = &[
-        "CERTIFICATE",
-        "PRIVATE KEY",
-        "ENCRYPTED PRIVATE KEY",
-        "EC PRIVATE KEY",
-        "RSA PRIVATE KEY",
-        "EC PARAMETERS",
-        "OPENSSH PRIVATE KEY",
-        "PGP PUBLIC KEY BLOCK",
-        "PGP PRIVATE KEY BLOCK",
-        "SIGSTORE PRIVATE KEY",
-        "ENCRYPTED SIGSTORE PRIVATE KEY",
-        "ENCRYPTED COSIGN PRIVATE KEY",
-    ];
-    if USUAL.contains(&label) {
-        format!("{label:?}")
-    } else {
-        "(a label not shown)".to_string()
     }
 }
 
@@ -954,12 +954,9 @@ mod tests {
     fn requirement_fields_as_containers_image_parses_them() {
         let parse = |text: &str| -> Result<(), String> {
             let o = strict_json::object(text).map_err(|e| e.to_string())?;
-            let s = SigstoreSigned::parse(&o, |t| Ok(t.to_string()), "default".to_string())
-                .map_err(|e| format!("{e:#}"))?;
-            match s.unsupported() {
-                Some(why) => Err(why.to_string()),
-                None => Ok(()),
-            }
+            SigstoreSigned::parse(&o, |t| Ok(t.to_string()), "default".to_string())
+                .map(|_| ())
+                .map_err(|e| format!("{e:#}"))
         };
         let ok = [
             r#"{"keyPath":"/k"}"#,
@@ -968,6 +965,16 @@ mod tests {
             r#"{"keyDatas":["AA==","AQ=="]}"#,
             r#"{"keyPath":"/k","signedIdentity":{"type":"matchRepository"}}"#,
             r#"{"keyPath":"/k","keyData":null}"#,
+            // Keyless, private CA, keys with Rekor.
+            r#"{"fulcio":{"caPath":"/ca","oidcIssuer":"https://issuer.example","subjectEmail":"a@example.com"},"rekorPublicKeyPath":"/r"}"#,
+            r#"{"fulcio":{"caData":"AA==","oidcIssuer":"i","subjectEmail":"e"},"rekorPublicKeyDatas":["AA=="]}"#,
+            r#"{"pki":{"caRootsPath":"/ca","subjectHostname":"signer.example"}}"#,
+            r#"{"pki":{"caRootsData":"AA==","caIntermediatesData":"AA==","subjectEmail":"e"}}"#,
+            r#"{"keyPath":"/k","rekorPublicKeyPath":"/r"}"#,
+            r#"{"keyData":"AA==","rekorPublicKeyPaths":["/r","/s"]}"#,
+            // A null fulcio or pki counts as one (and fails for every image).
+            r#"{"fulcio":null,"rekorPublicKeyPath":"/r"}"#,
+            r#"{"pki":null}"#,
         ];
         for t in ok {
             parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
@@ -1017,16 +1024,6 @@ mod tests {
                 &format!(r#"{{{pki},"rekorPublicKeyPath":"/r"}}"#),
                 "not supported with pki",
             ),
-            // Valid for containers/image, refused here, by name.
-            (
-                &format!(r#"{{{fulcio},"rekorPublicKeyPath":"/r"}}"#),
-                "sigstoreSigned with fulcio (keyless signatures",
-            ),
-            (&format!("{{{pki}}}"), "sigstoreSigned with pki"),
-            (
-                r#"{"keyPath":"/k","rekorPublicKeyPath":"/r"}"#,
-                "rekorPublicKeyData or rekorPublicKeyDatas (Rekor SETs required",
-            ),
         ] {
             let e = parse(t).expect_err(t);
             assert!(e.contains(want), "{t}: {e}");
@@ -1048,6 +1045,7 @@ mod tests {
                 .map_err(|e| format!("{e:#}"))
         };
         load(r#"{"type":"sigstoreSigned","keyPath":"/k","signedIdentity":{"type":"matchRepository"}}"#).unwrap();
+        load(r#"{"type":"sigstoreSigned","pki":{"caRootsData":"AA==","subjectEmail":"a@example.com"}}"#).unwrap();
         for (req, want) in [
             (
                 r#"{"type":"sigstoreSigned","keyPath":"/k","keyPath":"/l"}"#,
@@ -1064,10 +1062,6 @@ mod tests {
             (
                 r#"{"type":"sigstoreSigned","keyPath":"/k","signedIdentity":null}"#,
                 "signedIdentity",
-            ),
-            (
-                r#"{"type":"sigstoreSigned","pki":{"caRootsData":"AA==","subjectEmail":"a@example.com"}}"#,
-                "requirement 1: sigstoreSigned with pki (certificates from a private CA) is not supported",
             ),
         ] {
             let e = load(req).expect_err(req);
@@ -1183,7 +1177,10 @@ JbanvZAU0hS8forSO8rLX07mDSadKRoF0QIDAQAB
             verify(
                 &s.payload,
                 &s.annotations,
-                &keys(k),
+                &TrustRoot {
+                    kind: RootKind::Keys(keys(k)),
+                    rekor: Vec::new(),
+                },
                 &same_digest,
                 &same_ref,
             )

@@ -1,0 +1,367 @@
+//! The certificates of keyless (Fulcio) and PKI sigstore signatures, checked as
+//! containers/image checks them (signature/fulcio_cert.go, signature/pki_cert.go):
+//!
+//! - the signing certificate is the one PEM certificate of the
+//!   `dev.sigstore.cosign/certificate` annotation (`parseLeafCertFromPEM`); the
+//!   `dev.sigstore.cosign/chain` annotation's certificates but the last are untrusted
+//!   intermediates;
+//! - the chain is verified to the policy's CA certificates (`fulcio.caData`, or
+//!   `pki.caRootsData` with the trusted `pki.caIntermediatesData`) as Go's
+//!   `x509.Certificate.Verify` does with the code-signing usage: every certificate of the
+//!   path valid at the time (the Rekor SET's integrated time for Fulcio, now for PKI),
+//!   signed by its issuer, issuers CAs within their path length, no unknown critical
+//!   extension, and each certificate's extended key usages, when it has some, including
+//!   code signing or any usage. Path building and signatures are rustls' WebPKI;
+//! - Fulcio: the OIDC issuer extension (1.3.6.1.4.1.57264.1.1, raw, and/or
+//!   1.3.6.1.4.1.57264.1.8, a DER string; both present must agree, duplicates are
+//!   refused) is the policy's `oidcIssuer`, and one of the certificate's email SANs is
+//!   `subjectEmail`;
+//! - PKI: one email SAN is `subjectEmail` when given, and the certificate is valid for
+//!   `subjectHostname` when given (DNS SANs, wildcards as Go's `VerifyHostname`, or IP
+//!   SANs for an address);
+//! - the certificate's public key then verifies the signature ([`super::sigstore`]).
+//!
+//! Where WebPKI is stricter than Go (a leaf that is itself a CA, ECDSA P-521 or RSA keys
+//! under 2048 bits in the chain), such a chain is refused.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Result};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use x509_cert::der::{Decode as _, Encode as _};
+
+use super::keys::PublicKey;
+use super::pem;
+
+/// The Fulcio OIDC issuer extension, v1: the issuer as raw bytes (deprecated, still
+/// accepted).
+const OID_ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
+/// The Fulcio OIDC issuer extension, v2: a DER string.
+const OID_ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
+/// id-ce-subjectAltName.
+const OID_SAN: &str = "2.5.29.17";
+/// id-kp-codeSigning, DER contents.
+const EKU_CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
+/// anyExtendedKeyUsage, DER contents.
+const EKU_ANY: &[u8] = &[0x55, 0x1d, 0x25, 0x00];
+
+/// Parsed enough to be checked: the DER and the parsed certificate.
+pub(crate) struct Certificate {
+    der: Vec<u8>,
+    cert: x509_cert::Certificate,
+}
+
+impl Certificate {
+    fn parse(der: Vec<u8>) -> Result<Certificate> {
+        let cert = x509_cert::Certificate::from_der(&der)
+            .map_err(|e| anyhow!("not an X.509 certificate: {e}"))?;
+        Ok(Certificate { der, cert })
+    }
+
+    fn extensions(&self) -> impl Iterator<Item = &x509_cert::ext::Extension> {
+        self.cert.tbs_certificate.extensions.iter().flatten()
+    }
+
+    /// The email SANs (`Certificate.EmailAddresses`).
+    fn emails(&self) -> Result<Vec<String>> {
+        use x509_cert::ext::pkix::name::GeneralName;
+        let mut out = Vec::new();
+        for e in self
+            .extensions()
+            .filter(|e| e.extn_id.to_string() == OID_SAN)
+        {
+            let san = x509_cert::ext::pkix::SubjectAltName::from_der(e.extn_value.as_bytes())
+                .map_err(|e| anyhow!("the certificate's subject alternative names: {e}"))?;
+            for n in san.0 {
+                if let GeneralName::Rfc822Name(m) = n {
+                    out.push(m.to_string());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The OIDC issuer of a Fulcio certificate (`fulcioIssuerInCertificate`).
+    fn oidc_issuer(&self) -> Result<String> {
+        let (mut v1, mut v2) = (None, None);
+        for e in self.extensions() {
+            let id = e.extn_id.to_string();
+            if id == OID_ISSUER_V1 {
+                if v1.is_some() {
+                    bail!("Fulcio certificate has a duplicate OIDC issuer v1 extension");
+                }
+                v1 = Some(String::from_utf8_lossy(e.extn_value.as_bytes()).into_owned());
+            } else if id == OID_ISSUER_V2 {
+                if v2.is_some() {
+                    bail!("Fulcio certificate has a duplicate OIDC issuer v2 extension");
+                }
+                v2 = Some(der_string(e.extn_value.as_bytes())?);
+            }
+        }
+        match (v1, v2) {
+            (Some(a), Some(b)) if a != b => {
+                bail!("inconsistent OIDC issuer extension values (v1 and v2 differ)")
+            }
+            (Some(a), _) | (None, Some(a)) => Ok(a),
+            (None, None) => bail!("Fulcio certificate is missing the issuer extension"),
+        }
+    }
+
+    /// The certificate's public key.
+    fn public_key(&self) -> Result<PublicKey> {
+        let spki = self
+            .cert
+            .tbs_certificate
+            .subject_public_key_info
+            .to_der()
+            .map_err(|e| anyhow!("the certificate's public key: {e}"))?;
+        PublicKey::from_spki(&spki).map_err(|e| anyhow!("the certificate's public key: {e:#}"))
+    }
+
+    /// Verifies the path from this certificate to one of `roots` through
+    /// `intermediates` at `time` (Unix seconds) for code signing.
+    fn verify_chain(&self, roots: &[Vec<u8>], intermediates: &[Vec<u8>], time: i64) -> Result<()> {
+        let leaf = CertificateDer::from(self.der.as_slice());
+        let ee = webpki::EndEntityCert::try_from(&leaf)
+            .map_err(|e| anyhow!("veryfing leaf certificate failed: {e}"))?;
+        let root_ders: Vec<CertificateDer> = roots
+            .iter()
+            .map(|r| CertificateDer::from(r.as_slice()))
+            .collect();
+        let anchors: Vec<_> = root_ders
+            .iter()
+            .filter_map(|r| webpki::anchor_from_trusted_cert(r).ok())
+            .collect();
+        let inter: Vec<CertificateDer> = intermediates
+            .iter()
+            .map(|r| CertificateDer::from(r.as_slice()))
+            .collect();
+        let at = UnixTime::since_unix_epoch(Duration::from_secs(time.max(0) as u64));
+        ee.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &anchors,
+            &inter,
+            at,
+            CodeSigning,
+            None,
+            None,
+        )
+        .map_err(|e| anyhow!("veryfing leaf certificate failed: {}", chain_error(&e)))?;
+        Ok(())
+    }
+}
+
+/// A WebPKI verdict in words that do not quote the certificate.
+fn chain_error(e: &webpki::Error) -> String {
+    use webpki::Error as E;
+    match e {
+        E::CertExpired { .. } => {
+            "the certificate has expired (at the time it is checked at)".into()
+        }
+        E::CertNotValidYet { .. } => {
+            "the certificate is not valid yet (at the time it is checked at)".into()
+        }
+        E::UnknownIssuer => "x509: certificate signed by unknown authority".into(),
+        E::RequiredEkuNotFoundContext(_) => {
+            "x509: certificate specifies an incompatible key usage (not code signing)".into()
+        }
+        E::CaUsedAsEndEntity => "the signing certificate is a CA certificate".into(),
+        E::UnsupportedCriticalExtension => {
+            "a certificate has an unhandled critical extension".into()
+        }
+        other => format!("{other:?}").chars().take(120).collect(),
+    }
+}
+
+/// Go's extended key usage rule for `KeyUsages: [CodeSigning]`: a certificate without
+/// the extension allows any usage; one with it must list code signing or any usage.
+struct CodeSigning;
+
+impl webpki::ExtendedKeyUsageValidator for CodeSigning {
+    fn validate(&self, iter: webpki::KeyPurposeIdIter<'_, '_>) -> Result<(), webpki::Error> {
+        let wanted = [
+            webpki::KeyPurposeId::new(EKU_CODE_SIGNING),
+            webpki::KeyPurposeId::new(EKU_ANY),
+        ];
+        let mut present = Vec::new();
+        for id in iter {
+            let id = id?;
+            if wanted.contains(&id) {
+                return Ok(());
+            }
+            present.push(id.to_decoded_oid());
+        }
+        if present.is_empty() {
+            Ok(())
+        } else {
+            Err(webpki::Error::RequiredEkuNotFoundContext(
+                webpki::RequiredEkuNotFoundContext {
+                    required: webpki::KeyUsage::required(EKU_CODE_SIGNING),
+                    present,
+                },
+            ))
+        }
+    }
+}
+
+/// The string of a DER string value as Go's `asn1.Unmarshal` into a string reads it
+/// (UTF8String, PrintableString, IA5String), nothing after it.
+fn der_string(der: &[u8]) -> Result<String> {
+    use x509_cert::der::asn1::{Ia5StringRef, PrintableStringRef, Utf8StringRef};
+    let bad = || anyhow!("invalid ASN.1 in OIDC issuer v2 extension");
+    let tag = *der.first().ok_or_else(bad)?;
+    let s = match tag {
+        0x0c => Utf8StringRef::from_der(der).map(|s| s.as_str().to_string()),
+        0x13 => PrintableStringRef::from_der(der).map(|s| s.as_str().to_string()),
+        0x16 => Ia5StringRef::from_der(der).map(|s| s.as_str().to_string()),
+        _ => return Err(bad()),
+    };
+    // from_der refuses trailing data.
+    s.map_err(|_| bad())
+}
+
+/// sigstore's `cryptoutils.UnmarshalCertificatesFromPEM`: every PEM block of `bytes`,
+/// each an X.509 certificate, nothing else but whitespace between them.
+fn certificates_from_pem(bytes: &[u8]) -> Result<Vec<Certificate>> {
+    let mut out = Vec::new();
+    let mut rest = pem::trim(bytes);
+    while !rest.is_empty() {
+        let (block, next) =
+            pem::decode(rest).ok_or_else(|| anyhow!("error during PEM decoding"))?;
+        out.push(Certificate::parse(block.bytes)?);
+        rest = pem::trim(next);
+    }
+    Ok(out)
+}
+
+/// Go's `CertPool.AppendCertsFromPEM`: the `CERTIFICATE` blocks without headers that
+/// parse; others are skipped.
+pub(crate) fn pool_from_pem(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while let Some((block, next)) = pem::decode(rest) {
+        rest = next;
+        if block.kind == "CERTIFICATE"
+            && !block.has_headers
+            && x509_cert::Certificate::from_der(&block.bytes).is_ok()
+        {
+            out.push(block.bytes);
+        }
+    }
+    out
+}
+
+/// The signing certificate (`parseLeafCertFromPEM`).
+fn leaf(cert_pem: &[u8]) -> Result<Certificate> {
+    let mut certs =
+        certificates_from_pem(cert_pem).map_err(|e| anyhow!("parsing leaf certificate: {e:#}"))?;
+    match certs.len() {
+        0 => bail!("no certificate found in signature certificate data"),
+        1 => Ok(certs.remove(0)),
+        _ => bail!("unexpected multiple certificates present in signature certificate data"),
+    }
+}
+
+/// The intermediates of a chain annotation: all its certificates but the last.
+fn chain_intermediates(chain_pem: Option<&[u8]>) -> Result<Vec<Vec<u8>>> {
+    let Some(chain) = chain_pem.filter(|c| !c.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let mut certs =
+        certificates_from_pem(chain).map_err(|e| anyhow!("loading certificate chain: {e:#}"))?;
+    certs.pop();
+    Ok(certs.into_iter().map(|c| c.der).collect())
+}
+
+/// A `fulcio` trust root: the CA certificates, the OIDC issuer and the email.
+#[derive(Clone, Debug)]
+pub(crate) struct Fulcio {
+    pub ca: Vec<Vec<u8>>,
+    pub oidc_issuer: String,
+    pub subject_email: String,
+}
+
+impl Fulcio {
+    /// `verifyFulcioCertificateAtTime`: the certificate's public key, when the
+    /// certificate chains to the CA at `time` and names the issuer and the email.
+    pub(crate) fn verify_at(
+        &self,
+        time: i64,
+        cert_pem: &[u8],
+        chain_pem: Option<&[u8]>,
+    ) -> Result<PublicKey> {
+        let intermediates = chain_intermediates(chain_pem)?;
+        let cert = leaf(cert_pem)?;
+        cert.verify_chain(&self.ca, &intermediates, time)?;
+        let issuer = cert.oidc_issuer()?;
+        if issuer != self.oidc_issuer {
+            bail!(
+                "Unexpected Fulcio OIDC issuer (the certificate's is not the policy's oidcIssuer)"
+            );
+        }
+        if !cert.emails()?.contains(&self.subject_email) {
+            bail!(
+                "Required email {:?} not found in the certificate",
+                self.subject_email
+            );
+        }
+        cert.public_key()
+    }
+}
+
+/// A `pki` trust root: the roots, the trusted intermediates, the email and the host.
+#[derive(Clone, Debug)]
+pub(crate) struct Pki {
+    pub roots: Vec<Vec<u8>>,
+    pub intermediates: Vec<Vec<u8>>,
+    pub subject_email: Option<String>,
+    pub subject_hostname: Option<String>,
+}
+
+impl Pki {
+    /// Reads `caIntermediatesData` as `prSigstoreSignedPKI.prepareTrustRoot` does.
+    pub(crate) fn intermediates_from_pem(bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
+        Ok(certificates_from_pem(bytes)
+            .map_err(|e| anyhow!("loading trusted intermediate certificates: {e:#}"))?
+            .into_iter()
+            .map(|c| c.der)
+            .collect())
+    }
+
+    /// `verifyPKI`, now: the certificate's public key, when the certificate chains to
+    /// the roots and names the email and the host asked for.
+    pub(crate) fn verify(&self, cert_pem: &[u8], chain_pem: Option<&[u8]>) -> Result<PublicKey> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        self.verify_at(now, cert_pem, chain_pem)
+    }
+
+    pub(crate) fn verify_at(
+        &self,
+        time: i64,
+        cert_pem: &[u8],
+        chain_pem: Option<&[u8]>,
+    ) -> Result<PublicKey> {
+        let mut intermediates = self.intermediates.clone();
+        intermediates.extend(chain_intermediates(chain_pem)?);
+        let cert = leaf(cert_pem)?;
+        cert.verify_chain(&self.roots, &intermediates, time)?;
+        if let Some(email) = &self.subject_email {
+            if !cert.emails()?.contains(email) {
+                bail!("Required email {email:?} not found in the certificate");
+            }
+        }
+        if let Some(host) = &self.subject_hostname {
+            let der = CertificateDer::from(cert.der.as_slice());
+            let ee = webpki::EndEntityCert::try_from(&der)
+                .map_err(|e| anyhow!("Unexpected subject hostname: {}", chain_error(&e)))?;
+            let name = ServerName::try_from(host.as_str())
+                .map_err(|_| anyhow!("Unexpected subject hostname: {host:?} is not a host name"))?;
+            ee.verify_is_valid_for_subject_name(&name).map_err(|_| {
+                anyhow!("Unexpected subject hostname: the certificate is not valid for {host:?}")
+            })?;
+        }
+        cert.public_key()
+    }
+}
