@@ -21,6 +21,7 @@ mod inject_large;
 mod inject_layers;
 mod inject_merge;
 mod inject_select;
+mod keyless;
 mod layering;
 mod mcs_renders;
 mod node_view;
