@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("layers", layers),
     ("ignition", ignition_config),
     ("data_url", data_url),
+    ("keyless", keyless),
 ];
 
 /// Image references and platforms: parse; what a reference prints parses again to the
@@ -234,4 +235,19 @@ pub fn data_url(data: &[u8]) {
     let url = ignition::data_url(data);
     let back = ignition::decode_data_url(&url).expect("our own data URL decodes");
     assert_eq!(back, data, "data URL round trip");
+}
+
+/// A keyless signature's untrusted parts, separated by NUL bytes: a Rekor SET, a
+/// certificate (PEM), a chain (PEM) and the signed payload. The SET is checked against
+/// a fixed Rekor key, and the certificate as a Fulcio and as a PKI certificate, with the
+/// certificate's own PEM blocks as the roots.
+pub fn keyless(data: &[u8]) {
+    use crate::trust::fuzzing::{check_certificate, check_set};
+    let mut parts = data.splitn(4, |b| *b == 0);
+    let set = parts.next().unwrap_or_default();
+    let cert = parts.next().unwrap_or_default();
+    let chain = parts.next().unwrap_or_default();
+    let payload = parts.next().unwrap_or_default();
+    check_set(set, cert, payload);
+    check_certificate(cert, chain);
 }

@@ -29,3 +29,34 @@ mod strict_json;
 
 pub use policy::{Judged, Policy, PolicyRejected, DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
 pub(crate) use sigstore::AttachmentSource;
+
+/// The fuzz targets' view of the keyless parsers (`crate::fuzzing::keyless`).
+pub(crate) mod fuzzing {
+    use super::{certificates, keys::PublicKey, rekor};
+
+    /// A Rekor SET for `cert` and `payload`, against a fixed P-256 Rekor key.
+    pub(crate) fn check_set(set: &[u8], cert: &[u8], payload: &[u8]) {
+        let key = p256::ecdsa::SigningKey::from_slice(&[7; 32]).expect("a valid scalar");
+        let keys = [PublicKey::P256(*key.verifying_key())];
+        let _ = rekor::verify_set(&keys, set, cert, "AAAA", payload);
+    }
+
+    /// A certificate and chain, as Fulcio's and as PKI's, the certificate's own blocks
+    /// as the roots.
+    pub(crate) fn check_certificate(cert: &[u8], chain: &[u8]) {
+        let roots = certificates::pool_from_pem(cert);
+        let fulcio = certificates::Fulcio {
+            ca: roots.clone(),
+            oidc_issuer: "https://issuer.example".into(),
+            subject_email: "a@example.com".into(),
+        };
+        let _ = fulcio.verify_at(1_700_000_000, cert, Some(chain));
+        let pki = certificates::Pki {
+            roots,
+            intermediates: certificates::Pki::intermediates_from_pem(chain).unwrap_or_default(),
+            subject_email: Some("a@example.com".into()),
+            subject_hostname: Some("signer.example.com".into()),
+        };
+        let _ = pki.verify_at(1_700_000_000, cert, Some(chain));
+    }
+}
