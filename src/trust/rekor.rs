@@ -210,3 +210,111 @@ pub(crate) fn verify_set(
     }
     Ok(integrated)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+    use p256::ecdsa::signature::Signer as _;
+
+    const KEY_PEM: &str = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----\n";
+
+    fn b64(b: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(b)
+    }
+
+    /// A SET signed by `sk` over the canonical form of `payload` (a JSON object text),
+    /// written as `payload` is.
+    fn set(sk: &p256::ecdsa::SigningKey, payload: &str) -> Vec<u8> {
+        let v: serde_json::Value = serde_json::from_str(payload).unwrap();
+        let canonical = serde_json_canonicalizer::to_vec(&v).unwrap();
+        let sig: p256::ecdsa::Signature = sk.sign(&canonical);
+        format!(
+            r#"{{"SignedEntryTimestamp":"{}","Payload":{payload}}}"#,
+            b64(sig.to_der().as_bytes())
+        )
+        .into_bytes()
+    }
+
+    fn body(api: &str, algorithm: &str, payload: &[u8], sig: &str) -> String {
+        b64(serde_json::json!({
+            "apiVersion": api, "kind": "hashedrekord", "unknown": true,
+            "spec": {"data": {"hash": {"algorithm": algorithm,
+                                       "value": hex::encode(sha2::Sha256::digest(payload))}},
+                     "signature": {"content": sig, "publicKey": {"content": b64(KEY_PEM.as_bytes())}}}
+        })
+        .to_string()
+        .as_bytes())
+    }
+
+    #[test]
+    fn sets_checked_as_verify_rekor_set_does() {
+        let sk = p256::ecdsa::SigningKey::from_slice(&[5; 32]).unwrap();
+        let keys = [PublicKey::P256(*sk.verifying_key())];
+        let payload = b"the signed payload";
+        let sig = b64(b"signature bytes");
+        let entry = |body: &str, extra: &str| {
+            format!(
+                r#"{{"logID": "ab", "logIndex": 7, "integratedTime": 1700000000, "body": "{body}"{extra}}}"#
+            )
+        };
+        let good = body("0.0.1", "sha256", payload, &sig);
+        let check = |set: &[u8]| verify_set(&keys, set, KEY_PEM.as_bytes(), &sig, payload);
+        // Unknown keys of the body are ignored (Go's encoding/json); the time comes back.
+        assert_eq!(check(&set(&sk, &entry(&good, ""))).unwrap(), 1_700_000_000);
+
+        let why = |set: &[u8]| format!("{:#}", check(set).unwrap_err());
+        // The SET and its payload: exactly their keys (ParanoidUnmarshalJSONObjectExactFields).
+        assert!(why(&set(&sk, &entry(&good, r#", "extra": 1"#))).contains("unknown key"));
+        let mut extra_top = set(&sk, &entry(&good, ""));
+        extra_top.pop();
+        extra_top.extend_from_slice(br#","x":1}"#);
+        assert!(why(&extra_top).contains("the Rekor SET: unknown key"));
+        let no_index = r#"{"logID":"ab","integratedTime":1,"body":"e30="}"#;
+        let e = why(&set(&sk, no_index));
+        assert!(e.contains("logIndex") && e.contains("is missing"), "{e}");
+        let float_time = entry(&good, "").replace("1700000000", "1.5");
+        assert!(why(&set(&sk, &float_time)).contains("integratedTime"));
+        // The entry: its version, its hash algorithm, its kind.
+        assert!(why(&set(
+            &sk,
+            &entry(&body("0.0.2", "sha256", payload, &sig), "")
+        ))
+        .contains("unsupported Rekor SET Payload hashedrekord version"));
+        assert!(why(&set(
+            &sk,
+            &entry(&body("0.0.1", "sha512", payload, &sig), "")
+        ))
+        .contains(r#"Unexpected "data.hash.algorithm""#));
+        let other_kind = b64(br#"{"kind":"intoto","apiVersion":"0.0.1","spec":{}}"#);
+        assert!(why(&set(&sk, &entry(&other_kind, ""))).contains("invalid kind"));
+        let no_spec = b64(br#"{"kind":"hashedrekord","apiVersion":"0.0.1"}"#);
+        assert!(why(&set(&sk, &entry(&no_spec, ""))).contains("hashedrekord spec"));
+        let no_sig = b64(br#"{"kind":"hashedrekord","apiVersion":"0.0.1","spec":{"data":{}}}"#);
+        assert!(why(&set(&sk, &entry(&no_sig, ""))).contains(r#"Missing "signature" field"#));
+        // Another signature than the one logged.
+        let other = verify_set(
+            &keys,
+            &set(&sk, &entry(&good, "")),
+            KEY_PEM.as_bytes(),
+            "AAAA",
+            payload,
+        );
+        assert!(
+            format!("{:#}", other.unwrap_err()).contains("signature in Rekor SET does not match")
+        );
+        // A key PEM with something after it.
+        let trailing = format!("{KEY_PEM}\n");
+        let e = verify_set(
+            &keys,
+            &set(&sk, &entry(&good, "")),
+            trailing.as_bytes(),
+            &sig,
+            payload,
+        );
+        assert!(format!("{:#}", e.unwrap_err()).contains("has trailing data"));
+        // Not JSON, not UTF-8.
+        assert!(why(b"{").contains("the Rekor SET"));
+        assert!(why(&[0xff]).contains("not UTF-8"));
+    }
+}

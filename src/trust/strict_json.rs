@@ -92,8 +92,7 @@ pub(crate) fn array(text: &str) -> Result<Vec<Box<RawValue>>, StrictError> {
 
 /// Parses `text` as a `T` (a string, a list of strings, a number...).
 pub(crate) fn value<T: de::DeserializeOwned>(text: &str, key: &str) -> Result<T, StrictError> {
-    serde_json::from_str::<T>(text)
-        .map_err(|e| err(format!("{}: {}", parse::name_shown(key), shown(&e))))
+    serde_json::from_str::<T>(text).map_err(|e| err(format!("{key:?}: {}", shown(&e))))
 }
 
 impl Object {
@@ -127,12 +126,13 @@ impl Object {
     pub(crate) fn exactly(&self, fields: &[&str]) -> Result<(), StrictError> {
         self.only(fields)?;
         match fields.iter().find(|f| self.get(f).is_none()) {
-            Some(f) => Err(err(format!("key {} is missing", parse::name_shown(f)))),
+            Some(f) => Err(err(format!("key {f:?} is missing"))),
             None => Ok(()),
         }
     }
 
-    /// The value of `key` as a `T`, if the key is there.
+    /// The value of `key` (a name of the program's, shown in messages) as a `T`, if the
+    /// key is there.
     pub(crate) fn parse<T: de::DeserializeOwned>(
         &self,
         key: &str,
@@ -143,15 +143,15 @@ impl Object {
     /// The value of `key` as a `T`; an error when the key is missing.
     pub(crate) fn require<T: de::DeserializeOwned>(&self, key: &str) -> Result<T, StrictError> {
         self.parse(key)?
-            .ok_or_else(|| err(format!("key {} is missing", parse::name_shown(key))))
+            .ok_or_else(|| err(format!("key {key:?} is missing")))
     }
 
     /// The object under `key`; an error when the key is missing or not an object.
     pub(crate) fn object(&self, key: &str) -> Result<Object, StrictError> {
         let v = self
             .get(key)
-            .ok_or_else(|| err(format!("key {} is missing", parse::name_shown(key))))?;
-        object(v.get()).map_err(|e| err(format!("{}: {e}", parse::name_shown(key))))
+            .ok_or_else(|| err(format!("key {key:?} is missing")))?;
+        object(v.get()).map_err(|e| err(format!("{key:?}: {e}")))
     }
 }
 
