@@ -16,7 +16,6 @@
 //! containers/image's code decides it; the function that decides is named.
 
 use std::fs;
-use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use p256::ecdsa::signature::Signer as _;
@@ -26,9 +25,9 @@ use rcgen::{
 };
 use serde_json::{json, Value};
 
-use crate::harness::registry::{registries, Sandbox};
-use crate::harness::{require_tools, run_ok, sha256_hex};
-use crate::sigstore::{b64, key_pair, payload, Case, Registry};
+use crate::harness::registry::registries;
+use crate::harness::{require_tools, sha256_hex};
+use crate::sigstore::{b64, key_pair, payload, pushed, Case, Pushed, Registry};
 
 const SIG: &str = "dev.cosignproject.cosign/signature";
 const CERT: &str = "dev.sigstore.cosign/certificate";
@@ -195,33 +194,14 @@ fn now() -> i64 {
 fn keyless_and_pki_signatures_on_a_registry() {
     require_tools(&["skopeo", "curl"]);
     let r = registries();
-    let sb = Sandbox::new();
-    let dir = sb.path("keyless");
-    fs::create_dir_all(&dir).unwrap();
-    let uniq = dir
-        .parent()
-        .unwrap()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .to_lowercase()
-        .replace(|c: char| !c.is_ascii_alphanumeric(), "");
-    let repo = format!("keyless-{uniq}/mco");
-    let image = format!("{}/{repo}:v1", r.basic);
-    let digestfile = dir.join("digest");
-    run_ok(
-        Command::new("skopeo")
-            .args(["copy", "-q", "--dest-cert-dir", &r.ca_dir, "--dest-creds"])
-            .arg(format!("{}:{}", r.basic_user, r.basic_password))
-            .arg("--digestfile")
-            .arg(&digestfile)
-            .arg(format!(
-                "oci:{}:latest",
-                r.fixtures.join("layouts/mco-small").display()
-            ))
-            .arg(format!("docker://{image}")),
-    );
-    let digest = fs::read_to_string(&digestfile).unwrap().trim().to_string();
+    let Pushed {
+        sb,
+        dir,
+        uniq,
+        repo,
+        image,
+        digest,
+    } = pushed(&r, "keyless");
     let reg = Registry { r: &r, dir: &dir };
     let write = |name: &str, body: &str| {
         let p = dir.join(name);

@@ -241,12 +241,21 @@ impl Case<'_> {
     }
 }
 
-#[test]
-fn sigstore_signed_policies_on_a_registry() {
-    require_tools(&["skopeo", "curl", "gpg"]);
-    let r = registries();
+/// A sandbox with its work directory, and the `mco-small` fixture pushed by skopeo to a
+/// repository of its own on the TLS registry, `PREFIX-UNIQ/mco:v1`: the digest is what
+/// signatures name.
+pub(crate) struct Pushed {
+    pub sb: Sandbox,
+    pub dir: PathBuf,
+    pub uniq: String,
+    pub repo: String,
+    pub image: String,
+    pub digest: String,
+}
+
+pub(crate) fn pushed(r: &Registries, prefix: &str) -> Pushed {
     let sb = Sandbox::new();
-    let dir = sb.path("sig");
+    let dir = sb.path(prefix);
     fs::create_dir_all(&dir).unwrap();
     let uniq = dir
         .parent()
@@ -256,10 +265,8 @@ fn sigstore_signed_policies_on_a_registry() {
         .to_string_lossy()
         .to_lowercase()
         .replace(|c: char| !c.is_ascii_alphanumeric(), "");
-    let repo = format!("sigstore-{uniq}/mco");
+    let repo = format!("{prefix}-{uniq}/mco");
     let image = format!("{}/{repo}:v1", r.basic);
-
-    // The image, pushed by skopeo; its digest is what the signatures name.
     let digestfile = dir.join("digest");
     run_ok(
         Command::new("skopeo")
@@ -274,6 +281,28 @@ fn sigstore_signed_policies_on_a_registry() {
             .arg(format!("docker://{image}")),
     );
     let digest = fs::read_to_string(&digestfile).unwrap().trim().to_string();
+    Pushed {
+        sb,
+        dir,
+        uniq,
+        repo,
+        image,
+        digest,
+    }
+}
+
+#[test]
+fn sigstore_signed_policies_on_a_registry() {
+    require_tools(&["skopeo", "curl", "gpg"]);
+    let r = registries();
+    let Pushed {
+        sb,
+        dir,
+        uniq,
+        repo,
+        image,
+        digest,
+    } = pushed(&r, "sigstore");
     let reg = Registry { r: &r, dir: &dir };
 
     let (key, key_pub) = key_pair(&dir, 7);
