@@ -67,6 +67,21 @@ impl<K: VerifyingKey> VerifyingKey for AsGnupg<'_, K> {
         sig: &pgp::types::SignatureBytes,
     ) -> pgp::errors::Result<()> {
         use pgp::types::{EcdsaPublicParams, PublicParams, SignatureBytes};
+        if let (
+            PublicParams::ECDSA(EcdsaPublicParams::Unsupported { curve, opaque }),
+            SignatureBytes::Mpis(m),
+        ) = (self.0.public_params(), sig)
+        {
+            if let Some(verified) = brainpool(curve, opaque, data, m) {
+                return if verified {
+                    Ok(())
+                } else {
+                    Err("brainpool ECDSA signature verification failed"
+                        .to_string()
+                        .into())
+                };
+            }
+        }
         let secp256k1 = matches!(
             self.0.public_params(),
             PublicParams::ECDSA(EcdsaPublicParams::Secp256k1 { .. })
@@ -90,6 +105,56 @@ impl<K: pgp::ser::Serialize> pgp::ser::Serialize for AsGnupg<'_, K> {
         self.0.write_len()
     }
 }
+
+/// An ECDSA verdict on brainpoolP256r1 or brainpoolP384r1, which rPGP reads but does not
+/// verify with (libgcrypt does): `opaque` is the key's point as rPGP keeps it (an MPI:
+/// a two-byte bit count, then the SEC1 point), `digest` what was signed. `None` for
+/// another curve, which rPGP then refuses.
+fn brainpool(
+    curve: &pgp::crypto::ecc_curve::ECCCurve,
+    opaque: &[u8],
+    digest: &[u8],
+    sig: &[pgp::types::Mpi],
+) -> Option<bool> {
+    use pgp::crypto::ecc_curve::ECCCurve;
+    let verify = match curve {
+        ECCCurve::BrainpoolP256r1 => brainpool_p256,
+        ECCCurve::BrainpoolP384r1 => brainpool_p384,
+        _ => return None,
+    };
+    let (Some(point), [r, s]) = (opaque.get(2..), sig) else {
+        return Some(false);
+    };
+    Some(verify(point, digest, r.as_ref(), s.as_ref()))
+}
+
+/// ECDSA over a prehashed `digest` on a brainpool curve: `fn NAME(point, digest, r, s)`,
+/// `r` and `s` big-endian integers of at most `SIZE` bytes.
+macro_rules! ecdsa_prehash {
+    ($name:ident, $curve:ty, $size:expr) => {
+        fn $name(point: &[u8], digest: &[u8], r: &[u8], s: &[u8]) -> bool {
+            use ecdsa17::signature::hazmat::PrehashVerifier as _;
+            let pad = |x: &[u8]| -> Option<[u8; $size]> {
+                let mut out = [0u8; $size];
+                out.get_mut($size.checked_sub(x.len())?..)?
+                    .copy_from_slice(x);
+                Some(out)
+            };
+            let (Some(r), Some(s)) = (pad(r), pad(s)) else {
+                return false;
+            };
+            let (Ok(key), Ok(sig)) = (
+                ecdsa17::VerifyingKey::<$curve>::from_sec1_bytes(point),
+                ecdsa17::Signature::<$curve>::from_scalars(r, s),
+            ) else {
+                return false;
+            };
+            key.verify_prehash(digest, &sig).is_ok()
+        }
+    };
+}
+ecdsa_prehash!(brainpool_p256, bp256::BrainpoolP256r1, 32usize);
+ecdsa_prehash!(brainpool_p384, bp384::BrainpoolP384r1, 48usize);
 
 /// `(r, n - s)` when `s` is in the upper half of secp256k1's order; `None` when it is
 /// low already or not a scalar.

@@ -495,9 +495,9 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
     // The key algorithms gpg makes signing keys of, and the digest algorithms of its
     // signatures. secp256k1 twice: libgcrypt's ECDSA signatures have an s in either
     // half of the curve order (the upper half is what a verifier that wants low S, as
-    // rPGP's k256 does, refused). Not yet here: the brainpool curves, which rPGP does
-    // not implement for ECDSA: mcd-inject refuses keys that gpgme verifies with
-    // (docs/release.md).
+    // rPGP's k256 does, refused). The brainpool curves rPGP reads but does not verify
+    // with are verified by RustCrypto's; brainpoolP512r1 has no such crate and is not
+    // here: mcd-inject refuses such keys, which gpgme verifies with (docs/release.md).
     for (i, algo) in [
         "rsa3072",
         "rsa4096",
@@ -508,6 +508,8 @@ fn signature_policies_are_decided_as_containers_image_decides_them() {
         "nistp521",
         "secp256k1",
         "secp256k1",
+        "brainpoolP256r1",
+        "brainpoolP384r1",
     ]
     .into_iter()
     .enumerate()
