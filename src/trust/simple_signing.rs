@@ -31,7 +31,9 @@ const SIGNATURE_TYPE: &str = "atomic container signature";
 /// brought to low S first. libgcrypt (GnuPG's) signs with either half of the curve
 /// order and verifies both, as ECDSA allows; k256, which rPGP verifies with, accepts
 /// only the lower half (a rule of Bitcoin's), and so refused about half of the
-/// signatures GnuPG makes with such keys. `n - s` signs the same hash.
+/// signatures GnuPG makes with such keys. `n - s` signs the same hash. And brainpool
+/// P-256r1 and P-384r1 keys, which rPGP reads but does not verify with, are verified
+/// by RustCrypto's curves.
 #[derive(Debug)]
 struct AsGnupg<'a, K>(&'a K);
 
