@@ -28,7 +28,7 @@ const SIG_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 const SIG_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
-fn b64(bytes: &[u8]) -> String {
+pub(crate) fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -37,7 +37,7 @@ fn digest_of(bytes: &[u8]) -> String {
 }
 
 /// A cosign key pair from a fixed scalar, its public key written as PEM to `dir`.
-fn key_pair(dir: &Path, seed: u8) -> (p256::ecdsa::SigningKey, PathBuf) {
+pub(crate) fn key_pair(dir: &Path, seed: u8) -> (p256::ecdsa::SigningKey, PathBuf) {
     let sk = p256::ecdsa::SigningKey::from_slice(&[seed; 32]).unwrap();
     let pem = sk
         .verifying_key()
@@ -49,7 +49,7 @@ fn key_pair(dir: &Path, seed: u8) -> (p256::ecdsa::SigningKey, PathBuf) {
 }
 
 /// The payload cosign signs (`optional` as cosign writes it without annotations).
-fn payload(digest: &str, reference: &str) -> Vec<u8> {
+pub(crate) fn payload(digest: &str, reference: &str) -> Vec<u8> {
     serde_json::to_vec(&json!({
         "critical": {
             "identity": {"docker-reference": reference},
@@ -62,15 +62,15 @@ fn payload(digest: &str, reference: &str) -> Vec<u8> {
 }
 
 /// One signature layer: (payload, base64 signature).
-fn sign(sk: &p256::ecdsa::SigningKey, payload: &[u8]) -> (Vec<u8>, String) {
+pub(crate) fn sign(sk: &p256::ecdsa::SigningKey, payload: &[u8]) -> (Vec<u8>, String) {
     let sig: p256::ecdsa::Signature = sk.sign(payload);
     (payload.to_vec(), b64(sig.to_der().as_bytes()))
 }
 
 /// The registry, reached with curl as a client pushing artifacts would.
-struct Registry<'a> {
-    r: &'a Registries,
-    dir: &'a Path,
+pub(crate) struct Registry<'a> {
+    pub(crate) r: &'a Registries,
+    pub(crate) dir: &'a Path,
 }
 
 impl Registry<'_> {
@@ -85,7 +85,7 @@ impl Registry<'_> {
         c
     }
 
-    fn push_blob(&self, repo: &str, bytes: &[u8]) -> String {
+    pub(crate) fn push_blob(&self, repo: &str, bytes: &[u8]) -> String {
         let digest = digest_of(bytes);
         let out = run_ok(
             self.curl()
@@ -136,7 +136,13 @@ impl Registry<'_> {
 
     /// Attaches these signature layers to `digest` in `repo`, as cosign does (the tag
     /// `sha256-HEX.sig`, replacing what was there); `extra` layers are added as they are.
-    fn attach(&self, repo: &str, digest: &str, sigs: &[(Vec<u8>, String)], extra: &[Value]) {
+    pub(crate) fn attach(
+        &self,
+        repo: &str,
+        digest: &str,
+        sigs: &[(Vec<u8>, String)],
+        extra: &[Value],
+    ) {
         let mut layers = Vec::new();
         for (payload, sig) in sigs {
             let d = self.push_blob(repo, payload);
