@@ -324,10 +324,10 @@ pub struct MirrorArgs {
     #[arg(long, value_name = "FILE")]
     pub signature_policy: Option<PathBuf>,
     /// OpenShift ClusterImagePolicy and ImagePolicy objects (YAML or JSON,
-    /// config.openshift.io v1 or v1alpha1), added to the signature policy (default:
-    /// MCO's own) as the machine-config-operator renders them for the node, their
-    /// scopes and mirrors given sigstore attachments in registries.d. Only ImagePolicy
-    /// objects in openshift-machine-config-operator apply. Repeatable.
+    /// config.openshift.io v1 or v1alpha1), added as the machine-config-operator renders
+    /// them for the node to the signature policy (MCO's base policy when there is none),
+    /// with sigstore attachments read for their scopes and those scopes' mirrors. Only
+    /// ImagePolicy objects in openshift-machine-config-operator apply. Repeatable.
     #[arg(long, value_name = "FILE")]
     pub image_policy: Vec<PathBuf>,
     /// Where the lookaside (signature store) and sigstore attachment configuration is

@@ -158,7 +158,7 @@ fn image_policies_on_a_registry() {
         "ImagePolicy",
         "strict",
         Some("my-app"),
-        &[team.clone()],
+        std::slice::from_ref(&team),
         &pem(&stranger_pub),
     );
     let cip = write_yaml(
@@ -308,7 +308,7 @@ fn image_policies_on_a_registry() {
             "ImagePolicy",
             "team",
             Some("my-app"),
-            &[team.clone()],
+            std::slice::from_ref(&team),
             &pem(&stranger_pub),
         )],
         false,
@@ -323,7 +323,7 @@ fn image_policies_on_a_registry() {
     accepted(&release_image, &[&cip], &[sig, &base]);
     let err = refused(&release_image, &[&wrong], &[sig, &base]);
     assert!(
-        err.contains("no sigstore signature is acceptable") && err.contains(&format!("{mirror}")),
+        err.contains("no sigstore signature is acceptable") && err.contains(&mirror),
         "{err}"
     );
 
