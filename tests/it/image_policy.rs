@@ -347,6 +347,43 @@ fn image_policies_on_a_registry() {
         "{err}"
     );
 
+    // The same ClusterImagePolicy as v1alpha1, in JSON (as `oc get -o json` prints it).
+    let mut alpha = openshift(&pem(&openshift_pub));
+    alpha["apiVersion"] = json!("config.openshift.io/v1alpha1");
+    let alpha_file = dir.join("cip-alpha.json");
+    fs::write(&alpha_file, serde_json::to_vec_pretty(&alpha).unwrap()).unwrap();
+    accepted(
+        &art_image,
+        &[&alpha_file.display().to_string()],
+        &[sig, &base],
+    );
+
+    // signedIdentity: a signature naming the image under another prefix is refused by
+    // the default (matchRepoDigestOrExact), accepted with a RemapIdentity from the
+    // scope's prefix to that one.
+    reg.attach(
+        &repo_of(&art),
+        &digest,
+        &[sign(
+            &openshift_key,
+            &payload(&digest, &format!("{host}/{ns}/signed/art-dev:v1")),
+        )],
+        &[],
+    );
+    let err = refused(&art_image, &[&cip], &[sig, &base]);
+    assert!(
+        err.contains("which signedIdentity does not accept"),
+        "{err}"
+    );
+    let mut remap = openshift(&pem(&openshift_pub));
+    remap["spec"]["policy"]["signedIdentity"] = json!({
+        "matchPolicy": "RemapIdentity",
+        "remapIdentity": {"prefix": format!("{host}/{ns}/ocp"),
+                          "signedPrefix": format!("{host}/{ns}/signed")}
+    });
+    let remap = write_yaml(&dir.join("cip-remap.yaml"), &[remap], false);
+    accepted(&art_image, &[&remap], &[sig, &base]);
+
     // A file the CRD would refuse: nothing is opened, the file, object and field named,
     // the key not quoted.
     let mut bad = openshift(b"-----BEGIN PRIVATE KEY-----\nTOPSECRETTOPSECRETTOPSECRETTOPSECRETTOPSECRETTOPSECRET\n-----END PRIVATE KEY-----\n");
