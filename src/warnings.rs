@@ -87,6 +87,28 @@ pub enum Warning {
         /// Each endpoint tried before, with its error.
         failed: Vec<String>,
     },
+    /// An `--image-policy` ImagePolicy in a namespace other than the MCO's: its
+    /// requirements do not apply to the MCO image.
+    ImagePolicyOtherNamespace {
+        /// The file it was read from.
+        file: String,
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+    },
+    /// Scopes of an `--image-policy` ImagePolicy equal to or nested in a
+    /// ClusterImagePolicy scope: only the ClusterImagePolicy applies there.
+    ImagePolicyScopesShadowed {
+        /// The file it was read from.
+        file: String,
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// The scopes skipped.
+        scopes: Vec<String>,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -176,6 +198,33 @@ impl fmt::Display for Warning {
                     format!("{} endpoints", failed.len())
                 },
                 failed.join("; ")
+            ),
+            Warning::ImagePolicyOtherNamespace {
+                file,
+                name,
+                namespace,
+            } => write!(
+                f,
+                "{file}: ImagePolicy {namespace}/{name} is ignored: it is in namespace \
+                 {namespace}, and only ImagePolicy objects in openshift-machine-config-operator apply to \
+                 the MCO image (its scopes still get use-sigstore-attachments in registries.d, \
+                 as MCO renders it)"
+            ),
+            Warning::ImagePolicyScopesShadowed {
+                file,
+                name,
+                namespace,
+                scopes,
+            } => write!(
+                f,
+                "{file}: ImagePolicy {namespace}/{name}: scope(s) {} equal or nest inside a \
+                 ClusterImagePolicy scope, so only the ClusterImagePolicy applies there, as \
+                 MCO renders it (the cluster marks the ImagePolicy Pending)",
+                scopes
+                    .iter()
+                    .map(|s| format!("{s:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }

@@ -20,6 +20,7 @@ use crate::registry::{
 };
 use crate::release::Release;
 use crate::transport::OpenOptions;
+use crate::trust::image_policy::{ImagePolicies, MCO_BASE_POLICY};
 use crate::trust::{Policy, DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
 use crate::verify::VerifyConfig;
 use crate::warnings::Warnings;
@@ -322,6 +323,13 @@ pub struct MirrorArgs {
     /// ~/.config/containers/policy.json, else /etc/containers/policy.json.
     #[arg(long, value_name = "FILE")]
     pub signature_policy: Option<PathBuf>,
+    /// OpenShift ClusterImagePolicy and ImagePolicy objects (YAML or JSON,
+    /// config.openshift.io v1 or v1alpha1), added as the machine-config-operator renders
+    /// them for the node to the signature policy (MCO's base policy when there is none),
+    /// with sigstore attachments read for their scopes and those scopes' mirrors. Only
+    /// ImagePolicy objects in openshift-machine-config-operator apply. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub image_policy: Vec<PathBuf>,
     /// Where the lookaside (signature store) and sigstore attachment configuration is
     /// read, as skopeo's --registries.d. Default: ~/.config/containers/registries.d, else
     /// /etc/containers/registries.d.
@@ -349,20 +357,63 @@ impl MirrorArgs {
         Ok(m)
     }
 
-    /// The signature policy: the given file, else the default one when it exists.
-    pub fn policy(&self) -> anyhow::Result<Option<Policy>> {
+    /// The signature policy: the given file, else the default one when it exists; with
+    /// `--image-policy`, that policy (else MCO's own base policy) with the image
+    /// policies added as MCO renders them.
+    pub fn policy(&self, warnings: &Warnings) -> anyhow::Result<Option<Policy>> {
         let path = match &self.signature_policy {
-            Some(p) => p.clone(),
-            None => match first_existing(user_config("policy.json"), DEFAULT_POLICY) {
-                Some(p) => p,
-                None => return Ok(None),
-            },
+            Some(p) => Some(p.clone()),
+            None => first_existing(user_config("policy.json"), DEFAULT_POLICY),
         };
         let dir = self.registries_d.clone().unwrap_or_else(|| {
             first_existing(user_config("registries.d"), DEFAULT_REGISTRIES_D)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_REGISTRIES_D))
         });
-        Ok(Some(Policy::load(&path, Some(dir))?))
+        if self.image_policy.is_empty() {
+            return match path {
+                Some(p) => Ok(Some(Policy::load(&p, Some(dir))?)),
+                None => Ok(None),
+            };
+        }
+        let mut objects = ImagePolicies::default();
+        for f in &self.image_policy {
+            objects.add_file(f)?;
+        }
+        let (base, base_origin) = match &path {
+            Some(p) => {
+                // Checked alone first, so that its errors name it.
+                Policy::load(p, None)?;
+                let bytes = std::fs::read(p)
+                    .with_context(|| format!("reading signature policy {}", p.display()))?;
+                (bytes, p.display().to_string())
+            }
+            None => (
+                MCO_BASE_POLICY.as_bytes().to_vec(),
+                "MCO's default policy".to_string(),
+            ),
+        };
+        let rendered = objects.render(&base, &base_origin)?;
+        for w in rendered.warnings {
+            warnings.warn(w);
+        }
+        let namespaces = self
+            .mirrors()?
+            .sigstore_attachment_namespaces(&rendered.attachment_scopes);
+        let origin = format!(
+            "{base_origin} with the image policies of {}",
+            objects.files().join(", ")
+        );
+        log::debug!(
+            "{origin}: {}; sigstore attachments for {}",
+            String::from_utf8_lossy(&rendered.policy),
+            namespaces.join(", ")
+        );
+        Ok(Some(Policy::from_image_policies(
+            &rendered.policy,
+            &origin,
+            Some(dir),
+            namespaces,
+        )?))
     }
 
     /// `--creds`, with the password asked for on the terminal when it is missing.
@@ -484,7 +535,7 @@ fn first_existing(user: Option<PathBuf>, system: &str) -> Option<PathBuf> {
 }
 
 impl RegistryArgs {
-    pub fn options(&self) -> anyhow::Result<RegistryOptions> {
+    pub fn options(&self, warnings: &Warnings) -> anyhow::Result<RegistryOptions> {
         for (flag, dir) in [("cache-dir", &self.cache_dir), ("cert-dir", &self.cert_dir)] {
             if let Some(d) = dir.as_deref().filter(|d| d.exists() && !d.is_dir()) {
                 bail!("{} {}: not a directory", flag_origin(flag), d.display());
@@ -513,16 +564,16 @@ impl RegistryArgs {
                 ..RetryPolicy::default()
             },
             mirrors: self.mirrors.mirrors()?,
-            policy: self.mirrors.policy()?,
+            policy: self.mirrors.policy(warnings)?,
         })
     }
 }
 
 impl ImageArgs {
-    pub fn open_options(&self) -> anyhow::Result<OpenOptions> {
+    pub fn open_options(&self, warnings: &Warnings) -> anyhow::Result<OpenOptions> {
         Ok(OpenOptions {
             platform: self.platform.clone(),
-            registry: self.registry.options()?,
+            registry: self.registry.options(warnings)?,
             max_file_size: self.max_file_size,
         })
     }
@@ -533,7 +584,7 @@ impl ImageArgs {
         &self,
         warnings: &Warnings,
     ) -> anyhow::Result<(ImageRef, OpenOptions, Option<Release>)> {
-        let opts = self.open_options()?;
+        let opts = self.open_options(warnings)?;
         match (&self.image, &self.release) {
             (Some(i), None) => Ok((i.clone(), opts, None)),
             (None, Some(r)) => {
@@ -893,7 +944,7 @@ impl VerifyArgs {
     pub fn config(&self, warnings: &Warnings) -> anyhow::Result<VerifyConfig> {
         let registry = match (&self.image, &self.release) {
             (None, None) => RegistryOptions::default(),
-            _ => self.registry.options()?,
+            _ => self.registry.options(warnings)?,
         };
         let image = match &self.release {
             Some(r) => {

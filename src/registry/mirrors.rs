@@ -422,6 +422,66 @@ impl Mirrors {
             .map(|(r, _, rest)| (r, rest))
     }
 
+    /// The registries.d namespaces MCO gives `use-sigstore-attachments: true` for these
+    /// image policy scopes (`generateSigstoreRegistriesdConfig`): each scope, and the
+    /// endpoints that serve it by these rules (`addScopeMirrorsSigstoreRegistriesdConfig`:
+    /// the mirrors and the source of its rule, for pulls by digest and by tag), then the
+    /// same for each rule whose prefix is nested in the scope. A wildcard rule's source
+    /// is not an endpoint. Sorted.
+    pub(crate) fn sigstore_attachment_namespaces(&self, scopes: &[String]) -> Vec<String> {
+        let mut out: std::collections::BTreeSet<String> = scopes.iter().cloned().collect();
+        for scope in scopes {
+            self.add_scope_endpoints(scope, &mut out);
+            for rule in &self.rules {
+                if rule.prefix != *scope && scope_is_nested_inside(&rule.prefix, scope) {
+                    self.add_scope_endpoints(&rule.prefix, &mut out);
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// `addScopeMirrorsSigstoreRegistriesdConfig` for one scope.
+    fn add_scope_endpoints(&self, scope: &str, out: &mut std::collections::BTreeSet<String>) {
+        let mut name = match scope.strip_prefix("*.") {
+            Some(domain) => format!("matched.{domain}"),
+            None => scope.to_string(),
+        };
+        // The repository: without a digest, then without a tag (after the last `/`).
+        if let Some(i) = name.find('@') {
+            name.truncate(i);
+        }
+        let dummy = !name.contains('/');
+        if dummy {
+            name.push_str("/a");
+        } else if let Some(i) = name
+            .rfind(':')
+            .filter(|&i| i > name.rfind('/').unwrap_or(0))
+        {
+            name.truncate(i);
+        }
+        let Some((rule, rest)) = self.rule_for(&name) else {
+            return;
+        };
+        let shown = |location: &str| {
+            let full = format!("{location}{rest}");
+            match full.strip_suffix("/a").filter(|_| dummy) {
+                Some(trimmed) => trimmed.to_string(),
+                None => full,
+            }
+        };
+        // Every mirror serves a pull by digest, by tag, or both.
+        for m in &rule.mirrors {
+            out.insert(shown(&m.location));
+        }
+        if !rule.prefix.starts_with("*.") {
+            out.insert(match &rule.location {
+                Some(l) => shown(l),
+                None => shown(&rule.prefix),
+            });
+        }
+    }
+
     /// Where to pull `r` from, in order. An error when every way is closed.
     pub fn endpoints(&self, r: &DockerRef) -> Result<Vec<Endpoint>> {
         let name = format!("{}/{}", r.registry, r.repository);
@@ -462,6 +522,11 @@ impl Mirrors {
         }
         Ok(out)
     }
+}
+
+/// runtime-utils' `ScopeIsNestedInsideScope`, as MCO uses it for mirror rules.
+fn scope_is_nested_inside(sub: &str, sup: &str) -> bool {
+    crate::trust::image_policy::scope_is_nested_inside(sub, sup)
 }
 
 fn endpoint(
@@ -609,6 +674,116 @@ location = "mirror.example:5000/corp"
             names(&m, "a.example/x/y:1"),
             ["m2.example/x/y", "a.example/x/y"]
         );
+    }
+
+    /// MCO's `TestGenerateSigstoreRegistriesConfig`: the registries.d namespaces its
+    /// `sigstore-registries.yaml` names for the scopes of its `test-cr2`, with these
+    /// mirror sets.
+    #[test]
+    fn sigstore_attachment_namespaces_as_mco() {
+        let scopes: Vec<String> = [
+            "a.com/a1/a2",
+            "a.com/a1/a2@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            "*.example.com",
+            "policy.scope",
+            "foo.example.com/ns/repo",
+        ]
+        .map(String::from)
+        .to_vec();
+        let idms = |entries: &[(&str, &[&str])]| {
+            let mut m = Mirrors::default();
+            let list: Vec<String> = entries
+                .iter()
+                .map(|(src, mirrors)| format!("  - source: \"{src}\"\n    mirrors: {mirrors:?}\n"))
+                .collect();
+            m.add_openshift_yaml(
+                &format!(
+                    "apiVersion: config.openshift.io/v1\nkind: ImageDigestMirrorSet\n\
+                     metadata: {{name: m}}\nspec:\n  imageDigestMirrors:\n{}",
+                    list.concat()
+                ),
+                "m.yaml",
+            )
+            .unwrap();
+            m
+        };
+        let sorted = |v: &[&str]| {
+            let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        let plain = sorted(&[
+            "*.example.com",
+            "a.com/a1/a2",
+            "a.com/a1/a2@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            "foo.example.com/ns/repo",
+            "policy.scope",
+        ]);
+        assert_eq!(
+            Mirrors::default().sigstore_attachment_namespaces(&scopes),
+            plain
+        );
+        // No mirrors of these scopes.
+        let m = idms(&[("y.com/y1/y2", &["y-y1-y2.mirror/y1/y2"])]);
+        assert_eq!(m.sigstore_attachment_namespaces(&scopes), plain);
+        // a.com/a1/a2 holds sources.
+        let m = idms(&[
+            ("a.com/a1/a2", &["a-a1-a2.mirror/a1/a2"]),
+            ("a.com/a1/a2/a3", &["a-a1-a2-a3.mirror/m1/m2/m3"]),
+            ("a.com/a1/a2/a3-1", &["a-a1-a2-a3-1.mirror/m1/m2/m3"]),
+            ("x.com/x1/x2", &["x-x1-x2.mirror/m1/m2"]),
+        ]);
+        let mut want = plain.clone();
+        want.extend(sorted(&[
+            "a-a1-a2-a3-1.mirror/m1/m2/m3",
+            "a-a1-a2-a3.mirror/m1/m2/m3",
+            "a-a1-a2.mirror/a1/a2",
+            "a.com/a1/a2/a3",
+            "a.com/a1/a2/a3-1",
+        ]));
+        want.sort();
+        assert_eq!(m.sigstore_attachment_namespaces(&scopes), want);
+        // a.com/a1/a2 is nested in sources.
+        let m = idms(&[
+            ("a.com", &["a.mirror"]),
+            ("a.com/a1", &["a-a1.mirror/a1"]),
+            ("x.com/x1/x2", &["x-x1-x2.mirror/x1/x2"]),
+        ]);
+        let mut want = plain.clone();
+        want.push("a-a1.mirror/a1/a2".into());
+        want.sort();
+        assert_eq!(m.sigstore_attachment_namespaces(&scopes), want);
+        // The wildcard scope is a mirror source.
+        let m = idms(&[("*.example.com", &["our.mirror/example"])]);
+        let mut want = plain.clone();
+        want.extend([
+            "our.mirror/example/ns/repo".into(),
+            "our.mirror/example".into(),
+        ]);
+        want.sort();
+        assert_eq!(m.sigstore_attachment_namespaces(&scopes), want);
+        // Wildcard sources nested in the wildcard scope, or matching a scope.
+        let m = idms(&[
+            ("a.example.com", &["a-example.mirror"]),
+            (
+                "*.x.example.com",
+                &["matched.example.mirror", "star-x.example.mirror"],
+            ),
+            ("*.scope", &["start-scope.mirror"]),
+        ]);
+        let mut want = plain.clone();
+        want.extend(
+            [
+                "a-example.mirror",
+                "a.example.com",
+                "star-x.example.mirror",
+                "matched.example.mirror",
+                "start-scope.mirror",
+            ]
+            .map(String::from),
+        );
+        want.sort();
+        assert_eq!(m.sigstore_attachment_namespaces(&scopes), want);
     }
 
     #[test]

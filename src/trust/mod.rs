@@ -7,6 +7,8 @@
 //! and the lookaside stores registries.d names.
 //!
 //! - `policy`: the policy file, its scopes and requirements, and the verdict;
+//! - `image_policy`: OpenShift's ClusterImagePolicy and ImagePolicy objects, rendered
+//!   into the policy and registries.d namespaces MCO writes for the node;
 //! - `registries_d`: where signatures are stored (lookaside, sigstore attachments);
 //! - `simple_signing`: OpenPGP "simple signing" signatures, verified with rPGP;
 //! - `sigstore`: sigstore signatures (cosign's format): public keys, Fulcio
@@ -18,6 +20,7 @@
 //! - `strict_json`: JSON read as strictly as containers/image reads it.
 
 mod certificates;
+pub(crate) mod image_policy;
 mod keys;
 mod pem;
 pub(crate) mod policy;

@@ -102,6 +102,9 @@ pub struct Policy {
     transports: Vec<(String, Scopes)>,
     origin: String,
     registries_d: Option<PathBuf>,
+    /// The registries.d namespaces `--image-policy` gives sigstore attachments
+    /// ([`Policy::from_image_policies`]).
+    sigstore_namespaces: Vec<String>,
 }
 
 /// The image a policy judges: as asked for (the scope and the identity signatures must
@@ -170,7 +173,22 @@ impl Policy {
             transports: all,
             origin: origin.to_string(),
             registries_d,
+            sigstore_namespaces: Vec::new(),
         })
+    }
+
+    /// The policy MCO renders from image policies (`policy`: the policy.json, read as
+    /// any policy file, named `origin` in messages), with the registries.d namespaces
+    /// its `sigstore-registries.yaml` gives `use-sigstore-attachments: true`.
+    pub(crate) fn from_image_policies(
+        policy: &[u8],
+        origin: &str,
+        registries_d: Option<PathBuf>,
+        sigstore_namespaces: Vec<String>,
+    ) -> Result<Policy> {
+        let mut p = Self::parse(policy, origin, registries_d)?;
+        p.sigstore_namespaces = sigstore_namespaces;
+        Ok(p)
     }
 
     /// The requirements of `transport` for an image whose scopes, most specific first,
@@ -291,10 +309,8 @@ impl Policy {
     /// served it, then, when registries.d asks for them, every layer of its sigstore
     /// attachments. Failing to read any of them refuses the image, whatever the others.
     fn signatures(&self, image: &Judged, served_by: &dyn AttachmentSource) -> Result<Signatures> {
-        let config = match &self.registries_d {
-            Some(d) => RegistriesD::load(d)?,
-            None => RegistriesD::default(),
-        };
+        let config =
+            RegistriesD::load_with(self.registries_d.as_deref(), &self.sigstore_namespaces)?;
         let base = config.lookaside_base(image.physical)?;
         let store = parse::url_shown(base.as_str());
         let mut list: Vec<(String, Signature)> =

@@ -31,6 +31,10 @@ pub const MAX_LOOKASIDE_SIGNATURES: usize = 128;
 /// containers/image's `iolimits.MaxSignatureBodySize`.
 pub const MAX_SIGNATURE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The file MCO writes into registries.d for its image policies
+/// (`sigstoreRegistriesConfigFilePath`).
+pub(crate) const SIGSTORE_REGISTRIES_FILE: &str = "sigstore-registries.yaml";
+
 /// The namespaces a registries.d directory defines.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RegistriesD {
@@ -95,18 +99,40 @@ pub(crate) fn scopes(r: &DockerRef) -> Vec<String> {
 
 impl RegistriesD {
     /// Reads a registries.d directory; a missing one defines nothing.
+    #[cfg(test)]
     pub(crate) fn load(dir: &Path) -> Result<RegistriesD> {
+        Self::load_with(Some(dir), &[])
+    }
+
+    /// Reads a registries.d directory (a missing one defines nothing), with the file MCO
+    /// writes for image policies,
+    /// [`SIGSTORE_REGISTRIES_FILE`], in memory: `use-sigstore-attachments: true` for each
+    /// of `sigstore` (none: no such file). It replaces a file of that name in `dir`, as
+    /// MCO's replaces it on the node; a namespace also defined in another file is an
+    /// error there, as between any two files.
+    pub(crate) fn load_with(dir: Option<&Path>, sigstore: &[String]) -> Result<RegistriesD> {
         let mut merged = RegistriesD::default();
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(merged),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+        let entries = match dir.map(std::fs::read_dir) {
+            Some(Ok(e)) => Some(e),
+            None => None,
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Some(Err(e)) => {
+                let dir = dir.expect("read");
+                return Err(e).with_context(|| format!("reading {}", dir.display()));
+            }
         };
         let mut files: Vec<PathBuf> = entries
+            .into_iter()
+            .flatten()
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 p.file_name()
                     .is_some_and(|n| n.to_string_lossy().ends_with(".yaml"))
+            })
+            .filter(|p| {
+                sigstore.is_empty()
+                    || p.file_name()
+                        .is_none_or(|n| n.to_string_lossy() != SIGSTORE_REGISTRIES_FILE)
             })
             .collect();
         files.sort();
@@ -144,6 +170,24 @@ impl RegistriesD {
                 ns_from.insert(name.clone(), f.clone());
                 merged.docker.insert(name, ns);
             }
+        }
+        for name in sigstore {
+            if let Some(first) = ns_from.get(name) {
+                bail!(
+                    "registries.d: the \"docker\" namespace {} is defined both in {} and in \
+                     the {SIGSTORE_REGISTRIES_FILE} that --image-policy adds (as MCO writes it \
+                     for the node); keep one",
+                    parse::name_shown(name),
+                    first.display()
+                );
+            }
+            merged.docker.insert(
+                name.clone(),
+                Namespace {
+                    use_sigstore_attachments: Some(true),
+                    ..Namespace::default()
+                },
+            );
         }
         Ok(merged)
     }
@@ -420,6 +464,50 @@ mod tests {
         ]);
         let e = format!("{:#}", RegistriesD::load(d.path()).unwrap_err());
         assert!(e.contains("defined both in"), "{e}");
+    }
+
+    /// `--image-policy`'s namespaces, as MCO's sigstore-registries.yaml: that file of
+    /// the directory is replaced, another file's namespace is kept, a namespace in both
+    /// is an error, and without a directory they are all there is.
+    #[test]
+    fn the_image_policies_sigstore_registries_file() {
+        let d = dir_with(&[
+            (
+                "sigstore-registries.yaml",
+                "docker:\n  old.example:\n    use-sigstore-attachments: true\n",
+            ),
+            (
+                "other.yaml",
+                "docker:\n  reg.example:\n    use-sigstore-attachments: false\n    lookaside: file:///o\n",
+            ),
+        ]);
+        let scopes = ["new.example/ns".to_string(), "mirror.example".to_string()];
+        let c = RegistriesD::load_with(Some(d.path()), &scopes).unwrap();
+        assert!(c.use_sigstore_attachments(&r("new.example/ns/x:1")));
+        assert!(c.use_sigstore_attachments(&r("mirror.example/a/b:1")));
+        assert!(!c.use_sigstore_attachments(&r("new.example/other:1")));
+        assert!(!c.use_sigstore_attachments(&r("old.example/x:1")));
+        assert!(!c.use_sigstore_attachments(&r("reg.example/x:1")));
+        assert_eq!(
+            c.lookaside_base(&r("reg.example/x:1")).unwrap().as_str(),
+            "file:///o/x"
+        );
+        // Without image policies, the directory's file is read as any other.
+        let c = RegistriesD::load_with(Some(d.path()), &[]).unwrap();
+        assert!(c.use_sigstore_attachments(&r("old.example/x:1")));
+        let e = format!(
+            "{:#}",
+            RegistriesD::load_with(Some(d.path()), &["reg.example".to_string()]).unwrap_err()
+        );
+        assert!(
+            e.contains("\"reg.example\" is defined both in")
+                && e.contains(
+                    "other.yaml and in the sigstore-registries.yaml that --image-policy adds"
+                ),
+            "{e}"
+        );
+        let c = RegistriesD::load_with(None, &scopes).unwrap();
+        assert!(c.use_sigstore_attachments(&r("mirror.example/a:1")));
     }
 
     #[test]

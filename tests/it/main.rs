@@ -16,6 +16,7 @@ mod extract_vs_umoci;
 mod fuzz_inputs;
 mod guidance;
 mod hostile_images;
+mod image_policy;
 mod inject_ignition;
 mod inject_large;
 mod inject_layers;

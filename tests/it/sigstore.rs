@@ -136,7 +136,13 @@ impl Registry<'_> {
 
     /// Attaches these signature layers to `digest` in `repo`, as cosign does (the tag
     /// `sha256-HEX.sig`, replacing what was there); `extra` layers are added as they are.
-    fn attach(&self, repo: &str, digest: &str, sigs: &[(Vec<u8>, String)], extra: &[Value]) {
+    pub(crate) fn attach(
+        &self,
+        repo: &str,
+        digest: &str,
+        sigs: &[(Vec<u8>, String)],
+        extra: &[Value],
+    ) {
         let layers: Vec<(Vec<u8>, Value)> = sigs
             .iter()
             .map(|(payload, sig)| (payload.clone(), json!({SIG_ANNOTATION: sig})))
