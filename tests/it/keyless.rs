@@ -16,6 +16,7 @@
 //! containers/image's code decides it; the function that decides is named.
 
 use std::fs;
+use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use p256::ecdsa::signature::Signer as _;
@@ -26,7 +27,7 @@ use rcgen::{
 use serde_json::{json, Value};
 
 use crate::harness::registry::registries;
-use crate::harness::{require_tools, sha256_hex};
+use crate::harness::{require_tools, run_ok, sha256_hex};
 use crate::sigstore::{b64, key_pair, payload, pushed, Case, Pushed, Registry};
 
 const SIG: &str = "dev.cosignproject.cosign/signature";
@@ -169,6 +170,13 @@ fn set(
     )
 }
 
+/// A `sigstoreSigned` policy file, and the image policy objects rendering to the same
+/// requirement, when there are such.
+struct Judge {
+    json: String,
+    objects: Option<String>,
+}
+
 /// How a keyless signature layer is made; what is not set is as cosign makes it.
 #[derive(Default)]
 struct Made<'a> {
@@ -208,14 +216,35 @@ fn keyless_and_pki_signatures_on_a_registry() {
         fs::write(&p, body).unwrap();
         p.display().to_string()
     };
+    let scope = format!("{}/keyless-{uniq}", r.basic);
     let policy = |name: &str, req: Value| {
         write(
             name,
             &json!({"default": [{"type": "insecureAcceptAnything"}],
-                    "transports": {"docker": {format!("{}/keyless-{uniq}", r.basic): [req]}}})
+                    "transports": {"docker": {&scope: [req]}}})
             .to_string(),
         )
     };
+    // The same root of trust as a ClusterImagePolicy, or an ImagePolicy of the MCO's
+    // namespace, over the same scope, as `oc get -o yaml` prints it.
+    let objects = |name: &str, image_policy: bool, root_of_trust: Value| {
+        let mut meta = json!({"name": name});
+        if image_policy {
+            meta["namespace"] = json!("openshift-machine-config-operator");
+        }
+        let kind = if image_policy {
+            "ImagePolicy"
+        } else {
+            "ClusterImagePolicy"
+        };
+        let o = json!({"apiVersion": "config.openshift.io/v1", "kind": kind, "metadata": meta,
+                       "spec": {"scopes": [&scope], "policy": {"rootOfTrust": root_of_trust}}});
+        write(
+            &format!("{name}.yaml"),
+            &serde_yaml_ng::to_string(&o).unwrap(),
+        )
+    };
+    let judge = |json: String, objects: Option<String>| Judge { json, objects };
     let regd = dir.join("registries.d");
     fs::create_dir_all(&regd).unwrap();
     fs::write(
@@ -227,6 +256,14 @@ fn keyless_and_pki_signatures_on_a_registry() {
     )
     .unwrap();
     let regd = regd.display().to_string();
+    // With image policies, no registries.d: they enable the attachments of their scopes.
+    let no_regd = dir.join("registries.d-none");
+    fs::create_dir_all(&no_regd).unwrap();
+    let no_regd = no_regd.display().to_string();
+    let base = write(
+        "base.json",
+        r#"{"default": [{"type": "insecureAcceptAnything"}]}"#,
+    );
     let case = Case {
         extra: Vec::new(),
         auth: sb
@@ -247,11 +284,22 @@ fn keyless_and_pki_signatures_on_a_registry() {
     let (rekor, rekor_pub) = key_pair(&dir, 31);
     let (other_rekor, _) = key_pair(&dir, 33);
     let fulcio_ca = write("fulcio-root.pem", &fulcio_root.pem);
-    let fulcio = policy(
-        "fulcio.json",
-        json!({"type": "sigstoreSigned",
-               "fulcio": {"caPath": fulcio_ca, "oidcIssuer": ISSUER, "subjectEmail": EMAIL},
-               "rekorPublicKeyPath": rekor_pub}),
+    let rekor_pem = fs::read(&rekor_pub).unwrap();
+    let fulcio = judge(
+        policy(
+            "fulcio.json",
+            json!({"type": "sigstoreSigned",
+                   "fulcio": {"caPath": fulcio_ca, "oidcIssuer": ISSUER, "subjectEmail": EMAIL},
+                   "rekorPublicKeyPath": rekor_pub}),
+        ),
+        Some(objects(
+            "keyless",
+            false,
+            json!({"policyType": "FulcioCAWithRekor",
+                   "fulcioCAWithRekor": {"fulcioCAData": b64(fulcio_root.pem.as_bytes()),
+                                         "rekorKeyData": b64(&rekor_pem),
+                                         "fulcioSubject": {"oidcIssuer": ISSUER, "signedEmail": EMAIL}}}),
+        )),
     );
 
     let signed = payload(&digest, &image);
@@ -280,16 +328,29 @@ fn keyless_and_pki_signatures_on_a_registry() {
         chain: Some(chain.clone()),
         ..Made::default()
     };
-    let decide = |l: (Vec<u8>, Value), policy: &str, refused_with: Option<&str>| {
+    // Each case under the policy.json requirement, then under the image policy object
+    // that renders to it: the same verdict, for the same reason.
+    let decide = |l: (Vec<u8>, Value), policy: &Judge, refused_with: Option<&str>| {
         reg.attach_layers(&repo, &digest, &[l], &[]);
-        match refused_with {
-            None => case.accepted(policy, &regd),
-            Some(want) => {
-                let e = case.refused(policy, &regd);
-                assert!(
-                    e.contains("refused by the signature policy") && e.contains(want),
-                    "{want}: {e}"
-                );
+        let runs: Vec<(&str, &str, Vec<&str>)> =
+            [Some((policy.json.as_str(), regd.as_str(), vec![]))]
+                .into_iter()
+                .chain([policy
+                    .objects
+                    .as_deref()
+                    .map(|o| (base.as_str(), no_regd.as_str(), vec!["--image-policy", o]))])
+                .flatten()
+                .collect();
+        for (json, regd, more) in runs {
+            match refused_with {
+                None => case.accepted_with(json, regd, &more),
+                Some(want) => {
+                    let e = case.refused_with(json, regd, &more);
+                    assert!(
+                        e.contains("refused by the signature policy") && e.contains(want),
+                        "{want} ({more:?}): {e}"
+                    );
+                }
             }
         }
     };
@@ -477,12 +538,16 @@ fn keyless_and_pki_signatures_on_a_registry() {
         Some("not a signature of its payload by the ECDSA P-256 key of its Fulcio certificate"),
     );
     // A CA file with no certificate in it (prSigstoreSignedFulcio.prepareTrustRoot).
-    let empty_ca = policy(
-        "fulcio-empty-ca.json",
-        json!({"type": "sigstoreSigned",
-               "fulcio": {"caPath": write("empty.pem", "nothing\n"), "oidcIssuer": ISSUER,
-                          "subjectEmail": EMAIL},
-               "rekorPublicKeyPath": rekor_pub}),
+    // (An image policy's fulcioCAData must be PEM: the CRD refuses this one.)
+    let empty_ca = judge(
+        policy(
+            "fulcio-empty-ca.json",
+            json!({"type": "sigstoreSigned",
+                   "fulcio": {"caPath": write("empty.pem", "nothing\n"), "oidcIssuer": ISSUER,
+                              "subjectEmail": EMAIL},
+                   "rekorPublicKeyPath": rekor_pub}),
+        ),
+        None,
     );
     decide(
         layer(&good, with_chain()),
@@ -496,16 +561,35 @@ fn keyless_and_pki_signatures_on_a_registry() {
     let pki_chain = format!("{}{}", pki_mid.pem, pki_root.pem);
     let pki_roots = write("pki-root.pem", &pki_root.pem);
     let pki_mids = write("pki-intermediate.pem", &pki_mid.pem);
-    let by_email = policy(
-        "pki-email.json",
-        json!({"type": "sigstoreSigned",
-               "pki": {"caRootsPath": pki_roots, "subjectEmail": EMAIL}}),
+    let pki_object = |name: &str, subject: Value, with_mids: bool| {
+        let mut pki = json!({"caRootsData": b64(pki_root.pem.as_bytes()),
+                             "pkiCertificateSubject": subject});
+        if with_mids {
+            pki["caIntermediatesData"] = json!(b64(pki_mid.pem.as_bytes()));
+        }
+        // An ImagePolicy for the e-mail, a ClusterImagePolicy for the hostname.
+        Some(objects(
+            name,
+            !with_mids,
+            json!({"policyType": "PKI", "pki": pki}),
+        ))
+    };
+    let by_email = judge(
+        policy(
+            "pki-email.json",
+            json!({"type": "sigstoreSigned",
+                   "pki": {"caRootsPath": pki_roots, "subjectEmail": EMAIL}}),
+        ),
+        pki_object("pki-email", json!({"email": EMAIL}), false),
     );
-    let by_host = policy(
-        "pki-host.json",
-        json!({"type": "sigstoreSigned",
-               "pki": {"caRootsPath": pki_roots, "caIntermediatesPath": pki_mids,
-                       "subjectHostname": "signer.example.com"}}),
+    let by_host = judge(
+        policy(
+            "pki-host.json",
+            json!({"type": "sigstoreSigned",
+                   "pki": {"caRootsPath": pki_roots, "caIntermediatesPath": pki_mids,
+                           "subjectHostname": "signer.example.com"}}),
+        ),
+        pki_object("pki-host", json!({"hostname": "signer.example.com"}), true),
     );
     let pki_spec = |t: i64| Spec {
         issuer_v1: None,
@@ -588,10 +672,17 @@ fn keyless_and_pki_signatures_on_a_registry() {
     );
     decide(
         pki_layer(&pki_leaf, Some(&pki_chain)),
-        &policy(
-            "pki-other-email.json",
-            json!({"type": "sigstoreSigned",
-                   "pki": {"caRootsPath": pki_roots, "subjectEmail": "other@example.com"}}),
+        &judge(
+            policy(
+                "pki-other-email.json",
+                json!({"type": "sigstoreSigned",
+                       "pki": {"caRootsPath": pki_roots, "subjectEmail": "other@example.com"}}),
+            ),
+            pki_object(
+                "pki-other-email",
+                json!({"email": "other@example.com"}),
+                false,
+            ),
         ),
         Some(r#"Required email "other@example.com" not found"#),
     );
@@ -599,9 +690,17 @@ fn keyless_and_pki_signatures_on_a_registry() {
     // --- A public key with Rekor (isSignatureAccepted: the SET must name the key).
     let (key, key_pub) = key_pair(&dir, 7);
     let key_pem = fs::read_to_string(&key_pub).unwrap();
-    let with_rekor = policy(
-        "key-rekor.json",
-        json!({"type": "sigstoreSigned", "keyPath": key_pub, "rekorPublicKeyPath": rekor_pub}),
+    let with_rekor = judge(
+        policy(
+            "key-rekor.json",
+            json!({"type": "sigstoreSigned", "keyPath": key_pub, "rekorPublicKeyPath": rekor_pub}),
+        ),
+        Some(objects(
+            "key-rekor",
+            false,
+            json!({"policyType": "PublicKey",
+                   "publicKey": {"keyData": b64(key_pem.as_bytes()), "rekorKeyData": b64(&rekor_pem)}}),
+        )),
     );
     let key_layer = |logged: &str, with_set: bool| {
         let sig: p256::ecdsa::Signature = key.sign(&signed);
@@ -622,6 +721,78 @@ fn keyless_and_pki_signatures_on_a_registry() {
         key_layer(&key_pem, false),
         &with_rekor,
         Some("missing dev.sigstore.cosign/bundle annotation"),
+    );
+
+    // --- Through a mirror: the ClusterImagePolicy's scope is the source; a mirror that
+    // registries.conf names serves the image, and its attachments are read from the
+    // mirror's repository, whose namespace the image policy enables
+    // (addScopeMirrorsSigstoreRegistriesdConfig), with no registries.d.
+    let source = format!("{}/keyless-{uniq}-source", r.basic);
+    let mirror = format!("{}/keyless-{uniq}/mirror", r.basic);
+    run_ok(
+        Command::new("skopeo")
+            .args(["copy", "-q", "--dest-cert-dir", &r.ca_dir, "--dest-creds"])
+            .arg(format!("{}:{}", r.basic_user, r.basic_password))
+            .arg(format!(
+                "oci:{}:latest",
+                r.fixtures.join("layouts/mco-small").display()
+            ))
+            .arg(format!("docker://{mirror}/mco:v1")),
+    );
+    let conf = write(
+        "registries.conf",
+        &format!(
+            "[[registry]]\nprefix = \"{source}\"\nlocation = \"{source}\"\n\
+             [[registry.mirror]]\nlocation = \"{mirror}\"\n"
+        ),
+    );
+    let via = Case {
+        extra: vec!["--registries-conf".into(), conf],
+        auth: case.auth.clone(),
+        sb: crate::harness::registry::Sandbox::new(),
+        image: format!("{source}/mco:v1"),
+        ca: &r.ca_dir,
+    };
+    let for_source = {
+        let o = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterImagePolicy",
+                       "metadata": {"name": "keyless-source"},
+                       "spec": {"scopes": [&source], "policy": {"rootOfTrust": {
+                           "policyType": "FulcioCAWithRekor",
+                           "fulcioCAWithRekor": {"fulcioCAData": b64(fulcio_root.pem.as_bytes()),
+                                                 "rekorKeyData": b64(&rekor_pem),
+                                                 "fulcioSubject": {"oidcIssuer": ISSUER, "signedEmail": EMAIL}}}}}});
+        write(
+            "keyless-source.yaml",
+            &serde_yaml_ng::to_string(&o).unwrap(),
+        )
+    };
+    let via_mirror = |l: &Leaf| {
+        let p = payload(&digest, &via.image);
+        let sig = b64(&l.key.sign(&p).unwrap());
+        let ann = json!({SIG: sig, CERT: l.pem, CHAIN: chain,
+                         BUNDLE: set(&rekor, &l.pem, &sig, &p, t)});
+        reg.attach_layers(
+            &format!("keyless-{uniq}/mirror/mco"),
+            &digest,
+            &[(p, ann)],
+            &[],
+        );
+    };
+    via_mirror(&good);
+    via.accepted_with(&base, &no_regd, &["--image-policy", &for_source]);
+    let stranger_email = leaf(
+        &fulcio_mid,
+        &Spec {
+            email: Some("someone@example.com"),
+            ..Spec::fulcio(t)
+        },
+    );
+    via_mirror(&stranger_email);
+    let e = via.refused_with(&base, &no_regd, &["--image-policy", &for_source]);
+    assert!(
+        e.contains(&format!("{mirror}/mco:sha256-"))
+            && e.contains(r#"Required email "release@example.com" not found"#),
+        "{e}"
     );
 
     // --- Requirements containers/image refuses when the policy is read

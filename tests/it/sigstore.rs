@@ -201,7 +201,13 @@ pub(crate) struct Case<'a> {
 }
 
 impl Case<'_> {
-    fn args<'b>(&'b self, cmd: &'b str, policy: &'b str, regd: &'b str) -> Vec<&'b str> {
+    fn args<'b>(
+        &'b self,
+        cmd: &'b str,
+        policy: &'b str,
+        regd: &'b str,
+        more: &[&'b str],
+    ) -> Vec<&'b str> {
         let mut v = vec![
             cmd,
             "--image",
@@ -216,15 +222,22 @@ impl Case<'_> {
             regd,
         ];
         v.extend(self.extra.iter().map(String::as_str));
+        v.extend(more);
         v
     }
 
     /// `inject` with this policy: the config is written.
     pub(crate) fn accepted(&self, policy: &str, regd: &str) {
+        self.accepted_with(policy, regd, &[]);
+    }
+
+    /// `inject` with this policy and more options (`--image-policy FILE`): the config is
+    /// written.
+    pub(crate) fn accepted_with(&self, policy: &str, regd: &str, more: &[&str]) {
         let ign = self.sb.path("out.ign");
         let _ = fs::remove_file(&ign);
         let ign_s = ign.display().to_string();
-        let mut args = self.args("inject", policy, regd);
+        let mut args = self.args("inject", policy, regd, more);
         args.extend(["--bootimage", "4.2", "--ign", &ign_s]);
         self.sb.ok(&args);
         let v: Value = serde_json::from_slice(&fs::read(&ign).unwrap()).unwrap();
@@ -235,8 +248,13 @@ impl Case<'_> {
 
     /// `extract` with this policy: refused (exit 1), the policy named; the message.
     pub(crate) fn refused(&self, policy: &str, regd: &str) -> String {
+        self.refused_with(policy, regd, &[])
+    }
+
+    /// `extract` with this policy and more options: refused (exit 1); the message.
+    pub(crate) fn refused_with(&self, policy: &str, regd: &str, more: &[&str]) -> String {
         let out_file = self.sb.path("extracted").display().to_string();
-        let mut args = self.args("extract", policy, regd);
+        let mut args = self.args("extract", policy, regd, more);
         args.extend(["--path", "/usr/bin/machine-config-daemon", "-o", &out_file]);
         let out = self.sb.run(&args);
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -468,7 +486,7 @@ fn sigstore_signed_policies_on_a_registry() {
 
     // `pull` keeps the attachments in the cache: `--offline` runs check them from there.
     case.sb
-        .ok(&case.args("pull", &sigstore_policy, &attachments));
+        .ok(&case.args("pull", &sigstore_policy, &attachments, &[]));
     case.extra = vec!["--offline".into()];
     case.accepted(&sigstore_policy, &attachments);
     // Online the attachment is now a single good signature; offline the two cached
