@@ -10,13 +10,12 @@
 //! for the mirrors an ImageDigestMirrorSet gives them.
 
 use std::fs;
-use std::process::Command;
 
 use serde_json::{json, Value};
 
 use crate::harness::registry::{registries, Sandbox};
-use crate::harness::{require_tools, run_ok};
-use crate::sigstore::{b64, key_pair, payload, sign, Registry};
+use crate::harness::require_tools;
+use crate::sigstore::{b64, key_pair, payload, push_fixture, sign, Registry};
 
 /// A ClusterImagePolicy or ImagePolicy (`namespace`) with a PublicKey root of trust.
 fn object(kind: &str, name: &str, namespace: Option<&str>, scopes: &[String], pem: &[u8]) -> Value {
@@ -77,22 +76,7 @@ fn image_policies_on_a_registry() {
     let art = format!("{host}/{ns}/ocp/art-dev");
     let team = format!("{host}/{ns}/team/mco");
     let mirror = format!("{host}/{ns}/mirror/release");
-    let push = |to: &str| -> String {
-        let digestfile = dir.join("digest");
-        run_ok(
-            Command::new("skopeo")
-                .args(["copy", "-q", "--dest-cert-dir", &r.ca_dir, "--dest-creds"])
-                .arg(format!("{}:{}", r.basic_user, r.basic_password))
-                .arg("--digestfile")
-                .arg(&digestfile)
-                .arg(format!(
-                    "oci:{}:latest",
-                    r.fixtures.join("layouts/mco-small").display()
-                ))
-                .arg(format!("docker://{to}")),
-        );
-        fs::read_to_string(&digestfile).unwrap().trim().to_string()
-    };
+    let push = |to: &str| push_fixture(&r, to);
     let digest = push(&format!("{art}:v1"));
     assert_eq!(push(&format!("{team}:v1")), digest);
     // The release repository's image only on the mirror: pulled by digest through it.

@@ -16,7 +16,6 @@
 //! containers/image's code decides it; the function that decides is named.
 
 use std::fs;
-use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use p256::ecdsa::signature::Signer as _;
@@ -27,8 +26,8 @@ use rcgen::{
 use serde_json::{json, Value};
 
 use crate::harness::registry::registries;
-use crate::harness::{require_tools, run_ok, sha256_hex};
-use crate::sigstore::{b64, key_pair, payload, pushed, Case, Pushed, Registry};
+use crate::harness::{require_tools, sha256_hex};
+use crate::sigstore::{b64, key_pair, payload, push_fixture, pushed, Case, Pushed, Registry};
 
 const SIG: &str = "dev.cosignproject.cosign/signature";
 const CERT: &str = "dev.sigstore.cosign/certificate";
@@ -729,16 +728,7 @@ fn keyless_and_pki_signatures_on_a_registry() {
     // (addScopeMirrorsSigstoreRegistriesdConfig), with no registries.d.
     let source = format!("{}/keyless-{uniq}-source", r.basic);
     let mirror = format!("{}/keyless-{uniq}/mirror", r.basic);
-    run_ok(
-        Command::new("skopeo")
-            .args(["copy", "-q", "--dest-cert-dir", &r.ca_dir, "--dest-creds"])
-            .arg(format!("{}:{}", r.basic_user, r.basic_password))
-            .arg(format!(
-                "oci:{}:latest",
-                r.fixtures.join("layouts/mco-small").display()
-            ))
-            .arg(format!("docker://{mirror}/mco:v1")),
-    );
+    push_fixture(&r, &format!("{mirror}/mco:v1"));
     let conf = write(
         "registries.conf",
         &format!(

@@ -277,6 +277,27 @@ pub(crate) struct Pushed {
     pub digest: String,
 }
 
+/// Pushes the `mco-small` fixture with skopeo to `to` on the TLS registry: its digest.
+pub(crate) fn push_fixture(r: &Registries, to: &str) -> String {
+    let digestfile = tempfile::NamedTempFile::new().unwrap();
+    run_ok(
+        Command::new("skopeo")
+            .args(["copy", "-q", "--dest-cert-dir", &r.ca_dir, "--dest-creds"])
+            .arg(format!("{}:{}", r.basic_user, r.basic_password))
+            .arg("--digestfile")
+            .arg(digestfile.path())
+            .arg(format!(
+                "oci:{}:latest",
+                r.fixtures.join("layouts/mco-small").display()
+            ))
+            .arg(format!("docker://{to}")),
+    );
+    fs::read_to_string(digestfile.path())
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
 pub(crate) fn pushed(r: &Registries, prefix: &str) -> Pushed {
     let sb = Sandbox::new();
     let dir = sb.path(prefix);
@@ -291,20 +312,7 @@ pub(crate) fn pushed(r: &Registries, prefix: &str) -> Pushed {
         .replace(|c: char| !c.is_ascii_alphanumeric(), "");
     let repo = format!("{prefix}-{uniq}/mco");
     let image = format!("{}/{repo}:v1", r.basic);
-    let digestfile = dir.join("digest");
-    run_ok(
-        Command::new("skopeo")
-            .args(["copy", "-q", "--dest-cert-dir", &r.ca_dir, "--dest-creds"])
-            .arg(format!("{}:{}", r.basic_user, r.basic_password))
-            .arg("--digestfile")
-            .arg(&digestfile)
-            .arg(format!(
-                "oci:{}:latest",
-                r.fixtures.join("layouts/mco-small").display()
-            ))
-            .arg(format!("docker://{image}")),
-    );
-    let digest = fs::read_to_string(&digestfile).unwrap().trim().to_string();
+    let digest = push_fixture(r, &image);
     Pushed {
         sb,
         dir,
@@ -606,16 +614,7 @@ fn sigstore_signed_policies_on_a_registry() {
     // useSigstoreAttachments decides). The identity signed is the source's.
     let source = format!("{}/sigstore-{uniq}/src", r.basic);
     let mirror = format!("{}/sigstore-{uniq}/mirror", r.basic);
-    run_ok(
-        Command::new("skopeo")
-            .args(["copy", "-q", "--dest-cert-dir", &r.ca_dir, "--dest-creds"])
-            .arg(format!("{}:{}", r.basic_user, r.basic_password))
-            .arg(format!(
-                "oci:{}:latest",
-                r.fixtures.join("layouts/mco-small").display()
-            ))
-            .arg(format!("docker://{mirror}/mco:v1")),
-    );
+    push_fixture(&r, &format!("{mirror}/mco:v1"));
     let source_image = format!("{source}/mco:v1");
     reg.attach(
         &format!("sigstore-{uniq}/mirror/mco"),
