@@ -13,9 +13,9 @@ use std::fs;
 
 use serde_json::{json, Value};
 
-use crate::harness::registry::{registries, Sandbox};
+use crate::harness::registry::registries;
 use crate::harness::require_tools;
-use crate::sigstore::{b64, key_pair, payload, push_fixture, sign, Registry};
+use crate::sigstore::{b64, key_pair, payload, push_fixture, sandbox, sign, Registry};
 
 /// A ClusterImagePolicy or ImagePolicy (`namespace`) with a PublicKey root of trust.
 fn object(kind: &str, name: &str, namespace: Option<&str>, scopes: &[String], pem: &[u8]) -> Value {
@@ -59,17 +59,7 @@ fn write_yaml(path: &std::path::Path, objects: &[Value], list: bool) -> String {
 fn image_policies_on_a_registry() {
     require_tools(&["skopeo", "curl"]);
     let r = registries();
-    let sb = Sandbox::new();
-    let dir = sb.path("ip");
-    fs::create_dir_all(&dir).unwrap();
-    let uniq = dir
-        .parent()
-        .unwrap()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .to_lowercase()
-        .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let (sb, dir, uniq) = sandbox("ip");
     let ns = format!("ip-{uniq}");
     let host = &r.basic;
     let release = format!("{host}/{ns}/ocp/release");

@@ -298,7 +298,8 @@ pub(crate) fn push_fixture(r: &Registries, to: &str) -> String {
         .to_string()
 }
 
-pub(crate) fn pushed(r: &Registries, prefix: &str) -> Pushed {
+/// A sandbox, its work directory `prefix`, and a name unique to it (for repositories).
+pub(crate) fn sandbox(prefix: &str) -> (Sandbox, PathBuf, String) {
     let sb = Sandbox::new();
     let dir = sb.path(prefix);
     fs::create_dir_all(&dir).unwrap();
@@ -310,6 +311,11 @@ pub(crate) fn pushed(r: &Registries, prefix: &str) -> Pushed {
         .to_string_lossy()
         .to_lowercase()
         .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    (sb, dir, uniq)
+}
+
+pub(crate) fn pushed(r: &Registries, prefix: &str) -> Pushed {
+    let (sb, dir, uniq) = sandbox(prefix);
     let repo = format!("{prefix}-{uniq}/mco");
     let image = format!("{}/{repo}:v1", r.basic);
     let digest = push_fixture(r, &image);
