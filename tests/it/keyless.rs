@@ -11,9 +11,9 @@
 //! `dev.sigstore.cosign/bundle` (the SET: `SignedEntryTimestamp`, an ECDSA signature of
 //! the RFC 8785 form of `Payload`, written here not canonical as cosign writes it, whose
 //! body is the hashedrekord entry of the signature). No verifier of these outside
-//! mcd-inject runs here: Debian's skopeo has sigstore compiled out, and sigstore's own
-//! clients need a certificate transparency log and a TUF root. Each case is decided as
-//! containers/image's code decides it; the function that decides is named.
+//! mcd-inject runs here (Debian's skopeo has sigstore compiled out): each case is decided
+//! as containers/image's code decides it, and the function that decides is named. The
+//! keyless cases are also judged by sigstore-python in `keyless_oracle.rs`.
 
 use std::fs;
 use std::time::{SystemTime, UNIX_EPOCH};
