@@ -365,3 +365,71 @@ impl Pki {
         cert.public_key()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cert_pem() -> String {
+        let key = rcgen::KeyPair::generate().unwrap();
+        rcgen::CertificateParams::new(vec!["signer.example.com".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap()
+            .pem()
+    }
+
+    #[test]
+    fn pools_and_chains_read_as_go_reads_them() {
+        let (a, b) = (cert_pem(), cert_pem());
+        // AppendCertsFromPEM: CERTIFICATE blocks without headers that parse; the rest
+        // is skipped, not an error.
+        let with_headers = a.replacen(
+            "-----BEGIN CERTIFICATE-----\n",
+            "-----BEGIN CERTIFICATE-----\nProc-Type: 4,ENCRYPTED\n\n",
+            1,
+        );
+        let key_block = "-----BEGIN PUBLIC KEY-----\nAAEC\n-----END PUBLIC KEY-----\n";
+        let broken = "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n";
+        let pool = pool_from_pem(format!("junk\n{with_headers}{key_block}{broken}{b}").as_bytes());
+        assert_eq!(pool.len(), 1);
+        assert!(pool_from_pem(b"nothing").is_empty());
+        // UnmarshalCertificatesFromPEM: every block must be a certificate, nothing else
+        // but whitespace between them.
+        assert_eq!(
+            certificates_from_pem(format!("\n{a}\n{b}\n").as_bytes())
+                .unwrap()
+                .len(),
+            2
+        );
+        assert!(certificates_from_pem(format!("{a}junk").as_bytes()).is_err());
+        assert!(certificates_from_pem(broken.as_bytes()).is_err());
+        // A chain annotation's last certificate (the root) is not an intermediate.
+        assert_eq!(
+            chain_intermediates(Some(format!("{a}{b}").as_bytes()))
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(chain_intermediates(Some(b"")).unwrap().is_empty());
+        assert!(chain_intermediates(None).unwrap().is_empty());
+        // The signing certificate is exactly one.
+        assert!(
+            format!("{:#}", leaf(format!("{a}{b}").as_bytes()).err().unwrap())
+                .contains("unexpected multiple certificates")
+        );
+        assert!(format!("{:#}", leaf(b"").err().unwrap()).contains("no certificate found"));
+    }
+
+    #[test]
+    fn issuer_v2_strings_as_go_asn1_reads_them() {
+        assert_eq!(der_string(b"\x0c\x03abc").unwrap(), "abc");
+        assert_eq!(der_string(b"\x13\x03abc").unwrap(), "abc");
+        assert_eq!(der_string(b"\x16\x03abc").unwrap(), "abc");
+        // Trailing data, another type, a truncated value.
+        assert!(der_string(b"\x0c\x03abcd").is_err());
+        assert!(der_string(b"\x04\x03abc").is_err());
+        assert!(der_string(b"\x0c\x05abc").is_err());
+        assert!(der_string(b"").is_err());
+    }
+}
