@@ -19,9 +19,9 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::harness::registry::{registries, Sandbox};
+use crate::harness::registry::registries;
 use crate::harness::{crate_root, require_tools, run_ok};
-use crate::sigstore::{payload, Case, Registry};
+use crate::sigstore::{payload, pushed, Case, Pushed, Registry};
 
 /// The sigstore-python that `scripts/test.sh` installs (tests/oracle/requirements.txt).
 const SIGSTORE_VERSION: &str = "sigstore 4.5.1";
@@ -157,33 +157,14 @@ fn keyless_verdicts_agree_with_sigstore_python() {
     require_tools(&["skopeo", "curl"]);
     let venv = venv();
     let r = registries();
-    let sb = Sandbox::new();
-    let dir = sb.path("oracle");
-    fs::create_dir_all(&dir).unwrap();
-    let uniq = dir
-        .parent()
-        .unwrap()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .to_lowercase()
-        .replace(|c: char| !c.is_ascii_alphanumeric(), "");
-    let repo = format!("oracle-{uniq}/mco");
-    let image = format!("{}/{repo}:v1", r.basic);
-    let digestfile = dir.join("digest");
-    run_ok(
-        Command::new("skopeo")
-            .args(["copy", "-q", "--dest-cert-dir", &r.ca_dir, "--dest-creds"])
-            .arg(format!("{}:{}", r.basic_user, r.basic_password))
-            .arg("--digestfile")
-            .arg(&digestfile)
-            .arg(format!(
-                "oci:{}:latest",
-                r.fixtures.join("layouts/mco-small").display()
-            ))
-            .arg(format!("docker://{image}")),
-    );
-    let digest = fs::read_to_string(&digestfile).unwrap().trim().to_string();
+    let Pushed {
+        sb,
+        dir,
+        uniq,
+        repo,
+        image,
+        digest,
+    } = pushed(&r, "oracle");
 
     // The material of every case, over the payload cosign signs for this image.
     let signed = payload(&digest, &image);
