@@ -27,7 +27,9 @@ use serde_json::{json, Value};
 
 use crate::harness::registry::registries;
 use crate::harness::{require_tools, sha256_hex};
-use crate::sigstore::{b64, key_pair, payload, push_fixture, pushed, Case, Pushed, Registry};
+use crate::sigstore::{
+    b64, key_pair, payload, push_fixture, pushed, registries_d, Case, Pushed, Registry,
+};
 
 const SIG: &str = "dev.cosignproject.cosign/signature";
 const CERT: &str = "dev.sigstore.cosign/certificate";
@@ -244,17 +246,13 @@ fn keyless_and_pki_signatures_on_a_registry() {
         )
     };
     let judge = |json: String, objects: Option<String>| Judge { json, objects };
-    let regd = dir.join("registries.d");
-    fs::create_dir_all(&regd).unwrap();
-    fs::write(
-        regd.join("default.yaml"),
-        format!(
+    let regd = registries_d(
+        &dir.join("registries.d"),
+        &format!(
             "docker:\n  {}/keyless-{uniq}:\n    use-sigstore-attachments: true\n",
             r.basic
         ),
-    )
-    .unwrap();
-    let regd = regd.display().to_string();
+    );
     // With image policies, no registries.d: they enable the attachments of their scopes.
     let no_regd = dir.join("registries.d-none");
     fs::create_dir_all(&no_regd).unwrap();

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::harness::registry::registries;
 use crate::harness::{crate_root, require_tools, run_ok};
-use crate::sigstore::{payload, pushed, Case, Pushed, Registry};
+use crate::sigstore::{payload, pushed, registries_d, Case, Pushed, Registry};
 
 /// The sigstore-python that `scripts/test.sh` installs (tests/oracle/requirements.txt).
 const SIGSTORE_VERSION: &str = "sigstore 4.5.1";
@@ -179,17 +179,13 @@ fn keyless_verdicts_agree_with_sigstore_python() {
     );
     let cases: Value = serde_json::from_slice(&fs::read(out.join("cases.json")).unwrap()).unwrap();
 
-    let regd = dir.join("registries.d");
-    fs::create_dir_all(&regd).unwrap();
-    fs::write(
-        regd.join("default.yaml"),
-        format!(
+    let regd = registries_d(
+        &dir.join("registries.d"),
+        &format!(
             "docker:\n  {}/oracle-{uniq}:\n    use-sigstore-attachments: true\n",
             r.basic
         ),
-    )
-    .unwrap();
-    let regd = regd.display().to_string();
+    );
     let policy = dir.join("policy.json");
     fs::write(
         &policy,

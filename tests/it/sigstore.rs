@@ -314,6 +314,13 @@ pub(crate) fn sandbox(prefix: &str) -> (Sandbox, PathBuf, String) {
     (sb, dir, uniq)
 }
 
+/// A registries.d directory `dir` whose `default.yaml` is `yaml`: its path.
+pub(crate) fn registries_d(dir: &Path, yaml: &str) -> String {
+    fs::create_dir_all(dir).unwrap();
+    fs::write(dir.join("default.yaml"), yaml).unwrap();
+    dir.display().to_string()
+}
+
 pub(crate) fn pushed(r: &Registries, prefix: &str) -> Pushed {
     let (sb, dir, uniq) = sandbox(prefix);
     let repo = format!("{prefix}-{uniq}/mco");
@@ -362,12 +369,7 @@ fn sigstore_signed_policies_on_a_registry() {
         "sigstore.json",
         json!({"type": "sigstoreSigned", "keyPath": key_pub}),
     );
-    let regd_dir = |name: &str, yaml: &str| {
-        let d = dir.join(name);
-        fs::create_dir_all(&d).unwrap();
-        fs::write(d.join("default.yaml"), yaml).unwrap();
-        d.display().to_string()
-    };
+    let regd_dir = |name: &str, yaml: &str| registries_d(&dir.join(name), yaml);
     let attachments = regd_dir(
         "registries.d",
         &format!(
