@@ -389,7 +389,8 @@ impl<'a> Document<'a> {
         let nodes = of(Kind::Files)
             .chain(of(Kind::Directories))
             .chain(of(Kind::Links));
-        let mut problems = rules::check_nodes(nodes);
+        let v2 = self.version().is_some_and(|v| v.starts_with("2."));
+        let mut problems = rules::check_nodes(nodes, v2);
         let mut names = HashSet::new();
         for e in self.entries(Kind::Units) {
             let name = e.id().unwrap_or("");

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::document::{report_lines, Document, Entry, Kind};
 use super::node;
 use super::schema::Schema;
+use super::translate::{self, TranslateError};
 use super::units::{
     DROPIN, FIRSTBOOT_UNIT, INSTALL_UNIT, LINK_PATH, PIVOT_UNIT, PULL_UNIT, REMOVED_MCO_UNITS,
 };
@@ -25,6 +26,8 @@ pub enum MergeError {
         out: SpecVersion,
         why: &'static str,
     },
+    #[error(transparent)]
+    Translate(#[from] TranslateError),
     #[error("the base config is not valid spec {spec}: {}", .problems.join("; "))]
     Invalid { spec: String, problems: Vec<String> },
     #[error("the base config already has {what} with other content (use --force to replace it)")]
@@ -35,37 +38,20 @@ pub enum MergeError {
     Clash { problems: Vec<String> },
 }
 
-/// The spec a base's version string names, and whether it translates to `out`.
+/// The spec a base's version string names: 2.0 and 2.1 are read as the 2.2 they are
+/// subsets of.
 fn base_spec(version: &str, out: SpecVersion) -> Result<SpecVersion, MergeError> {
     let refuse = |why| MergeError::Untranslatable {
         base: version.to_string(),
         out,
         why,
     };
-    let family_v2 = version.starts_with("2.");
-    if version.starts_with("1.")
-        || version.starts_with("2.") && !["2.0.0", "2.1.0", "2.2.0"].contains(&version)
-    {
-        return Err(refuse("only specs 2.0.0-2.2.0 and 3.0.0-3.6.0 are read"));
-    }
-    if family_v2 != out.is_v2() {
-        return Err(refuse(
-            "spec 2.x and 3.x differ beyond the files and units this tool touches; translate it first (e.g. with butane or ign-converter)",
-        ));
-    }
-    if family_v2 {
-        // 2.0 and 2.1 are subsets of 2.2 for everything they can say.
+    if ["2.0.0", "2.1.0"].contains(&version) {
         return Ok(SpecVersion::V2_2);
     }
-    let spec: SpecVersion = version
+    version
         .parse()
-        .map_err(|_| refuse("unknown spec version"))?;
-    if spec > out {
-        return Err(refuse(
-            "it is newer than the output spec; pass --spec with the base's version if the bootimage reads it",
-        ));
-    }
-    Ok(spec)
+        .map_err(|_| refuse("only specs 2.0.0-2.2.0 and 3.0.0-3.6.0 are read"))
 }
 
 /// The spec a base is written in, for choosing the output spec.
@@ -165,16 +151,18 @@ pub struct Notes {
 /// merges units and nodes, and checks the result against Ignition's rules. Returns the
 /// merged config and what was done to the base's entries.
 pub fn merge<'a>(
-    mut base: Document<'a>,
+    base: Document<'a>,
     ours: &Value,
     out: SpecVersion,
     force: bool,
 ) -> Result<(Document<'a>, Notes), MergeError> {
-    let version = base.version().ok_or(MergeError::NoVersion)?.to_string();
-    let spec = base_spec(&version, out)?;
-    check_base(&mut base, &version, spec)?;
+    let (mut base, read) = translated(base, out)?;
     let mut notes = Notes::default();
-    raise_version(&mut base, &version, out, &mut notes);
+    if read != out.as_str() {
+        notes.info.push(format!(
+            "translated the base from spec {read} to {out}, as MCO translates its pointer configs"
+        ));
+    }
     let mut ours = Document::from_value(ours.clone());
     let reaching = drop_reaching(&mut base, &ours, force, &mut notes);
     merge_units(&mut base, ours.take(Kind::Units), force, &mut notes)?;
@@ -187,6 +175,30 @@ pub fn merge<'a>(
         return Err(MergeError::Reaches { entries: reaching });
     }
     Ok((base, notes))
+}
+
+/// A base checked against the spec it declares and translated to `out`, with the
+/// version it declared.
+pub fn translated(
+    mut base: Document<'_>,
+    out: SpecVersion,
+) -> Result<(Document<'_>, String), MergeError> {
+    let version = base.version().ok_or(MergeError::NoVersion)?.to_string();
+    let spec = base_spec(&version, out)?;
+    check_base(&mut base, &version, spec)?;
+    let base = translate::translate(base, spec, out)?;
+    if version != out.as_str() {
+        // What the translation made must hold to the output spec's rules too (spec 3
+        // refuses two entries at one path, which a 2.x config may have had).
+        let problems = base.rules();
+        if !problems.is_empty() {
+            return Err(MergeError::Invalid {
+                spec: format!("{version} once translated to {out}"),
+                problems,
+            });
+        }
+    }
+    Ok((base, version))
 }
 
 /// Base entries that write, link or mask our units or paths outside `systemd.units`
@@ -260,21 +272,15 @@ fn check_base(base: &mut Document, version: &str, spec: SpecVersion) -> Result<(
             format!("unknown key {k}")
         })));
     }
-    let problems = base.rules();
-    if !problems.is_empty() {
-        return Err(invalid(problems));
+    // A 2.x config may hold two entries of one path (Ignition v0.x writes both, the
+    // last wins); the translation folds them, and the output's rules are checked then.
+    if !spec.is_v2() {
+        let problems = base.rules();
+        if !problems.is_empty() {
+            return Err(invalid(problems));
+        }
     }
     Ok(())
-}
-
-/// Writes the output spec into a base of an older one, with a note.
-fn raise_version(base: &mut Document, version: &str, out: SpecVersion, notes: &mut Notes) {
-    if version != out.as_str() {
-        base.skeleton["ignition"]["version"] = Value::from(out.as_str());
-        notes.info.push(format!(
-            "translated the base from spec {version} to {out} (the files, links and units it holds mean the same)"
-        ));
-    }
 }
 
 /// Units: MCO's keep their text and get our drop-ins; the ones only a pre-4.6 base
@@ -506,15 +512,28 @@ mod tests {
     }
 
     #[test]
-    fn refuses_other_families_and_invalid_bases() {
-        let b2 = json!({"ignition": {"version": "2.2.0"}});
+    fn translates_other_specs_and_refuses_invalid_bases() {
+        let b2 = json!({"ignition": {"version": "2.2.0", "config": {"append": [{"source": "https://mcs:22623/config/worker"}]}}});
+        let (m, notes) = merge_v(&b2, &ours("3.2.0"), SpecVersion::V3_2, false).unwrap();
+        assert_eq!(
+            m["ignition"]["config"]["merge"][0]["source"],
+            "https://mcs:22623/config/worker"
+        );
+        assert!(
+            notes.iter().any(|n| n.contains("from spec 2.2.0 to 3.2.0")),
+            "{notes:?}"
+        );
+        let newer =
+            json!({"ignition": {"version": "3.4.0"}, "kernelArguments": {"shouldExist": ["x"]}});
+        let e = merge_v(&newer, &ours("3.2.0"), SpecVersion::V3_2, false).unwrap_err();
+        assert!(e.to_string().contains("kernelArguments"), "{e}");
         assert!(matches!(
-            merge_v(&b2, &ours("3.2.0"), SpecVersion::V3_2, false),
-            Err(MergeError::Untranslatable { .. })
-        ));
-        let newer = json!({"ignition": {"version": "3.4.0"}});
-        assert!(matches!(
-            merge_v(&newer, &ours("3.2.0"), SpecVersion::V3_2, false),
+            merge_v(
+                &json!({"ignition": {"version": "1.0.0"}}),
+                &ours("3.2.0"),
+                SpecVersion::V3_2,
+                false
+            ),
             Err(MergeError::Untranslatable { .. })
         ));
         let bad = json!({"ignition": {"version": "3.2.0"}, "storage": {"filez": []}});

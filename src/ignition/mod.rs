@@ -7,6 +7,7 @@ pub(crate) mod merge;
 pub(crate) mod node;
 pub(crate) mod rules;
 pub mod schema;
+pub mod translate;
 pub(crate) mod units;
 mod v2;
 mod v3;
@@ -117,6 +118,16 @@ impl Serialize for SpecVersion {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
     }
+}
+
+/// Reads a config of any spec from 2.0.0 to 3.6.0, checks it against its own spec and
+/// writes it translated to `to`, as `inject --base` reads a base.
+pub fn translate_config(name: &str, bytes: &[u8], to: SpecVersion) -> anyhow::Result<Vec<u8>> {
+    let doc = document::Document::parse(name, bytes)?;
+    let (doc, _) = merge::translated(doc, to)?;
+    let mut out = Vec::new();
+    doc.write(&mut out)?;
+    Ok(out)
 }
 
 /// Where a file's bytes come from.
