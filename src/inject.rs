@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::choose::rules::{self, Choice};
-use crate::choose::target::{Named, Target, TargetArgs};
+use crate::choose::target::{Named, OcpVersion, Target, TargetArgs};
 use crate::choose::{self, Boots, ClusterHint, Inspection};
 use crate::ignition::document::Document;
 use crate::ignition::schema::Schema;
@@ -20,6 +20,7 @@ use crate::io::Input;
 use crate::payload::{compress_whole, threads, Early, Payload};
 use crate::release::Release;
 use crate::transport::{self, OpenOptions};
+use crate::userdata;
 use crate::warnings::{UserDataLimit, Warning, Warnings};
 
 /// Spec 2.x inline configs above this size get a warning about Ignition v0.x cost
@@ -73,8 +74,12 @@ pub struct InjectConfig {
     pub force: bool,
     /// The config to write (`--ign`).
     pub ign: Output,
-    /// A config to merge ours into (`--base`).
+    /// A config to merge ours into (`--base`): an Ignition config of any spec from 2.0
+    /// to 3.6, or the user-data Secret that holds one.
     pub base: Option<Input>,
+    /// Also write the config as a user-data Secret (`--secret-out`), under this name
+    /// (`--secret-name`, else [`userdata::default_name`]).
+    pub secret_out: Option<(Output, Option<String>)>,
     /// Remote mode: the payload is served, not inline.
     pub remote: Option<Remote>,
     /// The release the image was taken from (`--release`).
@@ -111,6 +116,26 @@ pub struct InjectReport {
     pub release: Option<Release>,
     /// The boots the builds serve: the first on the bootimage, and the cluster's OS.
     pub boots: BootsReport,
+    /// What the base was, when there was one.
+    pub base: Option<BaseReport>,
+    /// The Secret written (`--secret-out`): its name and file.
+    pub secret: Option<(String, String)>,
+    /// What an admin of the cluster should know about this bootimage (boot image skew
+    /// enforcement), for the JSON report only: it would be noise on every run's stderr.
+    pub cluster_notes: Vec<String>,
+}
+
+/// The base config as read, and as written.
+#[derive(Debug)]
+pub struct BaseReport {
+    /// The Secret it came from, if any.
+    pub secret: Option<userdata::SecretSource>,
+    /// `ignition.version` as the base declared it.
+    pub spec: String,
+    /// The spec it was written in (the output's).
+    pub written_spec: SpecVersion,
+    /// Whether it was translated from its spec to another.
+    pub translated: bool,
 }
 
 /// Which build serves which boot, with the verdicts that prove it.
@@ -260,11 +285,25 @@ fn provenance(
 /// succeeded.
 pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
     // The base stays as read; its entries are parsed one at a time (docs/inject.md).
-    let base_bytes = cfg.base.as_ref().map(Input::read).transpose()?;
+    let (base_bytes, base_secret) = match &cfg.base {
+        Some(input) => {
+            let (bytes, secret) =
+                userdata::config_of(input.read()?).with_context(|| format!("--base {input}"))?;
+            (Some(bytes), secret)
+        }
+        None => (None, None),
+    };
     let base = match (&cfg.base, &base_bytes) {
-        (Some(input), Some(bytes)) => Some(Document::parse(&input.to_string(), bytes)?),
+        (Some(input), Some(bytes)) => {
+            let name = match &base_secret {
+                Some(s) => format!("{input} ({})", s.key),
+                None => input.to_string(),
+            };
+            Some(Document::parse(&name, bytes)?)
+        }
         _ => None,
     };
+    let base_spec = base.as_ref().and_then(|b| b.version().map(str::to_string));
     let mut plan = plan(cfg, base.as_ref(), warnings)?;
     let Rendered {
         config,
@@ -273,7 +312,19 @@ pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
     } = render(cfg, &mut plan)?;
     let (config, notes) = merge_base(cfg, &plan, base, config, warnings)?;
     validate(&config, plan.target.spec)?;
-    let written = write(cfg, &plan, staged, &payloads, &config, warnings)?;
+    let secret_name = cfg.secret_out.as_ref().map(|(_, name)| {
+        name.clone()
+            .unwrap_or_else(|| userdata::default_name(base_secret.as_ref()))
+    });
+    let written = write(
+        cfg,
+        &plan,
+        staged,
+        &payloads,
+        &config,
+        secret_name.as_deref(),
+        warnings,
+    )?;
     let second_sha512 = payloads.get(1).map(|p| p.sha512.clone());
     let payload = &payloads[0];
     let bin = plan.chosen();
@@ -315,8 +366,39 @@ pub fn inject(cfg: &InjectConfig, warnings: &Warnings) -> Result<InjectReport> {
                 payload_sha512: second_sha512.clone().unwrap_or_default(),
             }),
         },
+        base: base_spec.map(|spec| BaseReport {
+            secret: base_secret,
+            translated: spec != plan.target.spec.as_str(),
+            spec,
+            written_spec: plan.target.spec,
+        }),
+        secret: cfg
+            .secret_out
+            .as_ref()
+            .zip(secret_name)
+            .map(|((out, _), name)| (name, out.to_string())),
+        cluster_notes: skew_notes(&plan.target),
         target: plan.target,
     })
+}
+
+/// The OpenShift release from which boot image skew enforcement (MCO 4.22 and later)
+/// holds a cluster's bootimages to be new enough: older ones keep the cluster from
+/// upgrading unless an admin acts.
+pub const SKEW_LIMIT: OcpVersion = OcpVersion {
+    major: 4,
+    minor: 13,
+};
+
+/// What the admin of a cluster that serves this bootimage must set, for the JSON report
+/// (docs/current-clusters.md says more).
+fn skew_notes(target: &Target) -> Vec<String> {
+    match target.bootimage.ocp() {
+        Some(v) if v < SKEW_LIMIT => vec![format!(
+            "boot image skew enforcement (MCO 4.22 and later) counts a {v} bootimage as older than 4.13.0 (RHCOS 9.2): a cluster on a platform without automated boot image updates records its boot image (mode Manual) and is Upgradeable=False until the recorded one is 4.13 or newer, or until the admin sets spec.bootImageSkewEnforcement.mode to None on the MachineConfiguration named cluster (MCO then no longer checks the skew, and the cluster may fail to scale with bootimages it cannot boot); mode Manual must record the oldest bootimage the cluster still boots (manual.ocpVersion or manual.rhcosVersion), which here is this one"
+        )],
+        _ => Vec::new(),
+    }
 }
 
 /// What `inject` settled before rendering anything.
@@ -585,6 +667,7 @@ fn write(
     mut staged: Vec<(Output, tempfile::NamedTempFile)>,
     payloads: &[Payload],
     config: &Document,
+    secret_name: Option<&str>,
     warnings: &Warnings,
 ) -> Result<Written> {
     let mut t = cfg.ign.temp_file()?;
@@ -621,6 +704,10 @@ fn write(
         warnings.warn(v2_size_warning(size));
     }
 
+    if let (Some((out, _)), Some(name)) = (&cfg.secret_out, secret_name) {
+        staged.push((out.clone(), secret_file(out, t.path(), size, name)?));
+    }
+
     // Everything is ready: commit the payload (remote mode), then the config.
     warnings.check_strict()?;
     staged.push((cfg.ign.clone(), t));
@@ -628,6 +715,31 @@ fn write(
         out.commit(t, 0o644)?;
     }
     Ok(Written { size, sha256 })
+}
+
+/// The config written at `config` (of `size` bytes) as the user-data Secret `name`,
+/// staged beside `out`.
+fn secret_file(
+    out: &Output,
+    config: &std::path::Path,
+    size: u64,
+    name: &str,
+) -> Result<tempfile::NamedTempFile> {
+    if size > userdata::MAX_SECRET_BYTES as u64 {
+        return Err(userdata::SecretOutError::TooBig {
+            size: size as usize,
+        })
+        .with_context(|| format!("--secret-out {out}"));
+    }
+    let bytes =
+        std::fs::read(config).with_context(|| format!("reading back {}", config.display()))?;
+    let yaml =
+        userdata::secret_yaml(name, &bytes).with_context(|| format!("--secret-out {out}"))?;
+    let mut t = out.temp_file()?;
+    t.as_file_mut()
+        .write_all(&yaml)
+        .with_context(|| format!("writing {out}"))?;
+    Ok(t)
 }
 
 /// The warning for inline configs too big to hand over: the user-data limits the

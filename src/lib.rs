@@ -62,6 +62,7 @@ mod payload;
 pub mod registry;
 pub mod transport;
 pub mod trust;
+pub mod userdata;
 
 mod io;
 pub use io::{output, Input};

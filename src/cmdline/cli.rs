@@ -22,6 +22,7 @@ use crate::release::Release;
 use crate::transport::OpenOptions;
 use crate::trust::image_policy::{ImagePolicies, MCO_BASE_POLICY};
 use crate::trust::{Policy, DEFAULT_POLICY, DEFAULT_REGISTRIES_D};
+use crate::userdata;
 use crate::verify::VerifyConfig;
 use crate::warnings::Warnings;
 
@@ -787,9 +788,26 @@ pub struct InjectArgs {
         help_heading = "Output"
     )]
     pub ign: Output,
-    /// A config to merge with (`-` for stdin); all of it is kept.
+    /// A config to merge with (`-` for stdin); all of it is kept: an Ignition config of
+    /// any spec from 2.2 to 3.6 (translated to the bootimage's spec as MCO translates),
+    /// or the user-data Secret holding one, as `oc get secret -o yaml|json` prints it.
     #[arg(long, value_name = "IN.ign", help_heading = "Output")]
     pub base: Option<Input>,
+    /// Also write the config as a user-data Secret manifest (openshift-machine-api,
+    /// `userData`, `disableTemplating`) for a MachineSet's `userDataSecret`; at most
+    /// 1 MiB, so with remote mode for a real MCD.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub secret_out: Option<Output>,
+    /// The name of that Secret (default: `<pool>-user-data-mcd-inject`, the pool of
+    /// the Secret given to --base, else worker).
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "secret_out",
+        value_parser = userdata::check_name,
+        help_heading = "Output"
+    )]
+    pub secret_name: Option<String>,
     /// Deliver this binary of the image instead of the chosen one (still checked).
     #[arg(
         long,
@@ -863,6 +881,10 @@ impl InjectArgs {
             force: self.force,
             ign: self.ign.clone(),
             base: self.base.clone(),
+            secret_out: self
+                .secret_out
+                .clone()
+                .map(|o| (o, self.secret_name.clone())),
             remote: match (&self.payload_url, &self.payload_out) {
                 (Some(url), Some(out)) => Some(Remote {
                     url: url.clone(),

@@ -62,6 +62,22 @@ pub fn inject_json(r: &InjectReport, config: &str, payload_url: Option<&str>) ->
         },
         "payload": { "sha512": digest("sha512", &r.payload_sha512), "url": payload_url },
         "boots": boots_json(r),
+        "base": r.base.as_ref().map(|b| json!({
+            "secret": b.secret.as_ref().map(|s| json!({
+                "name": s.name,
+                "namespace": s.namespace,
+                "key": s.key,
+            })),
+            "spec": b.spec,
+            "written_spec": b.written_spec.as_str(),
+            "translated": b.translated,
+        })),
+        "secret": r.secret.as_ref().map(|(name, path)| json!({
+            "name": name,
+            "namespace": crate::userdata::NAMESPACE,
+            "path": path,
+        })),
+        "cluster_notes": r.cluster_notes,
         "notes": r.notes,
         "warnings": warnings::to_json(&r.warnings),
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
