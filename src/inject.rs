@@ -631,10 +631,12 @@ fn merge_base<'a>(
     };
     let (merged, notes) =
         merge::merge(base, &ours, plan.target.spec, cfg.force).with_context(|| {
-            match &cfg.base {
-                Some(input) => format!("--base {input}"),
-                None => "--base".to_string(),
-            }
+            let input = cfg
+                .base
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            format!("--base {input} for bootimage {}", plan.target.bootimage)
         })?;
     for change in notes.forced {
         warnings.warn(Warning::ForcedBaseChange { change });

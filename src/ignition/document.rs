@@ -109,6 +109,14 @@ impl<'a> Entry<'a> {
         self.id.as_deref()
     }
 
+    /// Whether the entry is a 2.x file that appends to its path (`append: true`).
+    fn appends(&self) -> bool {
+        match &self.text {
+            Text::Raw(r) => r.get().contains("\"append\"") && self.value()["append"] == true,
+            Text::Made(v) => v["append"] == true,
+        }
+    }
+
     /// The entry as a value (parsed anew for a raw entry).
     pub fn value(&self) -> Value {
         match &self.text {
@@ -385,12 +393,17 @@ impl<'a> Document<'a> {
     /// unit at a time.
     pub fn rules(&self) -> Vec<String> {
         let of = |kind: Kind| self.entries(kind).iter().map(move |e| (kind.key(), e.id()));
-        // Chained (not flattened), so that the rules know how many nodes come.
-        let nodes = of(Kind::Files)
-            .chain(of(Kind::Directories))
-            .chain(of(Kind::Links));
+        // A 2.x file with `append: true` adds to the file of its path (Ignition v0.x
+        // writes the entries in turn): it is not a second entry of that path.
         let v2 = self.version().is_some_and(|v| v.starts_with("2."));
-        let mut problems = rules::check_nodes(nodes, v2);
+        let files = self
+            .entries(Kind::Files)
+            .iter()
+            .filter(|e| !(v2 && e.appends()))
+            .map(|e| (Kind::Files.key(), e.id()));
+        // Chained (not flattened), so that the rules know how many nodes come.
+        let nodes = files.chain(of(Kind::Directories)).chain(of(Kind::Links));
+        let mut problems = rules::check_nodes(nodes);
         let mut names = HashSet::new();
         for e in self.entries(Kind::Units) {
             let name = e.id().unwrap_or("");

@@ -22,10 +22,7 @@ pub fn check(cfg: &Value) -> Vec<String> {
             .flatten()
             .map(move |node| (kind, node["path"].as_str()))
     });
-    let v2 = cfg["ignition"]["version"]
-        .as_str()
-        .is_some_and(|v| v.starts_with("2."));
-    let mut problems = check_nodes(nodes, v2);
+    let mut problems = check_nodes(nodes);
     let mut units = HashSet::new();
     for unit in cfg["systemd"]["units"].as_array().into_iter().flatten() {
         let name = unit["name"].as_str().unwrap_or("");
@@ -43,12 +40,9 @@ pub fn check(cfg: &Value) -> Vec<String> {
 
 /// The rules on node paths, for `(kind, path)` of every node in config order (`kind`
 /// is `files`, `directories` or `links`): absolute, simplified, defined once, and no
-/// node under a file or a link. Holds only the paths, so it serves large configs. In
-/// spec 2.x (`files_may_repeat`) a file may come again at its path: Ignition v0.x
-/// writes each in turn, which is how a 2.x config appends to a file.
+/// node under a file or a link. Holds only the paths, so it serves large configs.
 pub fn check_nodes<'a>(
     nodes: impl IntoIterator<Item = (&'static str, Option<&'a str>)>,
-    files_may_repeat: bool,
 ) -> Vec<String> {
     let mut problems = Vec::new();
     let nodes = nodes.into_iter();
@@ -66,9 +60,6 @@ pub fn check_nodes<'a>(
         let k = KINDS.iter().position(|k| *k == kind).expect("a node kind") as u8;
         if let Some(first) = kinds.insert(path, k) {
             let first = KINDS[usize::from(first)];
-            if files_may_repeat && first == "files" && kind == "files" {
-                continue;
-            }
             problems.push(format!(
                 "{path} is defined twice (in storage.{first} and storage.{kind}); Ignition refuses duplicate entries"
             ));

@@ -241,39 +241,197 @@ fn other_specs_are_translated_or_refused() {
         .stderr
         .contains("translated the base from spec 3.1.0 to 3.2.0"));
 
-    // A newer base the bootimage reads raises the output spec.
+    // A newer base the bootimage reads raises the output spec...
     base["ignition"]["version"] = "3.3.0".into();
     let out = inject_with_base("4.12", &serde_json::to_vec(&base).unwrap(), &[]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(cfg["ignition"]["version"], "3.3.0");
 
-    // ... and one it does not read is refused.
+    // ... one it does not read is translated down to what it reads...
+    let out = inject_with_base("4.8", &serde_json::to_vec(&base).unwrap(), &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cfg["ignition"]["version"], "3.2.0");
+    assert!(out
+        .stderr
+        .contains("translated the base from spec 3.3.0 to 3.2.0"));
+
+    // ... unless it says what that spec cannot: the field and the bootimage are named.
+    base["kernelArguments"] = json!({"shouldExist": ["nosmt"]});
     let out = inject_with_base("4.8", &serde_json::to_vec(&base).unwrap(), &[]);
     assert_eq!(out.code, Some(1));
     assert!(
-        out.stderr.contains("base config is spec 3.3.0"),
+        out.stderr.contains("bootimage 4.8")
+            && out
+                .stderr
+                .contains("kernelArguments cannot be translated from spec 3.3.0 to spec 3.2.0"),
+        "{}",
+        out.stderr
+    );
+    let luks = json!({"ignition": {"version": "3.2.0"},
+        "storage": {"luks": [{"name": "root", "device": "/dev/disk/by-partlabel/root"}]}});
+    let out = inject_with_base("4.2", &serde_json::to_vec(&luks).unwrap(), &[]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("bootimage 4.2") && out.stderr.contains("storage.luks[0]"),
         "{}",
         out.stderr
     );
 
+    // Spec 2.2 for a spec 3 bootimage: 2.x files overwrite, so the file says so now.
     let v2 = json!({"ignition": {"version": "2.2.0"}, "storage": {"files": [
         {"filesystem": "root", "path": "/etc/motd", "contents": {"source": "data:,hi"}, "mode": 420}
     ]}});
     let out = inject_with_base("4.8", &serde_json::to_vec(&v2).unwrap(), &[]);
-    assert_eq!(out.code, Some(1));
-    assert!(
-        out.stderr.contains("cannot be translated to spec 3.2.0"),
-        "{}",
-        out.stderr
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        cfg["storage"]["files"][0],
+        json!({"path": "/etc/motd", "overwrite": true, "contents": {"source": "data:,hi"}, "mode": 420})
     );
     let out = inject_with_base("4.2", &serde_json::to_vec(&v2).unwrap(), &[]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(cfg["storage"]["files"][0], v2["storage"]["files"][0]);
-    let report =
-        mcd_inject::ignition::schema::validate(&cfg, mcd_inject::ignition::SpecVersion::V2_2);
-    assert!(report.is_clean(), "{report:?}");
+}
+
+/// The stub a pipeline takes from a current cluster (the Secret MCO's operator writes,
+/// spec 3) for a 4.2 bootimage, and an install-time 2.2 stub for a 4.8 one: each comes
+/// out in the spec the bootimage reads, pointing at the MCS with the stub's CA, and the
+/// real Ignition of that spec accepts it.
+#[test]
+fn stubs_of_current_clusters_reach_the_spec_the_bootimage_reads() {
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let mcs = "https://api-int.cluster.example:22623/config/worker";
+    let rotated_ca = "data:text/plain;charset=utf-8;base64,cm90YXRlZA==";
+    let managed = json!({"ignition": {"version": "3.2.0",
+        "config": {"merge": [{"source": mcs}]},
+        "security": {"tls": {"certificateAuthorities": [{"source": rotated_ca}]}}}});
+    let secret = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: worker-user-data-managed\n  namespace: openshift-machine-api\n  labels:\n    machineconfiguration.openshift.io/managed-ca-bundle-derived-from-configmap: \"\"\ntype: Opaque\ndata:\n  disableTemplating: dHJ1ZQo=\n  userData: {}\n",
+        b64(&serde_json::to_vec(&managed).unwrap())
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let secret_out = dir.path().join("secret.yaml");
+    let reference = fixture("mco-4.16").reference("oci");
+    let cfg_path = dir.path().join("out.ign");
+    let out = run(
+        &[
+            "inject",
+            "--image",
+            &reference,
+            "--bootimage",
+            "4.2",
+            "--base",
+            "-",
+            "--ign",
+            cfg_path.to_str().unwrap(),
+            "--secret-out",
+            secret_out.to_str().unwrap(),
+            "--json",
+        ],
+        secret.as_bytes(),
+        dir.path(),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["base"],
+        json!({"secret": {"name": "worker-user-data-managed", "namespace": "openshift-machine-api",
+            "key": "data.userData"}, "spec": "3.2.0", "written_spec": "2.2.0", "translated": true})
+    );
+    assert!(report["cluster_notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("spec.bootImageSkewEnforcement"));
+    let cfg_bytes = fs::read(&cfg_path).unwrap();
+    let cfg: Value = serde_json::from_slice(&cfg_bytes).unwrap();
+    assert_eq!(cfg["ignition"]["version"], "2.2.0");
+    assert_eq!(
+        cfg["ignition"]["config"]["append"],
+        json!([{"source": mcs}])
+    );
+    assert_eq!(
+        cfg["ignition"]["security"]["tls"]["certificateAuthorities"],
+        json!([{"source": rotated_ca}])
+    );
+    let v0 = crate::harness::node::shared_program("ignition-v0.35", "ignition-validate");
+    let (ok, text) = crate::harness::node::run(Command::new(&v0).arg(&cfg_path));
+    assert!(
+        ok && text.trim().is_empty(),
+        "v0.35 ignition-validate: {text}"
+    );
+    // The Secret holds the very bytes written, named after the base's pool.
+    let written: Value = serde_yaml_ng::from_slice(&fs::read(&secret_out).unwrap()).unwrap();
+    assert_eq!(written["metadata"]["name"], "worker-user-data-mcd-inject");
+    let user_data = base64::engine::general_purpose::STANDARD
+        .decode(written["data"]["userData"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(user_data, cfg_bytes);
+    assert_verifies(&cfg_bytes, &[]);
+
+    // The install-time stub of a cluster born at 4.1-4.5, for a 4.8 bootimage.
+    let install = json!({"ignition": {"version": "2.2.0",
+        "config": {"append": [{"source": mcs}]},
+        "security": {"tls": {"certificateAuthorities": [{"source": rotated_ca}]}}}});
+    let out = inject_with_base("4.8", &serde_json::to_vec(&install).unwrap(), &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cfg["ignition"]["version"], "3.2.0");
+    assert_eq!(cfg["ignition"]["config"]["merge"], json!([{"source": mcs}]));
+    fs::write(&cfg_path, &out.stdout).unwrap();
+    let (ok, text) = crate::harness::node::run(Command::new("ignition-validate").arg(&cfg_path));
+    assert!(ok && text.trim().is_empty(), "ignition-validate: {text}");
+    assert_verifies(&out.stdout, &[]);
+}
+
+/// A Secret that holds no config is named with its keys (never its values), and a
+/// config too big for a Secret is refused before anything is written.
+#[test]
+fn secrets_without_a_config_and_configs_too_big_for_one_are_refused() {
+    let pull = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: pull-secret\ndata:\n  .dockerconfigjson: eyJhdXRocyI6e319\n";
+    let out = inject_with_base("4.2", pull.as_bytes(), &[]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr
+            .contains("the Secret pull-secret has no userData in data or stringData")
+            && !out.stderr.contains("eyJhdXRocyI6e319"),
+        "{}",
+        out.stderr
+    );
+    // The fixture's payload inline: a config of megabytes.
+    let dir = tempfile::tempdir().unwrap();
+    let reference = fixture("mco-4.16").reference("oci");
+    let big = dir.path().join("big.yaml");
+    let cfg_path = dir.path().join("out.ign");
+    let large = json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [
+        {"path": "/var/filler", "contents": {"source": format!("data:,{}", "x".repeat(1 << 20))}}]}});
+    let out = run(
+        &[
+            "inject",
+            "--image",
+            &reference,
+            "--bootimage",
+            "4.8",
+            "--base",
+            "-",
+            "--ign",
+            cfg_path.to_str().unwrap(),
+            "--secret-out",
+            big.to_str().unwrap(),
+        ],
+        &serde_json::to_vec(&large).unwrap(),
+        dir.path(),
+    );
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("over the 1 MiB") && out.stderr.contains("--payload-url"),
+        "{}",
+        out.stderr
+    );
+    assert!(!big.exists() && !cfg_path.exists(), "nothing is written");
 }
 
 #[test]
