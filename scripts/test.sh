@@ -34,6 +34,13 @@ if ((${#missing[@]})); then
   if $own_policy; then rm -f "$policy"; fi
 fi
 
+# kubectl, the judge of the user-data Secrets `inject --secret-out` writes
+# (tests/it/secret_manifest.rs): Debian's kubernetes-client where the machine has none.
+if ! command -v kubectl >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kubernetes-client
+fi
+
 # sigstore-python, the independent verifier of tests/it/keyless_oracle.rs, in a venv under
 # target/ with the pinned versions of tests/oracle/requirements.txt (some 10 seconds from
 # PyPI; kept while the requirements are the ones it was made from).

@@ -34,6 +34,7 @@ mod policy_conformance;
 mod registry;
 mod release;
 mod reproducible;
+mod secret_manifest;
 mod secrets;
 mod sigstore;
 mod vm;
