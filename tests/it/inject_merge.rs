@@ -371,6 +371,12 @@ fn stubs_of_current_clusters_reach_the_spec_the_bootimage_reads() {
         .unwrap();
     assert_eq!(user_data, cfg_bytes);
     assert_verifies(&cfg_bytes, &[]);
+    // MCO's CA rotation rewrites the CA of the Secret's config in place, through Go's
+    // JSON encoder (keys sorted, compact): the config still verifies.
+    let mut rotated: Value = serde_json::from_slice(&cfg_bytes).unwrap();
+    rotated["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"] =
+        json!("data:text/plain;charset=utf-8;base64,bmV3ZXI=");
+    assert_verifies(&serde_json::to_vec(&sorted_keys(rotated)).unwrap(), &[]);
 
     // The install-time stub of a cluster born at 4.1-4.5, for a 4.8 bootimage.
     let install = json!({"ignition": {"version": "2.2.0",
@@ -385,6 +391,20 @@ fn stubs_of_current_clusters_reach_the_spec_the_bootimage_reads() {
     let (ok, text) = crate::harness::node::run(Command::new("ignition-validate").arg(&cfg_path));
     assert!(ok && text.trim().is_empty(), "ignition-validate: {text}");
     assert_verifies(&out.stdout, &[]);
+}
+
+/// A value with the keys of every object sorted, as Go's encoding/json writes a map.
+fn sorted_keys(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut pairs: Vec<(String, Value)> =
+                m.into_iter().map(|(k, v)| (k, sorted_keys(v))).collect();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(pairs.into_iter().collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted_keys).collect()),
+        other => other,
+    }
 }
 
 /// A Secret that holds no config is named with its keys (never its values), and a

@@ -9,7 +9,7 @@ use std::path::Path;
 const LEVELS: &[&[&str]] = &[
     &["cmdline"],
     &["inject", "verify", "extract", "release", "bootimage"],
-    &["choose", "payload", "ignition", "transport"],
+    &["choose", "payload", "ignition", "userdata", "transport"],
     &["registry"],
     &["trust"],
     &["image"],
