@@ -247,8 +247,140 @@ enum Flow {
     /// (`--base`).
     Offline(&'static str),
     /// A pointer config: Ignition fetches the cluster's config of this MCO release from
-    /// the loopback MCS and merges it at boot.
+    /// the loopback MCS and merges it at boot. The pointer config is the installer's,
+    /// in the bootimage's own spec ([`Stub::Spec22`] for 4.1-4.5, [`Stub::Spec3`]
+    /// after), trusting the MCS's CA.
     Pointer(&'static str),
+    /// The pointer flow from a pointer config of this kind, trusting this CA, which
+    /// `inject` translates to the bootimage's spec when the two differ.
+    Stub(&'static str, Stub, Ca),
+}
+
+impl Flow {
+    /// The MCO release of the cluster whose config the node gets, if any.
+    fn release(self) -> Option<&'static str> {
+        match self {
+            Flow::Standalone => None,
+            Flow::Offline(r) | Flow::Pointer(r) | Flow::Stub(r, ..) => Some(r),
+        }
+    }
+}
+
+/// The pointer configs a cluster holds for a pool (`<pool>-user-data` and
+/// `<pool>-user-data-managed` in `openshift-machine-api`).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Stub {
+    /// The installer's of a cluster installed at 4.1-4.5: spec 2.2,
+    /// `ignition.config.append`, given to `inject` as a plain config file.
+    Spec22,
+    /// The installer's of a cluster installed at 4.6 or later: spec 3,
+    /// `ignition.config.merge`, as a plain config file.
+    Spec3,
+    /// What MCO's operator writes into the Secret `<pool>-user-data-managed`
+    /// (`manifests/userdata_secret.yaml`, `PointerConfig` of
+    /// `pkg/controller/common/helpers.go` on main): spec 3.5.0 as Go marshals MCO's
+    /// `ign3types.Config`, given to `inject` as the Secret in YAML, as
+    /// `oc get secret -n openshift-machine-api worker-user-data-managed -o yaml` prints it.
+    Managed,
+}
+
+/// The CA a pointer config trusts for the MCS.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Ca {
+    /// The CA that signed the MCS's certificate: MCO's rotated `machine-config-server-ca`,
+    /// which MCO writes into every `*-user-data` Secret.
+    Rotated,
+    /// The installer's root CA, which a pointer config saved at install time carries,
+    /// and which signed nothing the MCS presents after the rotation.
+    InstallTimeRoot,
+}
+
+/// A CA as a `data:` URL, as MCO and the installer write it (vincent-petithory/dataurl's
+/// `EncodeBytes`).
+fn ca_data_url(pem: &[u8]) -> String {
+    format!(
+        "data:text/plain;charset=utf-8;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    )
+}
+
+/// The pointer config of kind `stub`, naming `source` and trusting the CA `ca_pem`, as
+/// the file `inject --base` reads: its name and its bytes.
+fn pointer_config(stub: Stub, source: &str, ca_pem: &[u8]) -> (&'static str, Vec<u8>) {
+    let ca = ca_data_url(ca_pem);
+    match stub {
+        Stub::Spec22 | Stub::Spec3 => {
+            let (version, key) = if stub == Stub::Spec22 {
+                ("2.2.0", "append")
+            } else {
+                ("3.2.0", "merge")
+            };
+            let cfg = json!({"ignition": {
+                "version": version,
+                "config": {key: [{"source": source}]},
+                "security": {"tls": {"certificateAuthorities": [{"source": ca}]}}
+            }});
+            ("pointer.ign", serde_json::to_vec_pretty(&cfg).unwrap())
+        }
+        Stub::Managed => {
+            // json.Marshal of MCO's ign3types.Config (v3_5): structs are never omitted.
+            let user_data = format!(
+                concat!(
+                    r#"{{"ignition":{{"config":{{"merge":[{{"source":"{}","verification":{{}}}}],"#,
+                    r#""replace":{{"verification":{{}}}}}},"proxy":{{}},"security":{{"tls":"#,
+                    r#"{{"certificateAuthorities":[{{"source":"{}","verification":{{}}}}]}}}},"#,
+                    r#""timeouts":{{}},"version":"3.5.0"}},"kernelArguments":{{}},"passwd":{{}},"#,
+                    r#""storage":{{}},"systemd":{{}}}}"#
+                ),
+                source, ca
+            );
+            serde_json::from_str::<Value>(&user_data).expect("the managed pointer config is JSON");
+            (
+                "worker-user-data-managed.yaml",
+                managed_secret(&user_data).into_bytes(),
+            )
+        }
+    }
+}
+
+/// The Secret `worker-user-data-managed` holding `user_data`, as `oc get secret -o yaml`
+/// prints it: keys sorted, MCO's label, the pool as owner, `disableTemplating` "true\n".
+fn managed_secret(user_data: &str) -> String {
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    format!(
+        "apiVersion: v1
+data:
+  disableTemplating: {}
+  userData: {}
+kind: Secret
+metadata:
+  creationTimestamp: \"2025-11-03T09:14:27Z\"
+  labels:
+    machineconfiguration.openshift.io/managed-ca-bundle-derived-from-configmap: \"\"
+  name: worker-user-data-managed
+  namespace: openshift-machine-api
+  ownerReferences:
+  - apiVersion: machineconfiguration.openshift.io/v1
+    kind: MachineConfigPool
+    name: worker
+    uid: 5f1c2a9e-8d3b-4c77-9a0e-2b6d1e4f7a10
+  resourceVersion: \"48213\"
+  uid: c3e9b7d2-41a6-4f0b-8e55-9d2a7c1b6e34
+type: Opaque
+",
+        b64(b"true\n"),
+        b64(user_data.as_bytes())
+    )
+}
+
+/// The loopback MCS of a pointer flow, as the config names and trusts it, and the
+/// requests of `/config/worker` it answered (`HttpsServer::mcs_requests`).
+#[derive(Clone, Debug)]
+struct Mcs {
+    url: String,
+    ca_pem: Vec<u8>,
+    old_ca_pem: Vec<u8>,
+    requests: Vec<String>,
 }
 
 /// Which MCD the config delivers.
@@ -279,6 +411,7 @@ struct Node {
     _dir: tempfile::TempDir,
     cfg: Value,
     boot: Boot,
+    mcs: Option<Mcs>,
 }
 
 /// A root that real Ignition wrote, not booted yet.
@@ -286,6 +419,33 @@ struct Applied {
     dir: tempfile::TempDir,
     cfg: Value,
     root: PathBuf,
+    /// In the pointer flows, the MCS and what it served.
+    mcs: Option<Mcs>,
+}
+
+/// The config `inject` wrote for a flow, not applied yet; the loopback MCS (pointer
+/// flows) and payload server (remote mode) still serve.
+struct Written {
+    dir: tempfile::TempDir,
+    cfg: Value,
+    cfg_path: PathBuf,
+    spec2: bool,
+    server: Option<HttpsServer>,
+    /// In the pointer flows, where the config points.
+    mcs_url: Option<String>,
+}
+
+impl Written {
+    /// The MCS and the requests it answered so far.
+    fn mcs(&self) -> Option<Mcs> {
+        let (url, s) = (self.mcs_url.as_ref()?, self.server.as_ref()?);
+        Some(Mcs {
+            url: url.clone(),
+            ca_pem: s.ca_pem.clone(),
+            old_ca_pem: s.old_ca_pem.clone(),
+            requests: s.mcs_requests(),
+        })
+    }
 }
 
 /// Writes the config for `bootimage` with `inject`, lets real Ignition apply it (and
@@ -306,6 +466,7 @@ fn first_boot(
         _dir: a.dir,
         cfg: a.cfg,
         boot,
+        mcs: a.mcs,
     }
 }
 
@@ -320,6 +481,47 @@ fn applied(
     cluster: &dyn Fn(&mut Value),
     tamper: impl Fn(&mut Value),
 ) -> Applied {
+    let w = written(bootimage, flow, mcd, cluster, tamper);
+    let work = w.dir.path();
+    let root = work.join("root");
+    match mcd {
+        Mcd::Rhel9Only => node::prepare_root_on(&node::old_glibc_base(), &root),
+        _ => node::prepare_root(&root),
+    }
+    if let Some(os) = okd_os_release(bootimage) {
+        // The OKD bootimage's OS: its os-release, which the install script reads; no
+        // pivot.service (Fedora CoreOS never had one).
+        fs::write(root.join("usr/lib/os-release"), os).unwrap();
+        let etc = root.join("etc/os-release");
+        let _ = fs::remove_file(&etc);
+        std::os::unix::fs::symlink("../usr/lib/os-release", &etc).unwrap();
+        fs::remove_file(root.join("usr/lib/systemd/system/pivot.service")).unwrap();
+    }
+    if w.spec2 {
+        apply_spec2(&w.cfg_path, &root, work);
+    } else {
+        apply_spec3(&w.cfg_path, &root, work);
+    }
+    let mcs = w.mcs();
+    Applied {
+        dir: w.dir,
+        cfg: w.cfg,
+        root,
+        mcs,
+    }
+}
+
+/// Writes the config for `bootimage` with `inject` ([`applied`] says what `cluster` and
+/// `tamper` do). In the pointer flows the loopback MCS serves both bodies of the
+/// cluster's config, spec 2.2 and spec 3, and answers each request by its Accept
+/// header, as MCO's MCS does.
+fn written(
+    bootimage: &str,
+    flow: Flow,
+    mcd: Mcd,
+    cluster: &dyn Fn(&mut Value),
+    tamper: impl Fn(&mut Value),
+) -> Written {
     let mcs_config = |release: &str, spec2: bool| {
         let mut c = mcs_config(release, spec2);
         cluster(&mut c);
@@ -330,33 +532,50 @@ fn applied(
     let spec2 = ["4.1", "4.2", "4.3", "4.4", "4.5"].contains(&bootimage);
     let version = if spec2 { "2.2.0" } else { "3.2.0" };
     let mut server = None;
-    let base = match flow {
+    let mut mcs_url = None;
+    // The installer's pointer config is in the bootimage's own spec.
+    let flow = match flow {
+        Flow::Pointer(release) => {
+            let stub = if spec2 { Stub::Spec22 } else { Stub::Spec3 };
+            Flow::Stub(release, stub, Ca::Rotated)
+        }
+        other => other,
+    };
+    let (base_name, base) = match flow {
         Flow::Standalone => {
             let mc = machine_config_file(spec2);
-            json!({"ignition": {"version": version}, "storage": {"files": [mc]}})
+            let base = json!({"ignition": {"version": version}, "storage": {"files": [mc]}});
+            ("base.ign", serde_json::to_vec_pretty(&base).unwrap())
         }
-        Flow::Offline(release) => mcs_config(release, spec2),
-        Flow::Pointer(release) => {
+        Flow::Offline(release) => (
+            "base.ign",
+            serde_json::to_vec_pretty(&mcs_config(release, spec2)).unwrap(),
+        ),
+        Flow::Pointer(_) => unreachable!(),
+        Flow::Stub(release, stub, ca) => {
             let served = work.join("mcs/config");
             fs::create_dir_all(&served).unwrap();
-            fs::write(
-                served.join("worker"),
-                serde_json::to_vec(&mcs_config(release, spec2)).unwrap(),
-            )
-            .unwrap();
+            for (body, spec2) in [("spec2.2", true), ("spec3", false)] {
+                fs::write(
+                    served.join(format!("worker-{body}.ign")),
+                    serde_json::to_vec(&mcs_config(release, spec2)).unwrap(),
+                )
+                .unwrap();
+            }
             let s = HttpsServer::serve(&work.join("mcs"), work);
-            let key = if spec2 { "append" } else { "merge" };
-            let base = json!({"ignition": {
-                "version": version,
-                "config": {key: [{"source": s.url("config/worker")}]},
-                "security": {"tls": {"certificateAuthorities": [{"source": data_url(&s.ca_pem)}]}}
-            }});
+            let url = s.url("config/worker");
+            let ca_pem = match ca {
+                Ca::Rotated => &s.ca_pem,
+                Ca::InstallTimeRoot => &s.old_ca_pem,
+            };
+            let base = pointer_config(stub, &url, ca_pem);
+            mcs_url = Some(url);
             server = Some(s);
             base
         }
     };
-    let base_path = work.join("base.ign");
-    fs::write(&base_path, serde_json::to_vec_pretty(&base).unwrap()).unwrap();
+    let base_path = work.join(base_name);
+    fs::write(&base_path, base).unwrap();
     let cfg_path = work.join("node.ign");
     let mut args = vec![
         "inject".to_string(),
@@ -386,7 +605,7 @@ fn applied(
         let path = "payload/machine-config-daemon.gz";
         args.extend([
             "--payload-url".into(),
-            if spec2 && matches!(flow, Flow::Pointer(_)) {
+            if spec2 && mcs_url.is_some() {
                 s.url(path)
             } else {
                 s.http_url(path)
@@ -402,28 +621,14 @@ fn applied(
     let mut cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
     tamper(&mut cfg);
     fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
-
-    let root = work.join("root");
-    match mcd {
-        Mcd::Rhel9Only => node::prepare_root_on(&node::old_glibc_base(), &root),
-        _ => node::prepare_root(&root),
+    Written {
+        dir,
+        cfg,
+        cfg_path,
+        spec2,
+        server,
+        mcs_url,
     }
-    if let Some(os) = okd_os_release(bootimage) {
-        // The OKD bootimage's OS: its os-release, which the install script reads; no
-        // pivot.service (Fedora CoreOS never had one).
-        fs::write(root.join("usr/lib/os-release"), os).unwrap();
-        let etc = root.join("etc/os-release");
-        let _ = fs::remove_file(&etc);
-        std::os::unix::fs::symlink("../usr/lib/os-release", &etc).unwrap();
-        fs::remove_file(root.join("usr/lib/systemd/system/pivot.service")).unwrap();
-    }
-    if spec2 {
-        apply_spec2(&cfg_path, &root, work);
-    } else {
-        apply_spec3(&cfg_path, &root, work);
-    }
-    drop(server);
-    Applied { dir, cfg, root }
 }
 
 pub(crate) fn provenance_sha256(cfg: &Value) -> String {
@@ -614,6 +819,9 @@ macro_rules! release_boots {
             assert_delivered(&n, legacy);
             assert_completed(&n);
             assert_cluster_units(&n, $release);
+            if let Some(mcs) = &n.mcs {
+                assert_served(mcs, if legacy { SPEC22_BODY } else { SPEC3_BODY });
+            }
         }
     )*};
 }
@@ -639,6 +847,174 @@ release_boots! {
     spec3_offline_merge_of_release_4_16: SPEC3_BOOTIMAGE, Offline("release-4.16");
     spec3_offline_merge_of_release_4_18: SPEC3_BOOTIMAGE, Offline("release-4.18");
     spec3_offline_merge_of_main: SPEC3_BOOTIMAGE, Offline("main");
+}
+
+/// The MCS stand-in answers `/config/worker` by the Accept header as MCO's
+/// `pkg/server/api.go` does, over the leaf certificate its rotated CA signed: the
+/// headers of Ignition v0.35 and 2.14 as they send them, none, `*/*`, q ordering, and
+/// versions MCO refuses. curl trusting the rotated CA reaches it; trusting the
+/// install-time root CA, it does not.
+#[test]
+fn the_mcs_stand_in_answers_by_the_accept_header_over_its_rotated_ca() {
+    let dir = tempfile::tempdir_in(work_root()).unwrap();
+    let work = dir.path();
+    let config = work.join("mcs/config");
+    fs::create_dir_all(&config).unwrap();
+    fs::write(config.join("worker-spec2.2.ign"), b"{\"v\":2}").unwrap();
+    fs::write(config.join("worker-spec3.ign"), b"{\"v\":3}").unwrap();
+    let s = HttpsServer::serve(&work.join("mcs"), work);
+    let (ca, old) = (work.join("rotated.pem"), work.join("old.pem"));
+    fs::write(&ca, &s.ca_pem).unwrap();
+    fs::write(&old, &s.old_ca_pem).unwrap();
+    let get = |cafile: &Path, accept: Option<&str>| {
+        let mut c = Command::new("curl");
+        c.args(["-sS", "-w", " %{http_code}", "--cacert"])
+            .arg(cafile)
+            .arg(s.url("config/worker"));
+        // curl sends `Accept: */*` unless told; `Accept:` alone removes the header.
+        c.args([
+            "-H",
+            &format!(
+                "Accept:{}",
+                accept.map(|a| format!(" {a}")).unwrap_or_default()
+            ),
+        ]);
+        node::run(&mut c)
+    };
+    let cases: &[(Option<&str>, &str)] = &[
+        // Ignition v0.35, as api.go's comment quotes v0.x.
+        (
+            Some("application/vnd.coreos.ignition+json; version=2.4.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"),
+            "{\"v\":2} 200",
+        ),
+        // Ignition 2.14.
+        (
+            Some("application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1"),
+            "{\"v\":3} 200",
+        ),
+        (None, "{\"v\":2} 200"),
+        (Some("*/*"), "{\"v\":2} 200"),
+        (Some("application/vnd.coreos.ignition+json"), "{\"v\":2} 200"),
+        (Some("application/vnd.coreos.ignition+json;version=2.2.0"), "{\"v\":2} 200"),
+        // A newer 3.x minor than MCO knows: its newest.
+        (Some("application/vnd.coreos.ignition+json;version=3.6.0"), "{\"v\":3} 200"),
+        // Sorted by q, highest first: the 3.x entry wins though it comes second.
+        (
+            Some("application/vnd.coreos.ignition+json;version=2.2.0;q=0.5, application/vnd.coreos.ignition+json;version=3.1.0"),
+            "{\"v\":3} 200",
+        ),
+        // A version that is not X.Y.Z is no version; the next entry decides.
+        (
+            Some("application/vnd.coreos.ignition+json;version=3, application/vnd.coreos.ignition+json;version=3.0.0;q=0.9"),
+            "{\"v\":3} 200",
+        ),
+        // Versions MCO cannot serve.
+        (Some("application/vnd.coreos.ignition+json;version=2.1.0"), " 400"),
+        (Some("application/vnd.coreos.ignition+json;version=4.0.0"), " 400"),
+    ];
+    for (accept, want) in cases {
+        let (ok, text) = get(&ca, *accept);
+        assert!(ok, "{accept:?}: {text}");
+        assert_eq!(text, *want, "Accept: {accept:?}");
+    }
+    let log = s.mcs_requests();
+    assert_eq!(log.len(), cases.len(), "{log:?}");
+    assert!(
+        log[0].starts_with(
+            "/config/worker spec2.2 application/vnd.coreos.ignition+json; version=2.4.0,"
+        ),
+        "{log:?}"
+    );
+    assert!(log[1].starts_with("/config/worker spec3 "), "{log:?}");
+    assert_eq!(log[2], "/config/worker spec2.2 ", "{log:?}");
+    // The install-time root CA signed nothing the server presents.
+    let (ok, text) = get(&old, None);
+    assert!(!ok, "{text}");
+    assert!(text.contains("SSL certificate problem"), "{text}");
+    assert_eq!(s.mcs_requests().len(), cases.len());
+}
+
+/// Today's clusters hold the pointer config in the Secret `worker-user-data-managed`,
+/// spec 3.5 and trusting MCO's rotated MCS CA. Given as that Secret's YAML for a 4.2
+/// bootimage, `inject` writes it as spec 2.2 (`ignition.config.append` to the same MCS,
+/// the same CA); Ignition v0.35's fetch stage reaches the MCS over HTTPS through that
+/// CA, is served the spec 2.2 body by its Accept header, and the probe MCD completes
+/// the first boot.
+#[test]
+fn spec22_managed_stub_of_main_translated() {
+    let n = first_boot(
+        "4.2",
+        Flow::Stub("main", Stub::Managed, Ca::Rotated),
+        Mcd::Probe,
+        |_| {},
+        None,
+    );
+    let mcs = n.mcs.as_ref().unwrap();
+    assert_points_to(&n.cfg, mcs, &mcs.ca_pem, true);
+    assert_served(mcs, SPEC22_BODY);
+    assert_delivered(&n, true);
+    assert_completed(&n);
+    assert_cluster_units(&n, "main");
+}
+
+/// The negative control: a pointer config saved before MCO rotated the MCS CA carries
+/// the installer's root CA, which signed nothing the MCS presents. Ignition v0.35's
+/// fetch stage, given the config `inject` wrote for a 4.2 bootimage from the
+/// install-time stub (spec 2.2) or from the managed Secret (spec 3.5, translated) with
+/// that CA, fails at TLS and never gets the cluster's config (it retries for ever: the
+/// stage is stopped after 20 s).
+#[test]
+fn spec22_stubs_with_the_install_time_root_ca_fail_at_tls() {
+    let failed = |stub: Stub| {
+        std::thread::spawn(move || {
+            let w = written(
+                "4.2",
+                Flow::Stub("main", stub, Ca::InstallTimeRoot),
+                Mcd::Probe,
+                &|_| {},
+                |_| {},
+            );
+            let mcs = w.mcs().unwrap();
+            assert_points_to(&w.cfg, &mcs, &mcs.old_ca_pem, true);
+            let (ok, text) = node::fetch_stage(&w.cfg_path, w.dir.path(), 20);
+            (stub, ok, text, w.mcs().unwrap().requests)
+        })
+    };
+    let runs = [failed(Stub::Spec22), failed(Stub::Managed)];
+    for run in runs {
+        let (stub, ok, text, requests) = run.join().unwrap();
+        assert!(!ok, "{stub:?}: the fetch stage succeeded:\n{text}");
+        assert!(
+            text.contains("x509: certificate signed by unknown authority"),
+            "{stub:?}: no TLS error in the fetch stage's log:\n{text}"
+        );
+        assert!(
+            requests.is_empty(),
+            "{stub:?}: the MCS answered: {requests:?}"
+        );
+    }
+}
+
+/// The other direction: the installer's spec 2.2 pointer config of a cluster installed
+/// at 4.1-4.5 (`append`, trusting the rotated CA that MCO wrote into it), for a 4.9
+/// bootimage. `inject` translates it up to spec 3 (`merge`); Ignition 2.14's fetch stage
+/// asks for spec 3.3, is served the spec 3 body and merges it; the probe MCD completes
+/// the first boot.
+#[test]
+fn spec3_install_time_stub_of_main_translated() {
+    let n = first_boot(
+        SPEC3_BOOTIMAGE,
+        Flow::Stub("main", Stub::Spec22, Ca::Rotated),
+        Mcd::Probe,
+        |_| {},
+        None,
+    );
+    let mcs = n.mcs.as_ref().unwrap();
+    assert_points_to(&n.cfg, mcs, &mcs.ca_pem, false);
+    assert_served(mcs, SPEC3_BODY);
+    assert_delivered(&n, false);
+    assert_completed(&n);
+    assert_cluster_units(&n, "main");
 }
 
 /// OKD: a Fedora CoreOS 33 bootimage (OKD 4.6's pin) and a CentOS Stream CoreOS 9 one
@@ -840,6 +1216,56 @@ fn a_file_written_firstboot_dropin_changes_what_the_node_runs() {
     );
 }
 
+/// What the MCS stand-in logs for the spec 2.2 body (`tests/support/https_serve.py`).
+const SPEC22_BODY: &str = "spec2.2";
+/// ... and for the spec 3 body.
+const SPEC3_BODY: &str = "spec3";
+
+/// The MCS answered every request of the cluster's config, at least one, with `body`,
+/// chosen by an Accept header asking for an Ignition config of that major version.
+fn assert_served(mcs: &Mcs, body: &str) {
+    let asked = if body == SPEC22_BODY {
+        "application/vnd.coreos.ignition+json; version=2."
+    } else {
+        "application/vnd.coreos.ignition+json;version=3."
+    };
+    assert!(!mcs.requests.is_empty(), "the MCS was never asked");
+    for r in &mcs.requests {
+        let mut f = r.splitn(3, ' ');
+        let (path, got, accept) = (f.next(), f.next(), f.next().unwrap_or(""));
+        assert_eq!(path, Some("/config/worker"), "{r}");
+        assert_eq!(got, Some(body), "the MCS served another body: {r}");
+        assert!(accept.starts_with(asked), "{r}");
+    }
+}
+
+/// The config `inject` wrote points to the MCS as the bootimage's Ignition reads it:
+/// its spec (2.2, `ignition.config.append`, or 3.x, `merge`), the MCS's URL as its one
+/// source, and the one CA `ca_pem` (a `data:` URL).
+fn assert_points_to(cfg: &Value, mcs: &Mcs, ca_pem: &[u8], spec2: bool) {
+    let ign = &cfg["ignition"];
+    let version = ign["version"].as_str().unwrap_or_default();
+    let (key, other) = if spec2 {
+        assert_eq!(version, "2.2.0", "{ign}");
+        ("append", "merge")
+    } else {
+        assert!(version.starts_with("3."), "{ign}");
+        ("merge", "append")
+    };
+    let sources = ign["config"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ignition.config.{key}: {ign}"));
+    assert_eq!(sources.len(), 1, "{ign}");
+    assert_eq!(sources[0]["source"], mcs.url.as_str(), "{ign}");
+    assert!(ign["config"][other].is_null(), "{ign}");
+    let cas = ign["security"]["tls"]["certificateAuthorities"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no CA: {ign}"));
+    assert_eq!(cas.len(), 1, "{ign}");
+    let pem = mcd_inject::ignition::decode_data_url(cas[0]["source"].as_str().unwrap()).unwrap();
+    assert!(pem == ca_pem, "the config trusts another CA: {ign}");
+}
+
 /// The cluster's own units were on the node, with our drop-in on its firstboot text:
 /// that text's own `ExecStartPre` ran before our `ExecStart` (every release disables the
 /// yum repos; main also binds a copy of the ostree repo config, which fails harmlessly
@@ -882,6 +1308,7 @@ fn assert_cluster_units(n: &Node, release: &str) {
 /// The RHCOS a bootimage runs (`tests/support/rhcos-os.sh`).
 pub(crate) fn bootimage_os(bootimage: &str) -> &'static str {
     match bootimage {
+        "4.1" => "rhcos-4.1",
         "4.2" => "rhcos-4.2",
         SPEC3_BOOTIMAGE => "rhcos-4.9",
         other => panic!("no RHCOS stand-in for the {other} bootimage"),
@@ -1040,8 +1467,10 @@ fn set_os_image_url(cfg: &mut Value, image: &str) {
 /// reboot the root asks for, at most three times. For the 4.12 MCD, which reads the OS
 /// image from its registry, the image is served (`serve_os_image`) and the machine
 /// config names it: the renders' OS image is a digest no registry has.
-fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd, release: &str) -> FirstBoot {
+/// Also returns the MCS and what it served, in the pointer flows.
+fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, Option<Mcs>) {
     let start = std::time::Instant::now();
+    let release = flow.release().expect("a first boot into a cluster");
     let (os, _) = cluster_os(release);
     let scratch = tempfile::tempdir_in(work_root()).unwrap();
     let registry = matches!(mcd, Mcd::Real412).then(|| serve_os_image(scratch.path(), os));
@@ -1098,13 +1527,14 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd, release: &str) -
     );
     drop(registry);
     drop(scratch);
-    FirstBoot {
+    let f = FirstBoot {
         _dir: a.dir,
         cfg: a.cfg,
         mc,
         root: a.root,
         boots,
-    }
+    };
+    (f, a.mcs)
 }
 
 /// Every boot, for a failure message.
@@ -1340,35 +1770,40 @@ fn assert_delivered_in(b: &Boot, sha256: &str, why: &dyn Fn() -> String) {
 /// The real MCDs of `../shared/real-mcd` through the three boots: the 4.12 build with
 /// the 4.12 cluster's config, main's builds (RHEL 9, and its `.rhel8` twin) with the
 /// configs of 4.16, 4.18 and main; spec 2.2 under Ignition v0.35 for a 4.2 bootimage,
-/// spec 3 under Ignition 2.14 for a 4.9 bootimage.
+/// spec 3 under Ignition 2.14 for a 4.9 bootimage. Main's cluster in spec 2.2 is reached
+/// through the pointer config its MCO holds today, the managed Secret (spec 3.5,
+/// translated by `inject`).
 macro_rules! three_boots {
-    ($($name:ident: $bootimage:expr, $flow:ident($release:literal), $mcd:ident;)*) => {$(
+    ($($name:ident: $bootimage:expr, $flow:expr, $mcd:ident;)*) => {$(
         #[test]
         fn $name() {
-            let f = first_boot_to_the_end($bootimage, Flow::$flow($release), Mcd::$mcd, $release);
-            assert_first_boot_completed(&f, $release);
+            let flow = $flow;
+            let (f, _) = first_boot_to_the_end($bootimage, flow, Mcd::$mcd);
+            assert_first_boot_completed(&f, flow.release().unwrap());
         }
     )*};
 }
 
 three_boots! {
-    real_412_mcd_spec3_offline_merge_of_release_4_12: SPEC3_BOOTIMAGE, Offline("release-4.12"), Real412;
-    real_412_mcd_spec22_pointer_to_release_4_12: "4.2", Pointer("release-4.12"), Real412;
-    real_main_mcd_spec3_offline_merge_of_release_4_16: SPEC3_BOOTIMAGE, Offline("release-4.16"), RealMain;
-    real_main_mcd_spec22_offline_merge_of_release_4_16: "4.2", Offline("release-4.16"), RealMain;
-    real_main_mcd_spec3_offline_merge_of_release_4_18: SPEC3_BOOTIMAGE, Offline("release-4.18"), RealMain;
-    real_main_mcd_spec22_offline_merge_of_release_4_18: "4.2", Offline("release-4.18"), RealMain;
-    real_main_mcd_spec3_pointer_to_main: SPEC3_BOOTIMAGE, Pointer("main"), RealMain;
-    real_main_mcd_spec22_pointer_to_main: "4.2", Pointer("main"), RealMain;
+    real_412_mcd_spec3_offline_merge_of_release_4_12: SPEC3_BOOTIMAGE, Flow::Offline("release-4.12"), Real412;
+    real_412_mcd_spec22_pointer_to_release_4_12: "4.2", Flow::Pointer("release-4.12"), Real412;
+    real_main_mcd_spec3_offline_merge_of_release_4_16: SPEC3_BOOTIMAGE, Flow::Offline("release-4.16"), RealMain;
+    real_main_mcd_spec22_offline_merge_of_release_4_16: "4.2", Flow::Offline("release-4.16"), RealMain;
+    real_main_mcd_spec3_offline_merge_of_release_4_18: SPEC3_BOOTIMAGE, Flow::Offline("release-4.18"), RealMain;
+    real_main_mcd_spec22_offline_merge_of_release_4_18: "4.2", Flow::Offline("release-4.18"), RealMain;
+    real_main_mcd_spec3_pointer_to_main: SPEC3_BOOTIMAGE, Flow::Pointer("main"), RealMain;
+    real_main_mcd_spec22_managed_stub_of_main: "4.2", Flow::Stub("main", Stub::Managed, Ca::Rotated), RealMain;
 }
 
-/// MCO 4.23 and later ship only RHEL 9 builds. On a 4.2 bootimage whose glibc is older
-/// than the build needs (a Debian bullseye root, glibc 2.31: the build run natively
-/// there fails), boot 1 runs main's real RHEL 9 build through its closure from the MCO
-/// image; the in-place OS update brings the cluster's glibc, and boot 2 runs the same
-/// build natively; the node completes its first boot.
+/// MCO 4.23 and later ship only RHEL 9 builds. On a 4.1 bootimage, the oldest, whose
+/// glibc is older than the build needs (a Debian bullseye root, glibc 2.31: the build
+/// run natively there fails), with the pointer config MCO main holds for the pool (the
+/// managed Secret, spec 3.5, which `inject` translates to 2.2): boot 1 runs main's real
+/// RHEL 9 build through its closure from the MCO image; the in-place OS update brings
+/// the cluster's glibc, and boot 2 runs the same build natively; the node completes its
+/// first boot, `pivot.service` masked throughout.
 #[test]
-fn rhel9_only_mcd_through_its_closure_spec22_pointer_to_main() {
+fn rhel9_only_mcd_through_its_closure_4_1_managed_stub_of_main() {
     // The proof that the closure is needed there.
     let scratch = tempfile::tempdir_in(work_root()).unwrap();
     let old = scratch.path().join("root");
@@ -1387,9 +1822,17 @@ fn rhel9_only_mcd_through_its_closure_spec22_pointer_to_main() {
     );
     drop(scratch);
 
-    let f = first_boot_to_the_end("4.2", Flow::Pointer("main"), Mcd::Rhel9Only, "main");
+    let flow = Flow::Stub("main", Stub::Managed, Ca::Rotated);
+    let (f, mcs) = first_boot_to_the_end("4.1", flow, Mcd::Rhel9Only);
+    let mcs = mcs.unwrap();
+    assert_points_to(&f.cfg, &mcs, &mcs.ca_pem, true);
+    assert_served(&mcs, SPEC22_BODY);
+    assert_eq!(provenance(&f.cfg)["target"]["bootimage"], "4.1");
     assert_first_boot_completed(&f, "main");
     let why = || describe_boots(&f);
+    for b in &f.boots {
+        assert_pivot_masked(b, &why);
+    }
     let closure = f.boots[0].get("closure.files");
     for lib in ["ld-linux-x86-64.so.2", "libc.so.6", "libgpgme.so.11"] {
         assert!(

@@ -6,9 +6,10 @@
 # os-release: the shape is RHCOS's own, as MCO's pkg/daemon/osrelease/osrelease_test.go
 # (main) holds it for RHCOS 4.12 (RHEL 8.6) and 4.13 (RHEL 9.0): OPENSHIFT_VERSION and
 # RHEL_VERSION, VARIANT/VARIANT_ID on RHEL 9; 4.9's is given the same fields (assumed:
-# no 4.9 os-release is on hand), 4.16-4.22 the RHEL 9 shape. The RHCOS 4.2 bootimage's
-# has neither field (VERSION 42.80.<date>.0, as its nodes report "Red Hat Enterprise
-# Linux CoreOS 42.80.20191010.0 (Ootpa)"; VERSION_ID is the OpenShift version, 4.2).
+# no 4.9 os-release is on hand), 4.16-4.22 the RHEL 9 shape. The RHCOS 4.1 and 4.2
+# bootimages' have neither field (VERSION 42.80.<date>.0, as 4.2 nodes report "Red Hat
+# Enterprise Linux CoreOS 42.80.20191010.0 (Ootpa)", 410.8.<date>.0 on 4.1; VERSION_ID
+# is the OpenShift version, 4.1 or 4.2).
 #
 # os.env: the versions of the programs the MCD asks on that OS:
 #   rpm-ostree: 4.2 is a 2019 release (RHEL 8.0/8.1 era), 4.9 a 2021 one; "container"
@@ -54,25 +55,30 @@ tools() { # tools RPMOSTREE_VERSION FEATURES PODMAN SKOPEO
     "$1" "$2" "$3" "$4" >"$dir/os.env"
 }
 
-case $name in
-  rhcos-4.2)
-    cat >"$dir/os-release" <<'OS'
+legacy() { # legacy OCP VERSION: the os-release of a 4.1/4.2 bootimage (no RHEL_VERSION)
+  cat >"$dir/os-release" <<OS
 NAME="Red Hat Enterprise Linux CoreOS"
-VERSION="42.80.20191010.0"
-VERSION_ID="4.2"
-PRETTY_NAME="Red Hat Enterprise Linux CoreOS 42.80.20191010.0 (Ootpa)"
+VERSION="$2"
+VERSION_ID="$1"
+PRETTY_NAME="Red Hat Enterprise Linux CoreOS $2 (Ootpa)"
 ID="rhcos"
 ID_LIKE="rhel fedora"
 ANSI_COLOR="0;31"
 HOME_URL="https://www.redhat.com/"
 BUG_REPORT_URL="https://bugzilla.redhat.com/"
 REDHAT_BUGZILLA_PRODUCT="OpenShift Container Platform"
-REDHAT_BUGZILLA_PRODUCT_VERSION="4.2"
+REDHAT_BUGZILLA_PRODUCT_VERSION="$1"
 REDHAT_SUPPORT_PRODUCT="OpenShift Container Platform"
-REDHAT_SUPPORT_PRODUCT_VERSION="4.2"
-OSTREE_VERSION='42.80.20191010.0'
+REDHAT_SUPPORT_PRODUCT_VERSION="$1"
+OSTREE_VERSION='$2'
 OS
-    tools 2019.5 "compose rust" 1.4.4 0.1.37 ;;
+}
+
+case $name in
+  # 4.1's build IDs are 410.8.<date>.<n> (OpenShift 4.1 on RHEL 8.0), before 4.2's
+  # scheme; its rpm-ostree, podman and skopeo are the spring 2019 ones.
+  rhcos-4.1) legacy 4.1 410.8.20190520.0; tools 2019.3 "compose rust" 1.0.2 0.1.36 ;;
+  rhcos-4.2) legacy 4.2 42.80.20191010.0; tools 2019.5 "compose rust" 1.4.4 0.1.37 ;;
   rhcos-4.9) release 4.9 8.4 49.84.202110081407-0 Ootpa; tools 2021.10 "compose rust" 3.3.1 1.4.1 ;;
   rhcos-4.12) release 4.12 8.6 412.86.202301311551-0 Ootpa; tools 2022.10 "rust compose container" 4.2.0 1.9.4 ;;
   rhcos-4.16) release 4.16 9.4 416.94.202406172220-0 Plow; tools 2024.3 "rust compose container" 4.9.4 1.14.4 ;;

@@ -25,8 +25,13 @@ const IGNITION_TIMEOUT: &str = "300";
 
 /// `program` under `timeout`, so that a stage that retries for ever fails the test.
 fn bounded(program: &Path) -> Command {
+    bounded_by(program, IGNITION_TIMEOUT)
+}
+
+/// `program` under `timeout SECS`.
+fn bounded_by(program: &Path, secs: &str) -> Command {
     let mut c = Command::new("timeout");
-    c.args(["--kill-after=5", IGNITION_TIMEOUT]).arg(program);
+    c.args(["--kill-after=5", secs]).arg(program);
     c
 }
 
@@ -164,6 +169,40 @@ pub fn apply_spec3(cfg: &Path, root: &Path, work: &Path) {
     assert!(ok, "ignition-apply of {}:\n{text}", cfg.display());
 }
 
+/// Only the `fetch` stage of the Ignition that reads `cfg` (v0.35 for spec 2.x, else
+/// [`ignition_for_spec3`]), stopped after `secs` seconds: a fetch that cannot reach its
+/// source retries for ever. Whether it succeeded, and its log.
+pub fn fetch_stage(cfg: &Path, work: &Path, secs: u32) -> (bool, String) {
+    let version = config_version(cfg);
+    let secs = secs.to_string();
+    let cache = work.join("fetch-only.json");
+    let _ = fs::remove_file(&cache);
+    if version.starts_with("2.") {
+        let empty = work.join("system-config");
+        fs::create_dir_all(&empty).unwrap();
+        run(
+            bounded_by(&shared_program("ignition-v0.35", "ignition"), &secs)
+                .env("IGNITION_CONFIG_FILE", cfg)
+                .env("IGNITION_SYSTEM_CONFIG_DIR", &empty)
+                .args(["-oem", "file", "-stage", "fetch", "-log-to-stdout"])
+                .arg("-root")
+                .arg(work.join("fetch-only-root"))
+                .arg("-config-cache")
+                .arg(&cache),
+        )
+    } else {
+        run(bounded_by(&ignition_for_spec3(&version), &secs)
+            .env("IGNITION_CONFIG_FILE", cfg)
+            .args(["-platform", "file", "-stage", "fetch", "-log-to-stdout"])
+            .arg("-config-cache")
+            .arg(&cache)
+            .arg("-state-file")
+            .arg(work.join("fetch-only-state.json"))
+            .arg("-neednet")
+            .arg(work.join("fetch-only-neednet")))
+    }
+}
+
 /// Applies a spec 2.x config to `root` with Ignition v0.35, the program of 4.1-4.5
 /// bootimages, stage by stage as in their initramfs: `fetch` (which fetches and
 /// appends `ignition.config.append` sources), `disks`, `files`.
@@ -188,49 +227,128 @@ pub fn apply_spec2(cfg: &Path, root: &Path, work: &Path) {
     }
 }
 
-/// A loopback server over a directory, by HTTPS with a certificate of its own and by
-/// plain HTTP; killed when dropped.
+/// A loopback server over a directory, by HTTPS and by plain HTTP; killed when dropped.
+/// `GET /config/POOL` of a directory holding `config/POOL-spec2.2.ign` and
+/// `config/POOL-spec3.ign` is answered by the request's Accept header, as MCO's Machine
+/// Config Server answers it (`tests/support/https_serve.py`), and logged.
+///
+/// Its certificate is a leaf signed by a CA of its own, as the MCS's serving
+/// certificate is signed by the CA that MCO's certificate rotation makes
+/// (`machine-config-server-ca`); a second CA, unrelated, stands for the root CA that
+/// the installer put in the pointer configs of the cluster, which signed nothing this
+/// server presents.
 pub struct HttpsServer {
     child: Child,
     pub port: u16,
     pub http_port: u16,
-    /// The PEM of the certificate, which is also the CA a config must trust.
+    /// The PEM of the CA that signed the server's certificate: the CA a config must
+    /// trust to reach the server (the rotated MCS CA).
     pub ca_pem: Vec<u8>,
+    /// The PEM of a CA that signed nothing the server presents (the install-time root
+    /// CA a pointer config saved before the rotation carries).
+    pub old_ca_pem: Vec<u8>,
+    log: PathBuf,
+}
+
+/// `openssl` with these arguments, which must succeed.
+fn openssl(args: &[&std::ffi::OsStr]) {
+    let (ok, text) = run(Command::new("openssl").args(args));
+    assert!(ok, "openssl {args:?}: {text}");
+}
+
+/// A self-signed CA of subject `subject` (EC P-256), at `NAME.pem` and `NAME.key`.
+fn make_ca(work: &Path, name: &str, subject: &str) -> (PathBuf, PathBuf) {
+    let (pem, key) = (
+        work.join(format!("{name}.pem")),
+        work.join(format!("{name}.key")),
+    );
+    let o = |s: &'static str| std::ffi::OsStr::new(s);
+    openssl(&[
+        o("req"),
+        o("-x509"),
+        o("-newkey"),
+        o("ec"),
+        o("-pkeyopt"),
+        o("ec_paramgen_curve:P-256"),
+        o("-nodes"),
+        o("-days"),
+        o("2"),
+        o("-subj"),
+        subject.as_ref(),
+        o("-addext"),
+        o("basicConstraints=critical,CA:TRUE"),
+        o("-addext"),
+        o("keyUsage=critical,keyCertSign,cRLSign"),
+        o("-keyout"),
+        key.as_os_str(),
+        o("-out"),
+        pem.as_os_str(),
+    ]);
+    (pem, key)
 }
 
 impl HttpsServer {
     pub fn serve(dir: &Path, work: &Path) -> HttpsServer {
+        let o = |s: &'static str| std::ffi::OsStr::new(s);
+        // The CA that MCO's certificate rotation makes, and the installer's root CA.
+        let (ca, ca_key) = make_ca(
+            work,
+            "mcs-ca",
+            "/OU=openshift-machine-config-operator/CN=machine-config-server-ca@1767225600",
+        );
+        let (old_ca, _) = make_ca(work, "install-root-ca", "/OU=openshift/CN=root-ca");
+        // The serving certificate, signed by the rotated CA. 10.0.2.2: the host's
+        // loopback as a qemu guest reaches it (the VM boots).
         let cert = work.join("server.pem");
         let key = work.join("server.key");
-        let (ok, text) = run(Command::new("openssl")
-            .args([
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-            ])
-            .args([
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=machine-config-server.test",
-            ])
-            // 10.0.2.2: the host's loopback as a qemu guest reaches it (the VM boots).
-            .args(["-addext", "subjectAltName=IP:127.0.0.1,IP:10.0.2.2"])
-            .args(["-addext", "basicConstraints=critical,CA:TRUE"])
-            .arg("-keyout")
-            .arg(&key)
-            .arg("-out")
-            .arg(&cert));
-        assert!(ok, "openssl req: {text}");
+        let csr = work.join("server.csr");
+        let ext = work.join("server.ext");
+        fs::write(
+            &ext,
+            "subjectAltName=IP:127.0.0.1,IP:10.0.2.2\nbasicConstraints=critical,CA:FALSE\n\
+             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(&[
+            o("req"),
+            o("-new"),
+            o("-newkey"),
+            o("ec"),
+            o("-pkeyopt"),
+            o("ec_paramgen_curve:P-256"),
+            o("-nodes"),
+            o("-subj"),
+            o("/CN=system:machine-config-server"),
+            o("-keyout"),
+            key.as_os_str(),
+            o("-out"),
+            csr.as_os_str(),
+        ]);
+        openssl(&[
+            o("x509"),
+            o("-req"),
+            o("-in"),
+            csr.as_os_str(),
+            o("-CA"),
+            ca.as_os_str(),
+            o("-CAkey"),
+            ca_key.as_os_str(),
+            o("-set_serial"),
+            o("2"),
+            o("-days"),
+            o("2"),
+            o("-extfile"),
+            ext.as_os_str(),
+            o("-out"),
+            cert.as_os_str(),
+        ]);
+        let log = work.join("mcs-requests.log");
         let mut child = Command::new("python3")
             .arg(crate_root().join("tests/support/https_serve.py"))
             .arg(&cert)
             .arg(&key)
             .arg(dir)
+            .arg(&log)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -250,7 +368,9 @@ impl HttpsServer {
             child,
             port,
             http_port,
-            ca_pem: fs::read(&cert).unwrap(),
+            ca_pem: fs::read(&ca).unwrap(),
+            old_ca_pem: fs::read(&old_ca).unwrap(),
+            log,
         }
     }
 
@@ -260,6 +380,16 @@ impl HttpsServer {
 
     pub fn http_url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}/{path}", self.http_port)
+    }
+
+    /// The requests of `/config/POOL` answered so far by the Accept header, one line
+    /// each: `PATH BODY ACCEPT`, BODY being `spec2.2`, `spec3` or `400`.
+    pub fn mcs_requests(&self) -> Vec<String> {
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 }
 
