@@ -79,10 +79,11 @@ impl fmt::Display for Kind {
     }
 }
 
-/// An entry's JSON: the raw text read, or a value this tool made.
+/// An entry's JSON: the raw text read (or written by a translation, in as little
+/// memory), or a value this tool made.
 #[derive(Debug)]
 enum Text<'a> {
-    Raw(&'a RawValue),
+    Raw(Cow<'a, RawValue>),
     Made(Box<Value>),
 }
 
@@ -100,6 +101,17 @@ impl<'a> Entry<'a> {
         let id = v[kind.id_key()].as_str().map(|s| Cow::Owned(s.to_string()));
         Entry {
             text: Text::Made(Box::new(v)),
+            id,
+        }
+    }
+
+    /// An entry made from a value but kept as its JSON text, as an entry read is: for
+    /// the many entries a translation writes.
+    pub fn compact(kind: Kind, v: Value) -> Entry<'a> {
+        let id = v[kind.id_key()].as_str().map(|s| Cow::Owned(s.to_string()));
+        let raw = serde_json::value::to_raw_value(&v).expect("values serialise");
+        Entry {
+            text: Text::Raw(Cow::Owned(raw)),
             id,
         }
     }
@@ -284,7 +296,7 @@ impl<'a> Document<'a> {
                     for r in items {
                         let v: Value = p.parse(r.get())?;
                         entries.push(Entry {
-                            text: Text::Raw(r),
+                            text: Text::Raw(Cow::Borrowed(r)),
                             id: id_of(kind, r, &v),
                         });
                     }

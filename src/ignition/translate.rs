@@ -368,20 +368,22 @@ fn up_to_v3(mut doc: Document<'_>) -> Result<Document<'_>, Refusal> {
         out.insert("storage".into(), Value::Object(out_storage));
     }
     doc.skeleton = Value::Object(out);
-    put_all(&mut doc, [files, dirs, links, units]);
+    put_all(&mut doc, [files, dirs, links], units);
     Ok(doc)
 }
 
 /// Puts translated files, directories, links and units into `doc`, each array only
 /// when it has entries.
-fn put_all(doc: &mut Document<'_>, arrays: [Vec<Value>; 4]) {
+fn put_all<'a>(doc: &mut Document<'a>, arrays: [Vec<Entry<'a>>; 3], units: Vec<Value>) {
+    let units = units
+        .into_iter()
+        .map(|v| Entry::compact(Kind::Units, v))
+        .collect();
     let kinds = [Kind::Files, Kind::Directories, Kind::Links, Kind::Units];
-    for (kind, entries) in kinds.into_iter().zip(arrays) {
+    let [files, dirs, links] = arrays;
+    for (kind, entries) in kinds.into_iter().zip([files, dirs, links, units]) {
         if !entries.is_empty() {
-            doc.put(
-                kind,
-                entries.into_iter().map(|v| Entry::made(kind, v)).collect(),
-            );
+            doc.put(kind, entries);
         }
     }
 }
@@ -561,23 +563,31 @@ fn clean_path(p: &str) -> String {
 
 /// Files: the entries of one path folded into one (the last whole file wins, the
 /// appends after it become its `append` list), then translated.
-fn up_files(entries: Vec<Entry<'_>>) -> Result<Vec<Value>, Refusal> {
+fn up_files<'a>(entries: Vec<Entry<'_>>) -> Result<Vec<Entry<'a>>, Refusal> {
+    // Grouped by path on the paths alone; each entry is parsed when its group is
+    // translated, so that only one group is held as values at a time.
     let mut order: Vec<String> = Vec::new();
-    let mut by_path: std::collections::HashMap<String, Vec<(String, Value)>> =
+    let mut by_path: std::collections::HashMap<String, Vec<usize>> =
         std::collections::HashMap::new();
     for (i, e) in entries.iter().enumerate() {
-        let v = e.value();
-        let at = entry_at(Kind::Files, i, &v);
-        let key = v["path"].as_str().map(clean_path).unwrap_or_default();
+        let key = e.id().map(clean_path).unwrap_or_default();
         let group = by_path.entry(key.clone()).or_default();
         if group.is_empty() {
             order.push(key);
         }
-        group.push((at, v));
+        group.push(i);
     }
     let mut out = Vec::with_capacity(order.len());
     for path in order {
-        let group = by_path.remove(&path).expect("every path has its group");
+        let group: Vec<(String, Value)> = by_path
+            .remove(&path)
+            .expect("every path has its group")
+            .into_iter()
+            .map(|i| {
+                let v = entries[i].value();
+                (entry_at(Kind::Files, i, &v), v)
+            })
+            .collect();
         let last_whole = group.iter().rposition(|(_, v)| v["append"] != true);
         let mut base: Option<Value> = None;
         let mut appends = Vec::new();
@@ -628,13 +638,13 @@ fn up_files(entries: Vec<Entry<'_>>) -> Result<Vec<Value>, Refusal> {
             }
             file["append"] = Value::Array(appends);
         }
-        out.push(file);
+        out.push(Entry::compact(Kind::Files, file));
     }
     Ok(out)
 }
 
 /// Directories and links.
-fn up_nodes(kind: Kind, entries: Vec<Entry<'_>>) -> Result<Vec<Value>, Refusal> {
+fn up_nodes<'a>(kind: Kind, entries: Vec<Entry<'_>>) -> Result<Vec<Entry<'a>>, Refusal> {
     entries
         .iter()
         .enumerate()
@@ -644,7 +654,7 @@ fn up_nodes(kind: Kind, entries: Vec<Entry<'_>>) -> Result<Vec<Value>, Refusal> 
             let mut m = up_node(&mut n)?;
             node_rest(kind, &mut n, &mut m);
             n.done("3.0")?;
-            Ok(Value::Object(m))
+            Ok(Entry::compact(kind, Value::Object(m)))
         })
         .collect()
 }
@@ -722,7 +732,7 @@ fn down_within_v3(
             if special_bits && v["mode"].as_u64().is_some_and(|m| m & 0o7000 != 0) {
                 problem = Some((
                     format!("{}.mode", entry_at(kind, i, &v)),
-                    format!("setuid, setgid and sticky bits came in spec 3.4"),
+                    "setuid, setgid and sticky bits came in spec 3.4".to_string(),
                 ));
             }
             if problem.is_some() {
@@ -832,7 +842,7 @@ fn down_to_v22(mut doc: Document<'_>) -> Result<Document<'_>, Refusal> {
         out.insert("storage".into(), Value::Object(storage_out));
     }
     doc.skeleton = Value::Object(out);
-    put_all(&mut doc, [files, dirs, links, units]);
+    put_all(&mut doc, [files, dirs, links], units);
     Ok(doc)
 }
 
@@ -1040,7 +1050,7 @@ fn down_node(n: &mut Fields, fs_paths: &[String]) -> Result<Map<String, Value>, 
 
 /// Files: a spec 3 file's contents become one 2.2 file, and each of its `append`
 /// entries one more 2.2 file with `append: true`, in that order.
-fn down_files(entries: Vec<Entry<'_>>, fs_paths: &[String]) -> Result<Vec<Value>, Refusal> {
+fn down_files<'a>(entries: Vec<Entry<'_>>, fs_paths: &[String]) -> Result<Vec<Entry<'a>>, Refusal> {
     let mut out = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         let v = e.value();
@@ -1050,7 +1060,7 @@ fn down_files(entries: Vec<Entry<'_>>, fs_paths: &[String]) -> Result<Vec<Value>
         let mode = f.take("mode");
         let contents = f
             .take_object("contents")
-            .map(|c| down_contents(c))
+            .map(down_contents)
             .transpose()?
             .filter(|c| c.get("source").is_some());
         let appends: Vec<Value> = f
@@ -1071,7 +1081,7 @@ fn down_files(entries: Vec<Entry<'_>>, fs_paths: &[String]) -> Result<Vec<Value>
             if append {
                 m.insert("append".into(), Value::Bool(true));
             }
-            Value::Object(m)
+            Entry::compact(Kind::Files, Value::Object(m))
         };
         match contents {
             Some(c) => out.push(file(c, false, None)),
@@ -1101,11 +1111,11 @@ fn down_contents(mut c: Fields) -> Result<Value, Refusal> {
     Ok(v)
 }
 
-fn down_nodes(
+fn down_nodes<'a>(
     kind: Kind,
     entries: Vec<Entry<'_>>,
     fs_paths: &[String],
-) -> Result<Vec<Value>, Refusal> {
+) -> Result<Vec<Entry<'a>>, Refusal> {
     entries
         .iter()
         .enumerate()
@@ -1115,7 +1125,7 @@ fn down_nodes(
             let mut m = down_node(&mut n, fs_paths)?;
             node_rest(kind, &mut n, &mut m);
             n.done("2.2")?;
-            Ok(Value::Object(m))
+            Ok(Entry::compact(kind, Value::Object(m)))
         })
         .collect()
 }
