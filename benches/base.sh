@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Peak RSS, wall and CPU time of `mcd-inject inject --base` on large base configs, and
-# of `verify` on what it writes, against `inject` without a base and a stock JSON reader
-# (`jq -c .`) on the same base. Prints Markdown tables for BENCHMARKS.md.
+# Peak RSS, wall and CPU time of `mcd-inject inject --base` on large base configs (also
+# translated to the other spec family, for a bootimage that reads it), and of `verify`
+# on what it writes, against `inject` without a base and a stock JSON reader (`jq -c .`)
+# on the same base. Prints Markdown tables for BENCHMARKS.md.
 #
 #   bash benches/base.sh                 # RUNS=3, bases of 20,000 and 200,000 files
 #   SIZES="200000" RUNS=5 bash benches/base.sh
@@ -122,6 +123,10 @@ for files in $SIZES; do
     img=(--image "oci:$layout:latest" --bootimage "$boot" --ign "$work/out.ign")
     row "inject, no --base" "$merged_ok" -- "$bin" inject "${img[@]}"
     row "inject --base" "$merged_ok" -- "$bin" inject "${img[@]}" --base "$b"
+    # The same base for a bootimage of the other spec family: translated as it is read.
+    case $spec in 2.2.0) other=4.12 ;; *) other=4.2 ;; esac
+    row "inject --base, translated for bootimage $other" "$merged_ok" -- \
+      "$bin" inject --image "oci:$layout:latest" --bootimage "$other" --ign "$work/out.ign" --base "$b"
     [ -n "${BASELINE_BIN:-}" ] &&
       row "baseline build: inject --base" '[ -s "$work/out.ign" ]' -- "$BASELINE_BIN" inject "${img[@]}" --base "$b"
     "$bin" inject "${img[@]}" --base "$b" >/dev/null 2>&1
