@@ -192,9 +192,11 @@ fn spool() -> Option<&'static std::path::Path> {
 }
 
 /// Ignition configs: parsed, validated for the spec they declare, merged as a `--base`
-/// into what inject writes (for that spec, 2.2 and 3.4, with and without `--force`),
-/// and checked by `verify`.
+/// into what inject writes (for that spec, 2.2 and 3.4, with and without `--force`:
+/// translated between the spec families where they differ), and checked by `verify`;
+/// and read as the user-data Secret `--base` also takes.
 pub fn ignition_config(data: &[u8]) {
+    let _ = crate::userdata::config_of(data.to_vec());
     if let Ok(v) = ignition::parse_json("fuzz", data) {
         let declared = ignition::version_of(&v).and_then(|s| s.parse::<SpecVersion>().ok());
         if let Some(spec) = declared {

@@ -455,6 +455,14 @@ fn up_passwd(passwd: &mut Fields) -> Result<Value, Refusal> {
     ]))
 }
 
+/// The list `key` of an entry, made an empty one when it is absent or `null`.
+fn list_of<'v>(entry: &'v mut Value, key: &str) -> &'v mut Vec<Value> {
+    if !entry[key].is_array() {
+        entry[key] = Value::Array(Vec::new());
+    }
+    entry[key].as_array_mut().expect("made a list above")
+}
+
 /// Users of one name folded into the last of them, their SSH keys gathered (each
 /// once), as MCO does before translating a 2.x config.
 fn fold_users(users: Vec<(String, Value)>) -> Vec<(String, Value)> {
@@ -463,20 +471,8 @@ fn fold_users(users: Vec<(String, Value)>) -> Vec<(String, Value)> {
         let name = u["name"].clone();
         match out.iter_mut().find(|(_, o)| o["name"] == name) {
             Some((_, newer)) => {
-                let keys = u["sshAuthorizedKeys"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                if let Some(list) = newer
-                    .as_object_mut()
-                    .map(|m| {
-                        m.entry("sshAuthorizedKeys")
-                            .or_insert_with(|| Value::Array(vec![]))
-                    })
-                    .and_then(Value::as_array_mut)
-                {
-                    list.extend(keys);
-                }
+                let keys = u["sshAuthorizedKeys"].as_array().cloned();
+                list_of(newer, "sshAuthorizedKeys").extend(keys.into_iter().flatten());
             }
             None => out.push((at, u)),
         }
@@ -669,12 +665,7 @@ fn up_units(entries: Vec<Entry<'_>>) -> Result<Vec<Value>, Refusal> {
         match folded.iter_mut().find(|(_, o)| o["name"] == v["name"]) {
             Some((_, newer)) => {
                 for d in v["dropins"].as_array().into_iter().flatten() {
-                    let list = newer
-                        .as_object_mut()
-                        .expect("units are objects")
-                        .entry("dropins")
-                        .or_insert_with(|| Value::Array(vec![]));
-                    let list = list.as_array_mut().expect("drop-ins are a list");
+                    let list = list_of(newer, "dropins");
                     if !list.iter().any(|o| o["name"] == d["name"]) {
                         list.push(d.clone());
                     }
