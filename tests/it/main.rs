@@ -37,4 +37,5 @@ mod reproducible;
 mod secret_manifest;
 mod secrets;
 mod sigstore;
+mod translation;
 mod vm;

@@ -11,6 +11,7 @@
 pub mod gpg;
 pub mod node;
 pub mod registry;
+pub mod tree;
 pub mod vm;
 
 use std::collections::BTreeMap;
