@@ -15,9 +15,12 @@
 //! with an expected file derived from ign-converter's code, each MCO release's
 //! `worker-spec3.ign` with the `worker-spec2.2.ign` MCO's server made of it.
 //!
-//! Where the two Ignition generations differ by design the listing says so (authorized
-//! keys: v0.35 writes `authorized_keys.d/coreos-ignition` and `authorized_keys`, 2.x
-//! writes `authorized_keys.d/ignition`; the sets of keys are compared). Config sources
+//! Where the two Ignition generations differ by design the comparison says so, with
+//! the evidence in the corpus README: authorized keys (v0.35 writes
+//! `authorized_keys.d/coreos-ignition` and `authorized_keys`, 2.x
+//! `authorized_keys.d/ignition`; the sets of keys are compared), empty drop-ins,
+//! v2.26's `disable` presets, the MachineConfig MCO's server encapsulates per spec.
+//! Config sources
 //! (`merge`/`append`/`replace`) carry verification hashes of one body, which cannot be
 //! both the spec 2.2 and the spec 3 child a server gives each generation: they are
 //! removed before applying the every-field configs; the pointer configs are applied
@@ -166,8 +169,8 @@ fn workdir(name: &str) -> PathBuf {
 }
 
 /// The loopback server of the file contents: `motd.gz`, the gzip of `files/motd`.
-fn files_server(extra: BTreeMap<String, Body>) -> Loopback {
-    let mut routes = extra;
+fn files_server() -> Loopback {
+    let mut routes = BTreeMap::new();
     let motd = read(&corpus("files/motd"));
     routes.insert("/motd.gz".into(), Body::Fixed(crate::harness::gzip(&motd)));
     Loopback::serve(routes)
@@ -495,7 +498,7 @@ fn every_field_written_in_22_goes_up_alike() {
     let expected = json_of(&read(&corpus("fields-2.2.to-3.2.0.json")), "expected");
     assert_same_fields(&expected, &json_of(&ours, name), "fields-2.2 to 3.2.0");
 
-    let server = files_server(BTreeMap::new());
+    let server = files_server();
     let bytes = served(name, &server);
     valid_config(&dir, "as-written.ign", &bytes);
     let original = valid_config(&dir, name, &without_config_sources(&bytes));
@@ -535,7 +538,7 @@ fn every_field_written_in_32_goes_down_alike() {
     let expected = json_of(&read(&corpus("fields-3.2.to-2.2.0.json")), "expected");
     assert_same_fields(&expected, &json_of(&ours, name), "fields-3.2 to 2.2.0");
 
-    let server = files_server(BTreeMap::new());
+    let server = files_server();
     let bytes = served(name, &server);
     valid_config(&dir, "as-written.ign", &bytes);
     let original = valid_config(&dir, name, &without_config_sources(&bytes));
@@ -582,7 +585,9 @@ fn a_proxy_is_refused_down_and_carried_up() {
 
 /// A spec 3 file with contents and `append` entries, and an append-only file on a file
 /// the root holds, translated down to 2.2 and applied by v0.35, give the tree 2.14
-/// gives from the original.
+/// gives from the original. (v0.35 refuses a 2.2 `append: true` entry with
+/// `overwrite: false` when its path exists, "something else exists at that path", and
+/// `overwrite: true` with `append` is invalid: an append entry must leave it unset.)
 #[test]
 fn append_entries_written_in_32_go_down_alike() {
     let dir = workdir("append-3.2");
@@ -595,7 +600,8 @@ fn append_entries_written_in_32_go_down_alike() {
 
 /// A spec 2.2 file followed by an `append: true` entry of its path (with a mode of its
 /// own), and an append entry on a file the root holds, translated up to 3.2, give the
-/// tree v0.35 gives from the original.
+/// tree v0.35 gives from the original. (v0.35 sets the mode and owner an append entry
+/// names after appending: the last entry that names one decides.)
 #[test]
 fn append_entries_written_in_22_go_up_alike() {
     let dir = workdir("append-2.2");
@@ -607,7 +613,10 @@ fn append_entries_written_in_22_go_up_alike() {
 }
 
 /// Spec 3 files without contents: on a file the root holds (its contents kept, its mode
-/// set) and on a new path (an empty file).
+/// set) and on a new path (an empty file). (In spec 2.2, a file with `overwrite: false`
+/// fails on an existing path and one without empties it; an `append: true` entry of
+/// `data:,` with `overwrite` unset does what spec 3 does: creates the file empty or
+/// keeps its contents, then sets mode and owner.)
 #[test]
 fn files_without_contents_go_down_alike() {
     let dir = workdir("no-contents-3.2");
@@ -620,7 +629,8 @@ fn files_without_contents_go_down_alike() {
 
 /// A spec 3 file whose gzip contents are a `data:` URL. Spec 2.2 allows the field and
 /// v0.35's validator accepts it, but v0.35 cannot decompress a `data:` URL at run time
-/// ("compression is not supported with that scheme").
+/// ("compression is not supported with that scheme"); the hash is of the decompressed
+/// bytes in both generations, so the decompressed bytes as a plain `data:` URL keep it.
 #[test]
 fn compressed_data_urls_go_down_alike() {
     let dir = workdir("compressed-data-3.2");
