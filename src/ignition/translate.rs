@@ -128,9 +128,10 @@ impl Fields {
         }
     }
 
-    /// Ends the object: any field left is one the translation would drop.
+    /// Ends the object: any field left that says something is one the translation
+    /// would drop.
     fn done(self, to: &str) -> Result<(), Refusal> {
-        match self.map.iter().find(|(_, v)| !v.is_null()) {
+        match self.map.iter().find(|(_, v)| !is_empty(v)) {
             Some((k, _)) => Err((self.field(k), format!("spec {to} has no such field"))),
             None => Ok(()),
         }
@@ -585,7 +586,7 @@ fn up_files<'a>(entries: Vec<Entry<'_>>) -> Result<Vec<Entry<'a>>, Refusal> {
             })
             .collect();
         let last_whole = group.iter().rposition(|(_, v)| v["append"] != true);
-        let mut base: Option<Value> = None;
+        let mut file = Map::from_iter([("path".to_string(), Value::from(path))]);
         let mut appends = Vec::new();
         for (i, (at, v)) in group.into_iter().enumerate() {
             if last_whole.is_some_and(|w| i < w) {
@@ -609,31 +610,31 @@ fn up_files<'a>(entries: Vec<Entry<'_>>) -> Result<Vec<Entry<'a>>, Refusal> {
                 }
                 None => serde_json::json!({"source": ""}),
             };
-            let mode = f.take("mode");
+            if let Some(m) = f.take("mode") {
+                node.insert("mode".into(), m);
+            }
             f.done("3.0")?;
             if append {
+                // Ignition v0.x sets the mode and owner an append entry names after
+                // appending: the last one named wins.
+                node.remove("overwrite");
+                node.remove("path");
+                file.extend(node);
                 appends.push(contents);
                 continue;
             }
             node.entry("overwrite").or_insert(Value::Bool(true));
-            let mut file = node;
-            file.insert("contents".into(), contents);
-            if let Some(m) = mode {
-                file.insert("mode".into(), m);
-            }
-            base = Some(Value::Object(file));
+            node.insert("contents".into(), contents);
+            file = node;
         }
-        let mut file = match base {
-            Some(f) => f,
-            None => Value::Object(Map::from_iter([("path".to_string(), Value::from(path))])),
-        };
         if !appends.is_empty() {
             if file.get("contents").is_none() {
                 // Only appends: spec 3's `append` must not overwrite.
-                file["overwrite"] = Value::Bool(false);
+                file.insert("overwrite".into(), Value::Bool(false));
             }
-            file["append"] = Value::Array(appends);
+            file.insert("append".into(), Value::Array(appends));
         }
+        let file = Value::Object(file);
         out.push(Entry::compact(Kind::Files, file));
     }
     Ok(out)
@@ -706,11 +707,15 @@ fn down_within_v3(
     );
     let report = doc.validate(&Schema::load(to));
     doc.skeleton["ignition"]["version"] = written;
-    if let Some(key) = report.unknown_keys.first() {
-        return Err((
-            pointer_to_field(key),
-            format!("spec {to} has no such field"),
-        ));
+    // A field of the newer spec that says nothing (MCO's managed stub carries an empty
+    // `kernelArguments`) is dropped; one that says something is refused.
+    for key in &report.unknown_keys {
+        if !drop_if_empty(&mut doc, key) {
+            return Err((
+                pointer_to_field(key),
+                format!("spec {to} has no such field"),
+            ));
+        }
     }
     if let Some(e) = report.errors.first() {
         return Err(("the config".into(), e.clone()));
@@ -738,6 +743,52 @@ fn down_within_v3(
         return Err((field, format!("spec {to} reads no such URL scheme")));
     }
     Ok(doc)
+}
+
+/// Whether a value says nothing: `null`, or an object or list of such values only.
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.values().all(is_empty),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// Removes the field at the JSON pointer `at` when it says nothing; false when it says
+/// something (or is not found, as a key shown in another spelling is not).
+fn drop_if_empty(doc: &mut Document<'_>, at: &str) -> bool {
+    let Some((parent, key)) = at.rsplit_once('/') else {
+        return false;
+    };
+    let parts: Vec<&str> = parent.split('/').skip(1).collect();
+    let kind = Kind::ALL
+        .into_iter()
+        .find(|k| parts.get(..2) == Some(&[k.section(), k.key()][..]));
+    let remove = |v: &mut Value, pointer: &str| -> bool {
+        let Some(obj) = v.pointer_mut(pointer).and_then(Value::as_object_mut) else {
+            return false;
+        };
+        if !obj.get(key).is_some_and(is_empty) {
+            return false;
+        }
+        obj.remove(key);
+        true
+    };
+    match (kind, parts.get(2).and_then(|i| i.parse::<usize>().ok())) {
+        (Some(kind), Some(index)) => {
+            let mut entries = doc.take(kind);
+            let rest: String = parts[3..].iter().map(|p| format!("/{p}")).collect();
+            let mut v = entries.get(index).map(Entry::value);
+            let removed = v.as_mut().is_some_and(|v| remove(v, &rest));
+            if let (true, Some(v)) = (removed, v) {
+                entries[index] = Entry::compact(kind, v);
+            }
+            doc.put(kind, entries);
+            removed
+        }
+        _ => remove(&mut doc.skeleton, parent),
+    }
 }
 
 /// The first `source` whose scheme `spec` does not read, by its place.
@@ -1060,10 +1111,13 @@ fn down_files<'a>(entries: Vec<Entry<'_>>, fs_paths: &[String]) -> Result<Vec<En
             .map(|(at, v)| down_contents(Fields::new(v, at)))
             .collect::<Result<_, _>>()?;
         f.done("2.2")?;
-        let file = |contents: Value, append: bool, overwrite: Option<Value>| {
+        // Spec 3's `overwrite` is the whole file's; a 2.x append entry must not say
+        // it (Ignition v0.x refuses an append to a path that exists otherwise).
+        let overwrite = node.remove("overwrite").unwrap_or(Value::Bool(false));
+        let file = |contents: Value, append: bool| {
             let mut m = node.clone();
-            if let Some(o) = overwrite {
-                m.insert("overwrite".into(), o);
+            if !append {
+                m.insert("overwrite".into(), overwrite.clone());
             }
             m.insert("contents".into(), contents);
             if let Some(mode) = &mode {
@@ -1075,31 +1129,69 @@ fn down_files<'a>(entries: Vec<Entry<'_>>, fs_paths: &[String]) -> Result<Vec<En
             Entry::compact(Kind::Files, Value::Object(m))
         };
         match contents {
-            Some(c) => out.push(file(c, false, None)),
-            // A file with neither contents nor appends is an empty file.
+            Some(c) => out.push(file(c, false)),
+            // Without contents, spec 3 makes an empty file or keeps the one there, and
+            // sets its mode and owner: in 2.2, an append of nothing does that.
             None if appends.is_empty() => {
-                out.push(file(serde_json::json!({"source": ""}), false, None))
+                out.push(file(serde_json::json!({"source": "data:,"}), true))
             }
             None => {}
         }
         for a in appends {
-            out.push(file(a, true, Some(Value::Bool(false))));
+            out.push(file(a, true));
         }
     }
     Ok(out)
 }
 
+/// The most a compressed `data:` URL of a base may inflate to when it is translated.
+const MAX_INFLATED: u64 = 256 << 20;
+
+/// A spec 3 file's contents in 2.2. A `data:` URL with `compression` is written
+/// decompressed: Ignition v0.x's validator takes compression there, but its files stage
+/// refuses it ("compression is not supported with that scheme"). The verification hash
+/// stays, as both generations check it on the decompressed data.
 fn down_contents(mut c: Fields) -> Result<Value, Refusal> {
     if c.take("httpHeaders").and_then(non_empty).is_some() {
         return Err(c.refuse("httpHeaders", "spec 2.2 has no such field"));
     }
+    let mut compression = set(c.take("compression"));
+    let mut source = c.take("source");
+    if let (Some(Value::String(how)), Some(Value::String(url))) = (&compression, &source) {
+        if url.starts_with("data:") {
+            let bytes = inflate(how, url).map_err(|why| c.refuse("source", why))?;
+            source = Some(Value::from(super::data_url(&bytes)));
+            compression = None;
+        }
+    }
     let v = object([
-        ("compression", set(c.take("compression"))),
-        ("source", c.take("source")),
+        ("compression", compression),
+        ("source", source),
         ("verification", c.take("verification").and_then(non_empty)),
     ]);
     c.done("2.2")?;
     Ok(v)
+}
+
+/// The data of a compressed `data:` URL.
+fn inflate(how: &str, url: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    if how != "gzip" {
+        return Err(format!("spec 2.2 has no compression {how:?}"));
+    }
+    let raw = super::decode_data_url(url).map_err(|e| format!("not a data URL: {e}"))?;
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(raw.as_slice())
+        .take(MAX_INFLATED + 1)
+        .read_to_end(&mut out)
+        .map_err(|_| "its gzip data does not decompress".to_string())?;
+    if out.len() as u64 > MAX_INFLATED {
+        return Err(format!(
+            "it inflates to more than {} MiB",
+            MAX_INFLATED >> 20
+        ));
+    }
+    Ok(out)
 }
 
 fn down_nodes<'a>(
@@ -1189,7 +1281,7 @@ mod tests {
                     {"filesystem": "root", "path": "/etc/a", "mode": 420, "contents": {"source": "data:,1"}},
                     {"filesystem": "root", "path": "/etc/a", "append": true, "contents": {"source": "data:,2"}},
                     {"filesystem": "root", "path": "/etc/b", "overwrite": false, "user": {"name": "core"},
-                     "contents": {"source": "data:,3", "compression": "gzip", "verification": {"hash": "sha512-22"}}}],
+                     "contents": {"source": "https://files.example/b.gz", "compression": "gzip", "verification": {"hash": "sha512-22"}}}],
                 "directories": [{"filesystem": "root", "path": "/var/d", "mode": 493}],
                 "links": [{"filesystem": "root", "path": "/usr/local/bin/x", "target": "/run/x"}]},
             "systemd": {"units": [
@@ -1222,7 +1314,7 @@ mod tests {
             {"path": "/etc/a", "overwrite": true, "contents": {"source": "data:,1"}, "mode": 420,
              "append": [{"source": "data:,2"}]},
             {"path": "/etc/b", "user": {"name": "core"}, "overwrite": false,
-             "contents": {"compression": "gzip", "source": "data:,3", "verification": {"hash": "sha512-22"}}}])
+             "contents": {"compression": "gzip", "source": "https://files.example/b.gz", "verification": {"hash": "sha512-22"}}}])
         );
         assert_eq!(
             up["storage"]["directories"],
@@ -1245,7 +1337,7 @@ mod tests {
         assert_eq!(files.len(), 3);
         assert_eq!(
             files[1],
-            json!({"filesystem": "root", "path": "/etc/a", "overwrite": false,
+            json!({"filesystem": "root", "path": "/etc/a",
             "contents": {"source": "data:,2"}, "mode": 420, "append": true})
         );
         assert_eq!(down["storage"]["links"][0]["filesystem"], "root");
@@ -1313,14 +1405,78 @@ mod tests {
         );
     }
 
+    /// A spec 3 file without contents makes an empty file or keeps the one there (and
+    /// sets its mode): an append of nothing in 2.2, which Ignition v0.x does the same
+    /// way.
     #[test]
-    fn a_spec_3_file_with_no_contents_is_an_empty_2x_file() {
+    fn a_spec_3_file_with_no_contents_is_an_append_of_nothing() {
         let cfg = json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/e", "mode": 384}]}});
         let down = tr(&cfg, SpecVersion::V2_2).unwrap();
         assert_eq!(
             down["storage"]["files"],
             json!([{"filesystem": "root", "path": "/etc/e",
-            "overwrite": false, "contents": {"source": ""}, "mode": 384}])
+                "contents": {"source": "data:,"}, "mode": 384, "append": true}])
+        );
+    }
+
+    /// What MCO's managed stub carries besides the pointer: an empty `kernelArguments`.
+    #[test]
+    fn fields_that_say_nothing_are_not_refused() {
+        let mut stub = managed_stub();
+        stub["kernelArguments"] = json!({});
+        stub["storage"] =
+            json!({"files": [{"path": "/x", "contents": {"source": "data:,"}, "append": []}]});
+        let down = tr(&stub, SpecVersion::V2_2).unwrap();
+        assert_eq!(
+            down["ignition"]["config"]["append"][0]["source"],
+            "https://api-int.c.example:22623/config/worker"
+        );
+        assert!(down.get("kernelArguments").is_none());
+        stub["kernelArguments"] = json!({"shouldExist": [], "shouldNotExist": ["quiet"]});
+        assert_eq!(
+            tr(&stub, SpecVersion::V2_2).unwrap_err().field,
+            "kernelArguments"
+        );
+    }
+
+    /// Ignition v0.x refuses compression on a `data:` URL when it writes the file: the
+    /// data goes down decompressed, with its hash.
+    #[test]
+    fn compressed_data_urls_go_down_decompressed() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"hello\n").unwrap();
+        let url = super::super::data_url(&gz.finish().unwrap());
+        let cfg = json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/z",
+            "contents": {"source": url, "compression": "gzip", "verification": {"hash": "sha512-ab"}}}]}});
+        let down = tr(&cfg, SpecVersion::V2_2).unwrap();
+        let contents = &down["storage"]["files"][0]["contents"];
+        assert!(contents.get("compression").is_none(), "{contents}");
+        assert_eq!(
+            super::super::decode_data_url(contents["source"].as_str().unwrap()).unwrap(),
+            b"hello\n"
+        );
+        assert_eq!(contents["verification"]["hash"], "sha512-ab");
+        let bad = json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/z",
+            "contents": {"source": "data:,notgzip", "compression": "gzip"}}]}});
+        assert_eq!(
+            tr(&bad, SpecVersion::V2_2).unwrap_err().field,
+            "storage.files[0] (/etc/z).contents.source"
+        );
+    }
+
+    /// Ignition v0.x sets the mode an append entry names after appending.
+    #[test]
+    fn the_mode_of_a_22_append_entry_wins_going_up() {
+        let cfg = json!({"ignition": {"version": "2.2.0"}, "storage": {"files": [
+            {"filesystem": "root", "path": "/etc/a", "mode": 420, "contents": {"source": "data:,1"}},
+            {"filesystem": "root", "path": "/etc/a", "mode": 384, "append": true, "user": {"id": 0},
+             "contents": {"source": "data:,2"}}]}});
+        let up = tr(&cfg, SpecVersion::V3_2).unwrap();
+        assert_eq!(
+            up["storage"]["files"],
+            json!([{"path": "/etc/a", "overwrite": true, "mode": 384, "user": {"id": 0},
+                "contents": {"source": "data:,1"}, "append": [{"source": "data:,2"}]}])
         );
     }
 }
