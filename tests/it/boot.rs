@@ -882,7 +882,12 @@ fn the_mcs_stand_in_answers_by_the_accept_header_over_its_rotated_ca() {
         node::run(&mut c)
     };
     let cases: &[(Option<&str>, &str)] = &[
-        // Ignition v0.35, as api.go's comment quotes v0.x.
+        // Ignition v0.35, as it sends it.
+        (
+            Some("application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"),
+            "{\"v\":2} 200",
+        ),
+        // A later v0.x, as api.go's comment quotes it.
         (
             Some("application/vnd.coreos.ignition+json; version=2.4.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"),
             "{\"v\":2} 200",
@@ -921,12 +926,13 @@ fn the_mcs_stand_in_answers_by_the_accept_header_over_its_rotated_ca() {
     assert_eq!(log.len(), cases.len(), "{log:?}");
     assert!(
         log[0].starts_with(
-            "/config/worker spec2.2 application/vnd.coreos.ignition+json; version=2.4.0,"
+            "/config/worker spec2.2 application/vnd.coreos.ignition+json; version=2.2.0,"
         ),
         "{log:?}"
     );
-    assert!(log[1].starts_with("/config/worker spec3 "), "{log:?}");
-    assert_eq!(log[2], "/config/worker spec2.2 ", "{log:?}");
+    assert!(log[1].starts_with("/config/worker spec2.2 "), "{log:?}");
+    assert!(log[2].starts_with("/config/worker spec3 "), "{log:?}");
+    assert_eq!(log[3], "/config/worker spec2.2 ", "{log:?}");
     // The install-time root CA signed nothing the server presents.
     let (ok, text) = get(&old, None);
     assert!(!ok, "{text}");
