@@ -196,8 +196,8 @@ fn parent(p: &str) -> &str {
     }
 }
 
-/// An absolute path without `.`, `..` or doubled slashes.
-fn normalize(p: &str) -> String {
+/// An absolute path without `.`, `..` or doubled slashes (as Go's `path.Join("/", p)`).
+pub(super) fn normalize(p: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for c in p.split('/') {
         match c {

@@ -315,6 +315,103 @@ fn each(
         .collect()
 }
 
+/// Which way a translation goes, for the parts that mirror each other.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// 2.2 → 3.0.
+    Up,
+    /// 3.2 → 2.2.
+    Down,
+}
+
+impl Way {
+    /// The spec written, as messages name it.
+    fn spec(self) -> &'static str {
+        match self {
+            Way::Up => "3.0",
+            Way::Down => "2.2",
+        }
+    }
+
+    /// The list of configs to merge: its key read, and its key written.
+    fn config_list(self) -> (&'static str, &'static str) {
+        match self {
+            Way::Up => ("append", "merge"),
+            Way::Down => ("merge", "append"),
+        }
+    }
+}
+
+/// A config source or CA: `source` and `verification` in both families; a spec 3
+/// resource's compression and HTTP headers have no place in 2.2.
+fn reference(mut r: Fields, way: Way) -> Result<Value, Refusal> {
+    if way == Way::Down {
+        for key in ["compression", "httpHeaders"] {
+            if r.take(key).and_then(non_empty).is_some() {
+                return Err(r.refuse(key, "spec 2.2 has no such field"));
+            }
+        }
+    }
+    let v = object([
+        ("source", r.take("source")),
+        ("verification", r.take("verification").and_then(non_empty)),
+    ]);
+    r.done(way.spec())?;
+    Ok(v)
+}
+
+/// The `ignition` section: the configs to merge (`append` in 2.x, `merge` in 3.x), the
+/// one to replace with, the CAs and timeouts; a spec 3 proxy has no place in 2.2.
+fn ignition_section(ign: &mut Fields, way: Way) -> Result<Value, Refusal> {
+    ign.take("version");
+    let (read, written) = way.config_list();
+    let mut config = Map::new();
+    if let Some(mut c) = ign.take_object("config") {
+        let list = each(c.take_list(read), |r| reference(r, way))?;
+        if !list.is_empty() {
+            config.insert(written.into(), Value::Array(list));
+        }
+        if let Some(r) = c.take_object("replace") {
+            let r = reference(r, way)?;
+            if r.get("source").is_some() {
+                config.insert("replace".into(), r);
+            }
+        }
+        c.done(way.spec())?;
+    }
+    let mut security = None;
+    if let Some(mut s) = ign.take_object("security") {
+        if let Some(mut tls) = s.take_object("tls") {
+            let cas = each(tls.take_list("certificateAuthorities"), |r| {
+                reference(r, way)
+            })?;
+            if !cas.is_empty() {
+                security = Some(serde_json::json!({"tls": {"certificateAuthorities": cas}}));
+            }
+            tls.done(way.spec())?;
+        }
+        s.done(way.spec())?;
+    }
+    if let Some(mut proxy) = ign.take_object("proxy") {
+        for key in ["httpProxy", "httpsProxy", "noProxy"] {
+            if proxy.take(key).and_then(non_empty).is_some() {
+                return Err(proxy.refuse(key, "spec 2.2 has no proxy settings"));
+            }
+        }
+        proxy.done(way.spec())?;
+    }
+    let version = match way {
+        Way::Up => "3.0.0",
+        Way::Down => "2.2.0",
+    };
+    Ok(object([
+        ("version", Some(Value::from(version))),
+        ("config", non_empty(Value::Object(config))),
+        ("timeouts", ign.take("timeouts").and_then(non_empty)),
+        ("security", security),
+    ]))
+}
+
 // ---- up: 2.2 → 3.0 ----
 
 /// Spec 2.2 to spec 3.0 (the version is set by the caller).
@@ -322,7 +419,7 @@ fn up_to_v3(mut doc: Document<'_>) -> Result<Document<'_>, Refusal> {
     let mut root = Fields::new(std::mem::take(&mut doc.skeleton), "");
     let mut out = Map::new();
     if let Some(mut ign) = root.take_object("ignition") {
-        out.insert("ignition".into(), up_ignition(&mut ign)?);
+        out.insert("ignition".into(), ignition_section(&mut ign, Way::Up)?);
         ign.done("3.0")?;
     }
     if let Some(mut passwd) = root.take_object("passwd") {
@@ -387,56 +484,6 @@ fn put_all<'a>(doc: &mut Document<'a>, arrays: [Vec<Entry<'a>>; 3], units: Vec<V
             doc.put(kind, entries);
         }
     }
-}
-
-/// A config reference: `source` and `verification`, the same in both families.
-fn up_reference(mut r: Fields) -> Result<Value, Refusal> {
-    let v = object([
-        ("source", r.take("source")),
-        ("verification", r.take("verification").and_then(non_empty)),
-    ]);
-    r.done("3.0")?;
-    Ok(v)
-}
-
-fn up_ignition(ign: &mut Fields) -> Result<Value, Refusal> {
-    ign.take("version");
-    let mut config = Map::new();
-    if let Some(mut c) = ign.take_object("config") {
-        let merge: Vec<Value> = c
-            .take_list("append")
-            .into_iter()
-            .map(|(at, v)| up_reference(Fields::new(v, at)))
-            .collect::<Result<_, _>>()?;
-        if !merge.is_empty() {
-            config.insert("merge".into(), Value::Array(merge));
-        }
-        if let Some(r) = c.take_object("replace") {
-            config.insert("replace".into(), up_reference(r)?);
-        }
-        c.done("3.0")?;
-    }
-    let mut security = None;
-    if let Some(mut s) = ign.take_object("security") {
-        if let Some(mut tls) = s.take_object("tls") {
-            let cas: Vec<Value> = tls
-                .take_list("certificateAuthorities")
-                .into_iter()
-                .map(|(at, v)| up_reference(Fields::new(v, at)))
-                .collect::<Result<_, _>>()?;
-            if !cas.is_empty() {
-                security = Some(serde_json::json!({"tls": {"certificateAuthorities": cas}}));
-            }
-            tls.done("3.0")?;
-        }
-        s.done("3.0")?;
-    }
-    Ok(object([
-        ("version", Some(Value::from("3.0.0"))),
-        ("config", non_empty(Value::Object(config))),
-        ("timeouts", ign.take("timeouts").and_then(non_empty)),
-        ("security", security),
-    ]))
 }
 
 fn up_passwd(passwd: &mut Fields) -> Result<Value, Refusal> {
@@ -536,26 +583,13 @@ fn up_node(n: &mut Fields) -> Result<Map<String, Value>, Refusal> {
             ))
         }
     }
-    let path = n.take("path").and_then(|p| p.as_str().map(clean_path));
+    let path = n
+        .take("path")
+        .and_then(|p| p.as_str().map(super::node::normalize));
     let mut m = Map::new();
     m.insert("path".into(), Value::from(path.unwrap_or_default()));
     owners(n, &mut m, "3.0")?;
     Ok(m)
-}
-
-/// A path joined to `/` and cleaned, as Go's `path.Join` does.
-fn clean_path(p: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for c in p.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    format!("/{}", parts.join("/"))
 }
 
 /// Files: the entries of one path folded into one (the last whole file wins, the
@@ -567,7 +601,7 @@ fn up_files<'a>(entries: Vec<Entry<'_>>) -> Result<Vec<Entry<'a>>, Refusal> {
     let mut by_path: std::collections::HashMap<String, Vec<usize>> =
         std::collections::HashMap::new();
     for (i, e) in entries.iter().enumerate() {
-        let key = e.id().map(clean_path).unwrap_or_default();
+        let key = e.id().map(super::node::normalize).unwrap_or_default();
         let group = by_path.entry(key.clone()).or_default();
         if group.is_empty() {
             order.push(key);
@@ -847,7 +881,7 @@ fn down_to_v22(mut doc: Document<'_>) -> Result<Document<'_>, Refusal> {
     let mut root = Fields::new(std::mem::take(&mut doc.skeleton), "");
     let mut out = Map::new();
     if let Some(mut ign) = root.take_object("ignition") {
-        out.insert("ignition".into(), down_ignition(&mut ign)?);
+        out.insert("ignition".into(), ignition_section(&mut ign, Way::Down)?);
         ign.done("2.2")?;
     }
     if let Some(mut passwd) = root.take_object("passwd") {
@@ -886,76 +920,6 @@ fn down_to_v22(mut doc: Document<'_>) -> Result<Document<'_>, Refusal> {
     doc.skeleton = Value::Object(out);
     put_all(&mut doc, [files, dirs, links], units);
     Ok(doc)
-}
-
-/// A spec 3 resource as a 2.2 reference: `source` and `verification`; compression and
-/// HTTP headers have no place in 2.2.
-fn down_reference(mut r: Fields) -> Result<Value, Refusal> {
-    for key in ["compression", "httpHeaders"] {
-        if r.take(key).and_then(non_empty).is_some() {
-            return Err(r.refuse(key, "spec 2.2 has no such field"));
-        }
-    }
-    let v = object([
-        ("source", r.take("source")),
-        ("verification", r.take("verification").and_then(non_empty)),
-    ]);
-    r.done("2.2")?;
-    Ok(v)
-}
-
-fn down_ignition(ign: &mut Fields) -> Result<Value, Refusal> {
-    ign.take("version");
-    let mut config = Map::new();
-    if let Some(mut c) = ign.take_object("config") {
-        let append: Vec<Value> = c
-            .take_list("merge")
-            .into_iter()
-            .map(|(at, v)| down_reference(Fields::new(v, at)))
-            .collect::<Result<_, _>>()?;
-        if !append.is_empty() {
-            config.insert("append".into(), Value::Array(append));
-        }
-        if let Some(r) = c.take_object("replace") {
-            let r = down_reference(r)?;
-            if r.get("source").is_some() {
-                config.insert("replace".into(), r);
-            }
-        }
-        c.done("2.2")?;
-    }
-    let mut security = None;
-    if let Some(mut s) = ign.take_object("security") {
-        if let Some(mut tls) = s.take_object("tls") {
-            let cas: Vec<Value> = tls
-                .take_list("certificateAuthorities")
-                .into_iter()
-                .map(|(at, v)| down_reference(Fields::new(v, at)))
-                .collect::<Result<_, _>>()?;
-            if !cas.is_empty() {
-                security = Some(serde_json::json!({"tls": {"certificateAuthorities": cas}}));
-            }
-            tls.done("2.2")?;
-        }
-        s.done("2.2")?;
-    }
-    if let Some(mut proxy) = ign.take_object("proxy") {
-        for key in ["httpProxy", "httpsProxy", "noProxy"] {
-            if proxy.take(key).and_then(non_empty).is_some() {
-                return Err(proxy.refuse(
-                    key,
-                    "spec 2.2 has no proxy settings; Ignition v0.x takes the proxy from the kernel command line's environment only",
-                ));
-            }
-        }
-        proxy.done("2.2")?;
-    }
-    Ok(object([
-        ("version", Some(Value::from("2.2.0"))),
-        ("config", non_empty(Value::Object(config))),
-        ("timeouts", ign.take("timeouts").and_then(non_empty)),
-        ("security", security),
-    ]))
 }
 
 fn down_passwd(passwd: &mut Fields) -> Result<Value, Refusal> {
