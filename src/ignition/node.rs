@@ -4,7 +4,7 @@
 //! the links the config and RHCOS define, and `tmpfiles.d` lines). Both `verify` and
 //! `inject --base` read a config through it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 
 use serde_json::Value;
@@ -163,23 +163,58 @@ fn dropin_dir_applies(dir: &str, unit: &str) -> bool {
     prefix.ends_with('-') && stem.starts_with(prefix)
 }
 
+/// The directory links a node has: RHCOS's own, then the config's, each by its path,
+/// with its place in that order (the first that applies is followed, as before any
+/// later one).
+pub struct Links {
+    by_path: HashMap<String, (usize, String)>,
+}
+
+impl Default for Links {
+    /// RHCOS's links alone.
+    fn default() -> Links {
+        Links::new([])
+    }
+}
+
+impl Links {
+    /// RHCOS's links and then `config`'s (path, target), in that order.
+    pub fn new(config: impl IntoIterator<Item = (String, String)>) -> Links {
+        let mut by_path = HashMap::new();
+        let os = OS_LINKS.iter().map(|(a, b)| (a.to_string(), b.to_string()));
+        for (order, (from, to)) in os.chain(config).enumerate() {
+            by_path.entry(from).or_insert((order, to));
+        }
+        Links { by_path }
+    }
+}
+
 /// `path` with each directory link the config or RHCOS defines followed (the last
-/// component is not followed: an entry replaces a link at its own path).
-pub fn resolve(path: &str, links: &[(String, String)]) -> String {
+/// component is not followed: an entry replaces a link at its own path). Each hop looks
+/// up the path's ancestors, so a config of many links and nodes costs their sum, not
+/// their product.
+pub fn resolve(path: &str, links: &Links) -> String {
     let mut p = normalize(path);
     for _ in 0..40 {
-        let hop = OS_LINKS
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .chain(links.iter().cloned())
-            .find_map(|(from, to)| {
-                let rest = p.strip_prefix(&from)?.strip_prefix('/')?;
+        let hop = p
+            .match_indices('/')
+            .skip(1)
+            .filter_map(|(i, _)| {
+                let from = &p[..i];
+                links
+                    .by_path
+                    .get(from)
+                    .map(|(order, to)| (*order, from, to))
+            })
+            .min_by_key(|(order, ..)| *order)
+            .map(|(_, from, to)| {
+                let rest = &p[from.len() + 1..];
                 let base = if to.starts_with('/') {
-                    to
+                    to.clone()
                 } else {
-                    format!("{}/{to}", parent(&from))
+                    format!("{}/{to}", parent(from))
                 };
-                Some(normalize(&format!("{base}/{rest}")))
+                normalize(&format!("{base}/{rest}"))
             });
         match hop {
             Some(next) if next != p => p = next,
@@ -220,7 +255,7 @@ fn our_paths() -> Vec<(String, &'static str)> {
     vec![
         (PAYLOAD_DIR.to_string(), "our payload directory"),
         (RUN_BINARY.to_string(), "the installed binary"),
-        (resolve(LINK_PATH, &[]), "our link"),
+        (resolve(LINK_PATH, &Links::default()), "our link"),
     ]
 }
 
@@ -288,7 +323,7 @@ fn reached(p: &str, is_dir: bool) -> Option<String> {
 const TMPFILES_DIR_TYPES: [char; 6] = ['d', 'v', 'q', 'Q', 'x', 'X'];
 
 /// What a `tmpfiles.d` line reaches of ours, if anything.
-fn tmpfiles_reach(line: &str, links: &[(String, String)]) -> Option<String> {
+fn tmpfiles_reach(line: &str, links: &Links) -> Option<String> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return None;
@@ -437,16 +472,16 @@ pub type Exempt<'a> = &'a dyn Fn(Kind, &str) -> bool;
 /// reaches (ours, which their own checks read).
 pub fn view(doc: &Document, exempt: Exempt) -> NodeView {
     let mut node = NodeView::default();
-    let links: Vec<(String, String)> = doc
-        .each(Kind::Links)
-        .filter(|l| l["hard"] != true)
-        .filter_map(|l| {
-            Some((
-                l["path"].as_str()?.to_string(),
-                l["target"].as_str()?.to_string(),
-            ))
-        })
-        .collect();
+    let links = Links::new(
+        doc.each(Kind::Links)
+            .filter(|l| l["hard"] != true)
+            .filter_map(|l| {
+                Some((
+                    l["path"].as_str()?.to_string(),
+                    l["target"].as_str()?.to_string(),
+                ))
+            }),
+    );
     // Filesystems Ignition writes into at their path: a mount there keeps what it
     // wrote visible.
     let filesystems: Vec<String> = doc.skeleton["storage"]["filesystems"]
@@ -648,15 +683,22 @@ mod tests {
     #[test]
     fn paths_follow_os_and_config_links() {
         assert_eq!(
-            resolve("/usr/local/bin/machine-config-daemon", &[]),
+            resolve("/usr/local/bin/machine-config-daemon", &Links::default()),
             "/var/usrlocal/bin/machine-config-daemon"
         );
-        let links = vec![("/etc/u".to_string(), "systemd/system".to_string())];
+        let links = Links::new([("/etc/u".to_string(), "systemd/system".to_string())]);
         assert_eq!(
             resolve("/etc/u/x.service", &links),
             "/etc/systemd/system/x.service"
         );
-        assert_eq!(resolve("/a/./b/../c", &[]), "/a/c");
+        assert_eq!(resolve("/a/./b/../c", &Links::default()), "/a/c");
+        // The first link that applies in RHCOS's and then the config's order.
+        let links = Links::new([
+            ("/etc/a/b".to_string(), "/x".to_string()),
+            ("/etc/a".to_string(), "/y".to_string()),
+        ]);
+        assert_eq!(resolve("/etc/a/b/c", &links), "/x/c");
+        assert_eq!(resolve("/usr/local/bin/z", &links), "/var/usrlocal/bin/z");
     }
 
     #[test]
