@@ -44,28 +44,18 @@ pub enum UserDataError {
         /// Where in that line.
         column: usize,
     },
-    #[error("a YAML document of kind {kind:?}: pass an Ignition config, or the Secret that holds one (oc get secret -n openshift-machine-api worker-user-data-managed -o yaml)")]
     /// A Kubernetes object of another kind.
-    NotASecret {
-        /// Its `kind`.
-        kind: String,
-    },
-    #[error("the Secret {name} has no {USER_DATA} in data or stringData (its keys: {keys}); the pointer config of a pool is in the Secret <pool>-user-data-managed or <pool>-user-data of openshift-machine-api")]
+    #[error("a YAML document whose kind is not Secret: pass an Ignition config, or the Secret that holds one (oc get secret -n openshift-machine-api worker-user-data-managed -o yaml)")]
+    NotASecret,
     /// A Secret without the key.
+    #[error("the Secret has no {USER_DATA} in data or stringData (it has {keys} other keys); the pointer config of a pool is in the Secret <pool>-user-data-managed or <pool>-user-data of openshift-machine-api")]
     NoUserData {
-        /// The Secret's name.
-        name: String,
-        /// The keys it has.
-        keys: String,
+        /// How many other keys it has (their names are bytes of the input: not shown).
+        keys: usize,
     },
-    #[error(
-        "data.{USER_DATA} of the Secret {name} is not base64 (as Kubernetes writes data values)"
-    )]
     /// A `data` value that is not base64.
-    NotBase64 {
-        /// The Secret's name.
-        name: String,
-    },
+    #[error("data.{USER_DATA} of the Secret is not base64 (as Kubernetes writes data values)")]
+    NotBase64,
 }
 
 #[derive(Deserialize)]
@@ -110,12 +100,9 @@ pub fn config_of(bytes: Vec<u8>) -> Result<(Vec<u8>, Option<SecretSource>), User
         })?
     };
     if probe.kind.as_deref() != Some("Secret") {
-        return Err(UserDataError::NotASecret {
-            kind: probe.kind.unwrap_or_default(),
-        });
+        return Err(UserDataError::NotASecret);
     }
     let name = probe.metadata.name.clone();
-    let shown = name.clone().unwrap_or_else(|| "(no name)".into());
     let source = |key| SecretSource {
         name: name.clone(),
         namespace: probe.metadata.namespace.clone(),
@@ -132,25 +119,15 @@ pub fn config_of(bytes: Vec<u8>) -> Result<(Vec<u8>, Option<SecretSource>), User
         let compact: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(compact)
-            .map_err(|_| UserDataError::NotBase64 { name: shown })?;
+            .map_err(|_| UserDataError::NotBase64)?;
         return Ok((decoded, Some(source("data.userData"))));
     }
-    let keys: Vec<String> = [("data", &probe.data), ("stringData", &probe.string_data)]
+    let keys = [&probe.data, &probe.string_data]
         .into_iter()
-        .flat_map(|(section, m)| {
-            m.iter()
-                .flat_map(|m| m.keys())
-                .map(move |k| format!("{section}.{k}"))
-        })
-        .collect();
-    Err(UserDataError::NoUserData {
-        name: shown,
-        keys: if keys.is_empty() {
-            "none".into()
-        } else {
-            keys.join(", ")
-        },
-    })
+        .flatten()
+        .map(BTreeMap::len)
+        .sum();
+    Err(UserDataError::NoUserData { keys })
 }
 
 /// Why a config cannot go into a Secret.
@@ -272,18 +249,21 @@ mod tests {
         let yaml = "kind: Secret\nmetadata:\n  name: pull\ndata:\n  .dockerconfigjson: c2VjcmV0\n";
         let e = config_of(yaml.as_bytes().to_vec()).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("the Secret pull has no userData"), "{msg}");
-        assert!(msg.contains("data..dockerconfigjson"), "{msg}");
-        assert!(!msg.contains("c2VjcmV0"), "{msg}");
+        assert!(msg.contains("the Secret has no userData"), "{msg}");
+        assert!(msg.contains("it has 1 other keys"), "{msg}");
+        assert!(
+            !msg.contains("c2VjcmV0") && !msg.contains("dockerconfigjson"),
+            "{msg}"
+        );
         let bad = "kind: Secret\nmetadata:\n  name: s\ndata:\n  userData: 'not base64!'\n";
         assert!(matches!(
             config_of(bad.as_bytes().to_vec()),
-            Err(UserDataError::NotBase64 { .. })
+            Err(UserDataError::NotBase64)
         ));
         let cm = "kind: ConfigMap\ndata:\n  userData: x\n";
         assert!(matches!(
             config_of(cm.as_bytes().to_vec()),
-            Err(UserDataError::NotASecret { .. })
+            Err(UserDataError::NotASecret)
         ));
         let e = config_of(b"kind: Secret\n  data: [secret-value\n".to_vec()).unwrap_err();
         assert!(!e.to_string().contains("secret-value"), "{e}");

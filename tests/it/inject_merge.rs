@@ -416,7 +416,7 @@ fn secrets_without_a_config_and_configs_too_big_for_one_are_refused() {
     assert_eq!(out.code, Some(1));
     assert!(
         out.stderr
-            .contains("the Secret pull-secret has no userData in data or stringData")
+            .contains("the Secret has no userData in data or stringData")
             && !out.stderr.contains("eyJhdXRocyI6e319"),
         "{}",
         out.stderr
