@@ -393,6 +393,9 @@ enum Mcd {
     RealMain,
     /// Main's RHEL 9 build alone, with its closure, on a root with an older glibc.
     Rhel9Only,
+    /// Main's RHEL 9 build, forced on a RHEL 8 bootimage (`--binary-path`, `--force`):
+    /// the wrong build for boot 1.
+    WrongRhel9,
 }
 
 impl Mcd {
@@ -403,6 +406,15 @@ impl Mcd {
             Mcd::Real412 => real_412_image(),
             Mcd::RealMain => real_main_image(),
             Mcd::Rhel9Only => rhel9_only(),
+            Mcd::WrongRhel9 => real_main_image(),
+        }
+    }
+
+    /// What `inject` is told besides the image.
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Mcd::WrongRhel9 => &["--binary-path", "/usr/bin/machine-config-daemon", "--force"],
+            _ => &[],
         }
     }
 }
@@ -459,7 +471,7 @@ fn first_boot(
     tamper: impl Fn(&mut Value),
     hang: Option<&str>,
 ) -> Node {
-    let a = applied(bootimage, flow, mcd, &|_| {}, tamper);
+    let a = applied(bootimage, flow, mcd, &node::boot_base(), &|_| {}, tamper);
     let boot = node::boot(&a.root, hang);
     let _ = fs::remove_dir_all(&a.root);
     Node {
@@ -471,23 +483,21 @@ fn first_boot(
 }
 
 /// Writes the config for `bootimage` with `inject` and lets real Ignition apply it (and
-/// merge the cluster's config, in the pointer flow) to a fresh root. `cluster` edits the
-/// cluster's config (as the MCS serves it) before anything reads it; `tamper` edits the
-/// config `inject` wrote before Ignition sees it.
+/// merge the cluster's config, in the pointer flow) to a fresh root made from the base
+/// root `base`. `cluster` edits the cluster's config (as the MCS serves it) before
+/// anything reads it; `tamper` edits the config `inject` wrote before Ignition sees it.
 fn applied(
     bootimage: &str,
     flow: Flow,
     mcd: Mcd,
+    base: &Path,
     cluster: &dyn Fn(&mut Value),
     tamper: impl Fn(&mut Value),
 ) -> Applied {
     let w = written(bootimage, flow, mcd, cluster, tamper);
     let work = w.dir.path();
     let root = work.join("root");
-    match mcd {
-        Mcd::Rhel9Only => node::prepare_root_on(&node::old_glibc_base(), &root),
-        _ => node::prepare_root(&root),
-    }
+    node::prepare_root_on(base, &root);
     if let Some(os) = okd_os_release(bootimage) {
         // The OKD bootimage's OS: its os-release, which the install script reads; no
         // pivot.service (Fedora CoreOS never had one).
@@ -595,7 +605,8 @@ fn written(
     // 3, whose `ignition-apply` (unlike the initramfs files stage) does not take the
     // config's CAs for file fetches, and in the offline merge (no CA in the base).
     // Without an MCS (the offline merge), a server of its own serves the payload.
-    let real_main = matches!(mcd, Mcd::RealMain | Mcd::Rhel9Only);
+    args.extend(mcd.args().iter().map(|a| a.to_string()));
+    let real_main = matches!(mcd, Mcd::RealMain | Mcd::Rhel9Only | Mcd::WrongRhel9);
     if real_main && server.is_none() {
         fs::create_dir_all(work.join("mcs")).unwrap();
         server = Some(HttpsServer::serve(&work.join("mcs"), work));
@@ -1477,14 +1488,16 @@ fn set_os_image_url(cfg: &mut Value, image: &str) {
 fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, Option<Mcs>) {
     let start = std::time::Instant::now();
     let release = flow.release().expect("a first boot into a cluster");
-    let (os, _) = cluster_os(release);
+    let (os, cluster_rhel) = cluster_os(release);
     let scratch = tempfile::tempdir_in(work_root()).unwrap();
     let registry = matches!(mcd, Mcd::Real412).then(|| serve_os_image(scratch.path(), os));
     let image = registry.as_ref().map(|(_, image)| image.clone());
+    // Boot 1 runs on a root of the bootimage's ABI (every RHCOS bootimage here is RHEL 8).
     let a = applied(
         bootimage,
         flow,
         mcd,
+        &node::abi_base(8),
         &|c| {
             if let Some(image) = &image {
                 set_os_image_url(c, image);
@@ -1500,16 +1513,16 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, O
     let extensions = mc["spec"]["baseOSExtensionsContainerImage"]
         .as_str()
         .unwrap_or("");
-    // On a root older than the cluster's OS, the OS update brings the newer glibc.
-    let glibc = matches!(mcd, Mcd::Rhel9Only).then(|| node::newer_glibc_tree(scratch.path()));
+    // The OS update deploys the cluster's OS on a tree of its ABI.
     node::set_os(
         &a.root,
         bootimage_os(bootimage),
         os,
         os_image,
         extensions,
-        glibc.as_deref(),
+        &node::abi_base(cluster_rhel),
     );
+    add_abi_controls(&a.root);
     if let Some((server, _)) = &registry {
         mirror_release_repo(&a.root, server);
     }
@@ -1541,6 +1554,98 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, O
         boots,
     };
     (f, a.mcs)
+}
+
+/// The negative controls of the ABI each boot runs on: programs the probe runs at every
+/// boot (`/var/lib/boot-probe/controls`, on the shared `/var`), recording whether the
+/// booted OS's loader ran them. `rhel9-build` is main's real RHEL 9 build (it needs
+/// `GLIBC_2.34`); `libcrypto-1.1-build` is the fixture `mco-small`'s `.rhel8` build, the
+/// shape of an MCO 4.16 RHEL 8 build (it links `libcrypto.so.1.1`).
+fn add_abi_controls(root: &Path) {
+    static FIXTURE_RHEL8: OnceLock<PathBuf> = OnceLock::new();
+    let rhel8 = FIXTURE_RHEL8.get_or_init(|| {
+        let out = work_root().join(format!("fixture-rhel8.{}", std::process::id()));
+        let r = mcd_inject([
+            "extract",
+            "--image",
+            &crate::harness::fixture("mco-small").reference("oci"),
+            "--path",
+            "/usr/bin/machine-config-daemon.rhel8",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r.code, Some(0), "{}", r.describe());
+        out
+    });
+    let dir = root.join("var/lib/boot-probe/controls");
+    fs::create_dir_all(&dir).unwrap();
+    for (name, from) in [
+        (
+            "rhel9-build",
+            node::shared_program("real-mcd", "mcd-main-rhel9"),
+        ),
+        ("libcrypto-1.1-build", rhel8.clone()),
+    ] {
+        let to = dir.join(name);
+        if fs::hard_link(&from, &to).is_err() {
+            fs::copy(&from, &to).unwrap();
+        }
+        fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+}
+
+/// Whether the loader's complaint is a glibc symbol version that RHEL 9 has and RHEL 8's
+/// glibc lacks (the loader names the first it misses: 2.32, 2.33 or 2.34).
+fn lacks_newer_glibc(text: &str) -> bool {
+    ["2.32", "2.33", "2.34"]
+        .iter()
+        .any(|v| text.contains(&format!("libc.so.6: version `GLIBC_{v}' not found")))
+}
+
+/// Each boot of a first boot ran on the OS of its own ABI, and the negative controls
+/// ([`add_abi_controls`]) show it: boot 1 on the bootimage's (RHEL 8: glibc 2.31, where
+/// the RHEL 9 build cannot run and `libcrypto.so.1.1` is found), boots 2 and 3 on the
+/// cluster's (RHEL 9: glibc 2.36, where the RHEL 9 build runs and a build linking
+/// `libcrypto.so.1.1` cannot load).
+pub(crate) fn assert_each_boot_on_its_abi(f: &FirstBoot, release: &str) {
+    let why = || describe_boots(f);
+    let (_, cluster_rhel) = cluster_os(release);
+    for b in &f.boots {
+        let rhel = if b.number == 1 { 8 } else { cluster_rhel };
+        let n = b.number;
+        let (glibc, rhel9, crypto) = (
+            b.get("os.glibc"),
+            b.get("control.rhel9-build"),
+            b.get("control.libcrypto-1.1-build"),
+        );
+        let missing_crypto = "libcrypto.so.1.1: cannot open shared object file";
+        if rhel == 8 {
+            assert_eq!(glibc, "glibc 2.31", "boot {n}\n{}", why());
+            assert!(
+                rhel9 != "0" && lacks_newer_glibc(rhel9),
+                "boot {n}: the RHEL 9 build did not fail for want of a newer glibc: {rhel9:?}\n{}",
+                why()
+            );
+            assert!(
+                !crypto.is_empty() && !crypto.contains(missing_crypto),
+                "boot {n}: libcrypto.so.1.1 was not found: {crypto:?}\n{}",
+                why()
+            );
+        } else {
+            assert_eq!(glibc, "glibc 2.36", "boot {n}\n{}", why());
+            assert_eq!(
+                rhel9,
+                "0",
+                "boot {n}: the RHEL 9 build did not run\n{}",
+                why()
+            );
+            assert!(
+                crypto != "0" && crypto.contains(missing_crypto),
+                "boot {n}: a build linking libcrypto.so.1.1 loaded: {crypto:?}\n{}",
+                why()
+            );
+        }
+    }
 }
 
 /// Every boot, for a failure message.
@@ -1786,6 +1891,7 @@ macro_rules! three_boots {
             let flow = $flow;
             let (f, _) = first_boot_to_the_end($bootimage, flow, Mcd::$mcd);
             assert_first_boot_completed(&f, flow.release().unwrap());
+            assert_each_boot_on_its_abi(&f, flow.release().unwrap());
         }
     )*};
 }
@@ -1813,7 +1919,7 @@ fn rhel9_only_mcd_through_its_closure_4_1_managed_stub_of_main() {
     // The proof that the closure is needed there.
     let scratch = tempfile::tempdir_in(work_root()).unwrap();
     let old = scratch.path().join("root");
-    node::prepare_root_on(&node::old_glibc_base(), &old);
+    node::prepare_root_on(&node::rhel8_abi_base(), &old);
     let bin = node::shared_program("real-mcd", "mcd-main-rhel9");
     fs::copy(&bin, old.join("tmp/machine-config-daemon")).unwrap();
     let native = Command::new("chroot")
@@ -1835,6 +1941,7 @@ fn rhel9_only_mcd_through_its_closure_4_1_managed_stub_of_main() {
     assert_served(&mcs, SPEC22_BODY);
     assert_eq!(provenance(&f.cfg)["target"]["bootimage"], "4.1");
     assert_first_boot_completed(&f, "main");
+    assert_each_boot_on_its_abi(&f, "main");
     let why = || describe_boots(&f);
     for b in &f.boots {
         assert_pivot_masked(b, &why);
@@ -1857,4 +1964,45 @@ fn rhel9_only_mcd_through_its_closure_4_1_managed_stub_of_main() {
     // Boot 2 runs on the cluster's OS, whose glibc the build fits: natively.
     assert_eq!(f.boots[1].get("closure.files"), "", "{}", why());
     assert_eq!(f.boots[1].get("bin.script"), "no", "{}", why());
+}
+
+/// The node refuses the wrong build: main's RHEL 9 build forced on a 4.2 bootimage
+/// (`--binary-path /usr/bin/machine-config-daemon --force`, the config `inject` would not
+/// write unasked) is installed on boot 1, whose OS has the RHEL 8 ABI, and cannot run
+/// there: the firstboot unit fails as the loader refuses it (a `GLIBC_2.3x` it lacks),
+/// `firstboot-osupdate.target` is never reached, nothing asks rpm-ostree to update the OS
+/// and the node never reboots into the cluster's OS.
+#[test]
+fn the_rhel9_build_forced_on_a_rhel8_bootimage_fails_on_boot_1() {
+    let flow = Flow::Offline("release-4.16");
+    let (f, _) = first_boot_to_the_end("4.2", flow, Mcd::WrongRhel9);
+    let why = || describe_boots(&f);
+    let rhel9 = node::shared_program("real-mcd", "mcd-main-rhel9");
+    let sha = crate::harness::sha256_hex(&fs::read(rhel9).unwrap());
+    assert_eq!(f.boots.len(), 1, "the node went past boot 1\n{}", why());
+    let b = &f.boots[0];
+    assert!(!b.rebooted, "{}", why());
+    assert_eq!(
+        installed_sha256(b).as_deref(),
+        Some(sha.as_str()),
+        "{}",
+        why()
+    );
+    assert_eq!(b.unit(FIRSTBOOT, "Result"), "exit-code", "{}", why());
+    assert!(
+        b.firstboot_journal
+            .lines()
+            .any(|l| l.starts_with("/run/bin/machine-config-daemon: ") && lacks_newer_glibc(l)),
+        "the firstboot did not fail at the loader\n{}",
+        why()
+    );
+    assert_eq!(
+        b.unit("firstboot-osupdate.target", "ActiveState"),
+        "inactive",
+        "{}",
+        why()
+    );
+    assert!(b.calls_of("/usr/bin/rpm-ostree").is_empty(), "{}", why());
+    let os_release = fs::read_to_string(f.root.join("usr/lib/os-release")).unwrap();
+    assert!(os_release.contains("VERSION=\"42.80."), "{os_release}");
 }

@@ -20,10 +20,27 @@ uptime_s() { cut -d. -f1 /proc/uptime; }
 # not change within a boot: recorded by `boot-probe.sh loaded`, the probe unit's
 # ExecStartPre, which the firstboot unit waits for, so a reboot the MCD asks for cannot
 # come first, however loaded the machine.
+# It also records the booted OS's ABI: its glibc, and how each program in
+# /var/lib/boot-probe/controls fares when run (`NAME version`): `control.NAME=0`, or its
+# exit code and the loader's complaint (the negative controls of the three-boot tests:
+# a build that this OS's glibc or libraries cannot run).
 if [ "${1:-}" = loaded ]; then
-  for u in $units; do
-    systemctl show "$u" -p Id,LoadState,UnitFileState,DropInPaths | sed "s/^/unit.$u./"
-  done >"$out/loaded"
+  {
+    for u in $units; do
+      systemctl show "$u" -p Id,LoadState,UnitFileState,DropInPaths | sed "s/^/unit.$u./"
+    done
+    echo "os.glibc=$(getconf GNU_LIBC_VERSION)"
+    for c in "$out"/controls/*; do
+      [ -x "$c" ] || continue
+      if "$c" version >/dev/null 2>"$out/control.err"; then
+        echo "control.$(basename "$c")=0"
+      else
+        rc=$?
+        echo "control.$(basename "$c")=$rc $(head -n1 "$out/control.err")"
+      fi
+    done
+    rm -f "$out/control.err"
+  } >"$out/loaded"
   exit 0
 fi
 report() { # report STATE: what the probe records

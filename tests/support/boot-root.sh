@@ -12,12 +12,18 @@
 #                                  OS's own pivot.service, stand-ins for crio, kubelet,
 #                                  podman, rpm-ostree, skopeo, ostree, setenforce
 #                                  (tests/support/stand-ins), and the probe unit
-#   boot-root.sh os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS [GLIBC]]
+#   boot-root.sh os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS [CLUSTER_BASE]]
 #                                  make ROOT run the bootimage's OS (its os-release and
 #                                  programs, over stand-in ostree deployments) whose
-#                                  cluster OS image IMAGE carries CLUSTER_OS, and the
-#                                  glibc of the tree GLIBC when given (an OS update that
-#                                  brings a newer glibc)
+#                                  cluster OS image IMAGE carries CLUSTER_OS; the cluster's
+#                                  OS is a tree of its own made from the base root
+#                                  CLUSTER_BASE (another ABI: `deploy`), else ROOT's own
+#                                  tree with the cluster's os-release
+#   boot-root.sh deploy ROOT       before a boot: when the booted deployment (what
+#                                  `ostree admin finalize-staged` chose) is not the one
+#                                  ROOT's /usr holds, make ROOT that deployment, as ostree
+#                                  deploys one: its own tree (/usr and the rest), /etc
+#                                  merged three ways from the old one, /var shared
 #   boot-root.sh stand-ins ROOT    install the stand-ins and the probe of this tree in
 #                                  ROOT again (a root prepared by an earlier tree: the
 #                                  VM's disk)
@@ -177,39 +183,23 @@ WantedBy=multi-user.target"
   mkdir -p "$root/etc/systemd/system-preset"
   printf 'enable boot-probe.service\nenable crio.service\nenable kubelet.service\nenable pivot.service\n' \
     >"$root/etc/systemd/system-preset/10-boot-test.preset"
+  # The OS's own /etc, as ostree keeps it in /usr/etc: what `deploy` merges against.
+  rm -rf "$root/usr/etc"
+  cp -a "$root/etc" "$root/usr/etc"
 }
 
-os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE [EXTENSIONS_IMAGE]: ROOT runs the
-  # bootimage's OS BOOT_OS (its os-release and programs, stand-ins/lib.sh), booted from an
-  # ostree deployment; the cluster's OS image OS_IMAGE carries CLUSTER_OS
-  # (tests/support/rhcos-os.sh); EXTENSIONS_IMAGE is its extensions image
-  local root=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-} glibc=${6:-}
-  local state=$root/var/lib/stand-in-ostree images=$root/var/lib/stand-in-images
-  rm -rf "$state" "$images"
-  bash "$here/rhcos-os.sh" "$boot_os" "$state/deploy/d0"
-  local d=$state/deploy/d0
-  # The bootimage was deployed from its commit (coreos-assembler), no custom origin.
-  echo "refspec $(cat "$d/checksum")" >"$d/origin"
-  echo "rw rootflags=prjquota" >"$d/kargs"
-  sed -n "s/^VERSION=//p" "$d/os-release" | tr -d "\"'" >"$d/version"
-  echo 1570000000 >"$d/timestamp"
-  echo d0 >"$state/booted"
+# os_programs ROOT DEPLOYMENT: ROOT's /usr is the OS of the stand-in deployment
+# DEPLOYMENT (a directory of deploy/: its os-release and os.env), whose name it records.
+os_programs() {
+  local root=$1 d=$2
   rm -f "$root/usr/lib/os-release"
   cp "$d/os-release" "$root/usr/lib/os-release"
   ln -sf ../usr/lib/os-release "$root/etc/os-release"
   install -D -m 0644 "$d/os.env" "$root/usr/lib/stand-ins/os.env"
+  basename "$d" >"$root/usr/lib/stand-ins/deployment"
   # SELinux's chcon, which the host has and the nspawn root lacks (stand-ins/chcon). A
   # root with SELinux of its own (the VM's, booted enforcing) keeps the real one.
   [[ -e $root/etc/selinux/config ]] || install -m 0755 "$here/stand-ins/chcon" "$root/usr/bin/chcon"
-  bash "$here/rhcos-os.sh" "$cluster_os" "$images/os"
-  [[ -z $glibc ]] || cp -a "$glibc" "$images/os/glibc"
-  echo "$image" >"$images/os-image"
-  [[ -z $extensions ]] || echo "$extensions" >"$images/extensions-image"
-  # What a registry serves for it: one image manifest (a single-arch image).
-  local csum
-  csum=$(cat "$images/os/checksum")
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":2},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":32}],"annotations":{"ostree.commit":"%s"}}\n' \
-    "$csum" "$csum" "$csum" >"$images/os/manifest.json"
   # ostree's unit that makes the staged deployment the next boot's, at shutdown
   # (ostree's src/boot/ostree-finalize-staged.service, without RequiresMountsFor=/sysroot
   # /boot, which the test root lacks); staging starts it.
@@ -224,6 +214,73 @@ Conflicts=final.target
 Type=oneshot
 RemainAfterExit=yes
 ExecStop=/usr/bin/ostree admin finalize-staged"
+}
+
+os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE [EXTENSIONS_IMAGE [CLUSTER_BASE]]: ROOT runs
+  # the bootimage's OS BOOT_OS (its os-release and programs, stand-ins/lib.sh), booted
+  # from an ostree deployment; the cluster's OS image OS_IMAGE carries CLUSTER_OS
+  # (tests/support/rhcos-os.sh), on a tree made from the base root CLUSTER_BASE (`deploy`);
+  # EXTENSIONS_IMAGE is its extensions image
+  local root=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-} cluster_base=${6:-}
+  local state=$root/var/lib/stand-in-ostree images=$root/var/lib/stand-in-images
+  rm -rf "$state" "$images"
+  bash "$here/rhcos-os.sh" "$boot_os" "$state/deploy/d0"
+  local d=$state/deploy/d0
+  # The bootimage was deployed from its commit (coreos-assembler), no custom origin.
+  echo "refspec $(cat "$d/checksum")" >"$d/origin"
+  echo "rw rootflags=prjquota" >"$d/kargs"
+  sed -n "s/^VERSION=//p" "$d/os-release" | tr -d "\"'" >"$d/version"
+  echo 1570000000 >"$d/timestamp"
+  echo - >"$d/tree"
+  echo d0 >"$state/booted"
+  os_programs "$root" "$d"
+  bash "$here/rhcos-os.sh" "$cluster_os" "$images/os"
+  # The tree the cluster's OS commit holds: a base root of its own (its ABI), or ROOT's.
+  if [[ -n $cluster_base ]]; then
+    [[ -e $cluster_base/.complete ]] || die "$cluster_base is not a finished base root"
+    echo "$cluster_base" >"$images/os/tree"
+  else
+    echo - >"$images/os/tree"
+  fi
+  echo "$image" >"$images/os-image"
+  [[ -z $extensions ]] || echo "$extensions" >"$images/extensions-image"
+  # What a registry serves for it: one image manifest (a single-arch image).
+  local csum
+  csum=$(cat "$images/os/checksum")
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":2},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":32}],"annotations":{"ostree.commit":"%s"}}\n' \
+    "$csum" "$csum" "$csum" >"$images/os/manifest.json"
+}
+
+deploy() { # deploy ROOT: see the usage above
+  local root=$1
+  local state=$root/var/lib/stand-in-ostree
+  [[ -r $state/booted ]] || return 0
+  local booted current
+  booted=$(cat "$state/booted")
+  current=$(cat "$root/usr/lib/stand-ins/deployment" 2>/dev/null || true)
+  [[ $booted != "$current" ]] || return 0
+  local d=$state/deploy/$booted tree
+  tree=$(cat "$d/tree" 2>/dev/null || echo -)
+  if [[ $tree == - ]]; then
+    # The same tree (no other ABI to move to): only the OS's os-release and programs.
+    os_programs "$root" "$d"
+    return 0
+  fi
+  # The deployment's own tree, as the OS's commit holds it (/usr, and /etc's defaults).
+  local next=$root.next
+  rm -rf "$next"
+  prepare "$tree" "$next"
+  os_programs "$next" "$d"
+  rm -rf "$next/usr/etc"
+  cp -a "$next/etc" "$next/usr/etc"
+  # ostree's three-way merge of /etc: what the old deployment changed against its own
+  # defaults (added, modified, removed) is carried onto the new defaults.
+  python3 "$here/etc-merge.py" "$root/usr/etc" "$root/etc" "$next/etc"
+  # /var is the node's, shared by every deployment; /run is a tmpfs, never carried.
+  rm -rf "$next/var"
+  mv "$root/var" "$next/var"
+  rm -rf "$root"
+  mv "$next" "$root"
 }
 
 boot() {
@@ -253,7 +310,8 @@ case $cmd in
   base) base "$@" ;;
   prepare) prepare "$@" ;;
   os) os "$@" ;;
+  deploy) deploy "$@" ;;
   stand-ins) stand_ins "$@" ;;
   boot) boot "$@" ;;
-  *) die "usage: boot-root.sh base DIR | prepare BASE ROOT | os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS] | stand-ins ROOT | boot ROOT SECS" ;;
+  *) die "usage: boot-root.sh base DIR | prepare BASE ROOT | os ROOT BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS [CLUSTER_BASE]] | deploy ROOT | stand-ins ROOT | boot ROOT SECS" ;;
 esac

@@ -11,8 +11,10 @@
 #   vm-root.sh os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS]
 #                                     give a copy of the disk the bootimage's OS
 #                                     (boot-root.sh os), labelled offline
-#   vm-root.sh next-boot DISK N       before boot N of a copy of the disk: the stand-ins
-#                                     record their calls as boot N, no probe report
+#   vm-root.sh next-boot DISK N       before boot N of a copy of the disk: the deployment
+#                                     the last boot chose (boot-root.sh deploy), the
+#                                     stand-ins record their calls as boot N, no probe
+#                                     report
 #
 # The disk's root filesystem has the label "root"; boot it with
 #   root=LABEL=root rw ignition.firstboot ignition.platform.id=qemu
@@ -315,9 +317,11 @@ os() {
   edit_disk "$disk" os_on "$boot_os" "$cluster_os" "$image" "$extensions"
 }
 
-# next-boot DISK N: the stand-ins record their calls as boot N (stand-ins/lib.sh), and
-# the last boot's probe report is gone.
+# next-boot DISK N: the deployment the last boot's shutdown chose is the disk's
+# (boot-root.sh deploy), the stand-ins record their calls as boot N (stand-ins/lib.sh),
+# and the last boot's probe report is gone.
 next_boot_on() {
+  bash "$here/boot-root.sh" deploy "$2"
   echo "$1" >"$2/var/lib/boot-probe/boot"
   rm -f "$2/var/lib/boot-probe/report"
 }

@@ -405,7 +405,8 @@ fn boot_script() -> PathBuf {
 }
 
 /// The debootstrapped base root of the boot tests, made once per machine (it is kept
-/// in `target/boot-base`, or `MCD_INJECT_BOOT_BASE`).
+/// in `target/boot-base`, or `MCD_INJECT_BOOT_BASE`): Debian bookworm, whose ABI is RHEL
+/// 9's (glibc 2.36, `libcrypto.so.3`), the OS of a RHEL 9 node.
 pub fn boot_base() -> PathBuf {
     static BASE: OnceLock<PathBuf> = OnceLock::new();
     BASE.get_or_init(|| {
@@ -432,10 +433,10 @@ pub fn boot_base() -> PathBuf {
     .clone()
 }
 
-/// The base root of a bootimage whose glibc is older than RHEL 9's: Debian bullseye
-/// (glibc 2.31), made once per machine (`target/boot-base-bullseye`, or
-/// `MCD_INJECT_BOOT_BASE_BULLSEYE`).
-pub fn old_glibc_base() -> PathBuf {
+/// The base root whose ABI is RHEL 8's: Debian bullseye (glibc 2.31, older than a RHEL 9
+/// build needs; `libcrypto.so.1.1`), the OS of a RHEL 8 node (an old bootimage's), made
+/// once per machine (`target/boot-base-bullseye`, or `MCD_INJECT_BOOT_BASE_BULLSEYE`).
+pub fn rhel8_abi_base() -> PathBuf {
     static BASE: OnceLock<PathBuf> = OnceLock::new();
     BASE.get_or_init(|| {
         boot_base();
@@ -454,42 +455,18 @@ pub fn old_glibc_base() -> PathBuf {
     .clone()
 }
 
-/// The glibc of this machine (Debian bookworm's libc6: 2.36), as a tree of its shared
-/// objects and links at their paths, for an OS update that brings a newer glibc to an
-/// older root (`boot-root.sh os ... GLIBC`).
-pub fn newer_glibc_tree(dir: &Path) -> PathBuf {
-    let tree = dir.join("glibc");
-    let list = run(Command::new("dpkg").args(["-L", "libc6"])).1;
-    for path in list.lines() {
-        let p = Path::new(path);
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let lib_dir = path.starts_with("/lib/")
-            && p.parent().is_some_and(|d| d.ends_with("x86_64-linux-gnu"))
-            || path.starts_with("/lib64/");
-        if !lib_dir || !name.contains(".so") {
-            continue;
-        }
-        let to = tree.join(path.trim_start_matches('/'));
-        fs::create_dir_all(to.parent().unwrap()).unwrap();
-        let (ok, text) = run(Command::new("cp").arg("-a").arg(path).arg(&to));
-        assert!(ok, "copying {path}: {text}");
+/// The base root of a node of RHEL major `rhel`: its ABI ([`rhel8_abi_base`],
+/// [`boot_base`]).
+pub fn abi_base(rhel: u64) -> PathBuf {
+    match rhel {
+        8 => rhel8_abi_base(),
+        9 => boot_base(),
+        other => panic!("no base root has the ABI of RHEL {other}"),
     }
-    assert!(
-        tree.join("lib64/ld-linux-x86-64.so.2").exists(),
-        "dpkg -L libc6:\n{list}"
-    );
-    tree
 }
 
-/// A fresh root at `root`, a copy of the base made to look like RHCOS at first boot.
-pub fn prepare_root(root: &Path) {
-    prepare_root_on(&boot_base(), root);
-}
-
-/// [`prepare_root`] from another base root.
+/// A fresh root at `root`, a copy of the base root `base` made to look like RHCOS at
+/// first boot.
 pub fn prepare_root_on(base: &Path, root: &Path) {
     let (ok, text) = run(Command::new("bash")
         .arg(boot_script())
@@ -702,22 +679,22 @@ pub fn boot(root: &Path, wait_for: Option<&str>) -> Boot {
 }
 
 /// Gives `root` (prepared) the bootimage's OS `boot_os` and the cluster's OS image
-/// `image`, which carries `cluster_os`, and its extensions image `extensions`
-/// (`boot-root.sh os`, `tests/support/rhcos-os.sh`).
+/// `image`, which carries `cluster_os` on a tree made from the base root `cluster_base`,
+/// and its extensions image `extensions` (`boot-root.sh os`, `tests/support/rhcos-os.sh`).
 pub fn set_os(
     root: &Path,
     boot_os: &str,
     cluster_os: &str,
     image: &str,
     extensions: &str,
-    glibc: Option<&Path>,
+    cluster_base: &Path,
 ) {
     let (ok, text) = run(Command::new("bash")
         .arg(boot_script())
         .arg("os")
         .arg(root)
         .args([boot_os, cluster_os, image, extensions])
-        .args(glibc));
+        .arg(cluster_base));
     assert!(ok, "giving {} its OS: {text}", root.display());
 }
 
@@ -729,6 +706,12 @@ pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
     let journal_dir = root.join("var/log/journal");
     let mut out = Vec::new();
     for number in 1..=max {
+        // The deployment the last boot's shutdown chose, as the bootloader boots it.
+        let (ok, text) = run(Command::new("bash")
+            .arg(boot_script())
+            .arg("deploy")
+            .arg(root));
+        assert!(ok, "boot {number}: deploying {}: {text}", root.display());
         fs::write(probe.join("boot"), number.to_string()).unwrap();
         let _ = fs::remove_file(probe.join("report"));
         let start = std::time::Instant::now();

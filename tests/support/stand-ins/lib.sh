@@ -7,10 +7,13 @@
 #   /usr/lib/stand-ins/os.env    what the booted OS ships (versions of its programs),
 #                                with /usr/lib/os-release; absent on a plain test root
 #   /var/lib/stand-in-ostree/    deploy/NAME/ (os-release, os.env, checksum, origin,
-#                                kargs), booted, staged (names), repo/CHECKSUM/ (commits
-#                                imported by deploy-from-self)
+#                                kargs, tree: the base root of its tree, - for the
+#                                bootimage's), booted, staged (names), repo/CHECKSUM/
+#                                (commits imported by deploy-from-self)
 #   /var/lib/stand-in-images/    os-image (the ref of the cluster's OS image) and os/
-#                                (the tree it carries: os-release, os.env, checksum)
+#                                (the commit it carries: os-release, os.env, checksum,
+#                                tree)
+#   /usr/lib/stand-ins/deployment  the deployment whose tree the root's /usr is
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 probe=/var/lib/boot-probe
