@@ -27,7 +27,10 @@
 //! it (`boot.rs`, `first_boot_to_the_end`), with their checks: on a disk that runs the
 //! bootimage's RHCOS, it moves the node to the cluster's OS and reboots, completes the
 //! machine config there and reboots, and the third boot starts the kubelet; each reboot
-//! ends qemu, and the harness boots the disk again without `ignition.firstboot`.
+//! ends qemu, and the harness boots the disk again without `ignition.firstboot`. The
+//! spec 2.2 case boots with predictable NIC names (the others with `net.ifnames=0`):
+//! boot 1's install unit pins the NIC as real nmstatectl, run in the same guest, pins
+//! it, and the later boots name it by the pinned file.
 //!
 //! Needs root, qemu-system-x86 and e2fsprogs beside what `boot.rs` needs. Each boot takes
 //! a minute or two under TCG: the suite boots ten (four single boots, and the three
