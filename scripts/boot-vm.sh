@@ -28,6 +28,11 @@
 #   --work DIR         where the console log, the overlay and the probe's files go
 #                      (default: a new directory under /tmp, printed)
 #
+# The VM has one NIC: virtio-net in PCI slot 3 (qemu's i440fx machine), MAC address
+# 52:54:00:12:ab:cd, on qemu's user-mode network. The kernel names it eth0 (under
+# net.ifnames=0); udev's predictable name is ens3 (the slot's ACPI number), which an
+# initramfs's ip=...:NIC:... must then name.
+#
 # Prints "accel=kvm|tcg", "seconds=N" (wall time of the boot) and "console=LOG" on
 # stdout, and exits with qemu's status (124 when --timeout ran out).
 #
@@ -156,7 +161,7 @@ boot() {
   local args=(-accel "$accel" -m "$memory" -smp "$cpus" -display none -monitor none
     -serial "file:$work/console.log" -no-reboot
     -drive "file=$drive,format=$format,if=virtio"
-    -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
+    -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=,addr=0x3,mac=52:54:00:12:ab:cd
     -fw_cfg "name=opt/com.coreos/config,file=$config")
   local extra
   for extra in "${extra_disks[@]}"; do

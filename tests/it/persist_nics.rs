@@ -57,8 +57,8 @@ const CMDLINE_NEEDNET: &str =
     "BOOT_IMAGE=(hd0,gpt3)/ostree/rhcos-0/vmlinuz rd.neednet=1 ip=dhcp ostree=/ostree/boot.1/rhcos/0 root=UUID=0\n";
 
 /// The nmstatectl binary, built once per run (cargo install is a no-op when that version
-/// is there already).
-fn nmstatectl() -> &'static Path {
+/// is there already). The VM tests run it in the guest too (`vm.rs`).
+pub(crate) fn nmstatectl() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let root = crate_root().join("target").join("nmstatectl");
@@ -364,10 +364,10 @@ impl Scratch {
 }
 
 /// Relative path to (mode, contents; `None` for a directory).
-type Tree = BTreeMap<String, (u32, Option<Vec<u8>>)>;
+pub(crate) type Tree = BTreeMap<String, (u32, Option<Vec<u8>>)>;
 
 /// The files and directories under `dir`; `None` for no directory.
-fn tree(dir: &Path) -> Option<Tree> {
+pub(crate) fn tree(dir: &Path) -> Option<Tree> {
     fn walk(dir: &Path, rel: &str, out: &mut Tree) {
         for e in fs::read_dir(dir).unwrap() {
             let e = e.unwrap();

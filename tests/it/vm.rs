@@ -27,7 +27,10 @@
 //! it (`boot.rs`, `first_boot_to_the_end`), with their checks: on a disk that runs the
 //! bootimage's RHCOS, it moves the node to the cluster's OS and reboots, completes the
 //! machine config there and reboots, and the third boot starts the kubelet; each reboot
-//! ends qemu, and the harness boots the disk again without `ignition.firstboot`.
+//! ends qemu, and the harness boots the disk again without `ignition.firstboot`. The
+//! spec 2.2 case boots with predictable NIC names (the others with `net.ifnames=0`):
+//! boot 1's install unit pins the NIC as real nmstatectl, run in the same guest, pins
+//! it, and the later boots name it by the pinned file.
 //!
 //! Needs root, qemu-system-x86 and e2fsprogs beside what `boot.rs` needs. Each boot takes
 //! a minute or two under TCG: the suite boots ten (four single boots, and the three
@@ -42,8 +45,11 @@ use crate::boot::{
     FIRSTBOOT, INSTALL, PULL, SPEC3_BOOTIMAGE,
 };
 use crate::harness::node::HttpsServer;
-use crate::harness::vm::{self, guest_url, Initramfs, VmBoot, VmOptions};
+use crate::harness::vm::{
+    self, guest_url, Initramfs, VmBoot, VmOptions, NIC_MAC, PREDICTABLE_NIC_NAME,
+};
 use crate::harness::{crate_root, mcd_inject};
+use crate::persist_nics::{tree, Tree};
 use serde_json::{json, Value};
 use sha2::Digest as _;
 
@@ -107,8 +113,9 @@ struct Written {
 }
 
 impl Written {
-    /// How the VM boots: the initramfs of the bootimage's era; SELinux enforcing or not.
-    fn options(&self, selinux: bool) -> VmOptions<'static> {
+    /// How the VM boots: the initramfs of the bootimage's era; SELinux enforcing or not;
+    /// `net.ifnames=0` or predictable NIC names.
+    fn options(&self, selinux: bool, kernel_names_nics: bool) -> VmOptions<'static> {
         VmOptions {
             initramfs: if self.spec2 {
                 Initramfs::Spec2x
@@ -117,6 +124,7 @@ impl Written {
             },
             selinux,
             wait_for: None,
+            kernel_names_nics,
         }
     }
 
@@ -220,7 +228,7 @@ fn write_config(bootimage: &str, flow: Flow, mcd: Mcd) -> Written {
 /// config) on loopback, and boots the VM with the config handed over fw_cfg.
 fn first_boot(bootimage: &str, flow: Flow, selinux: bool) -> VmNode {
     let w = write_config(bootimage, flow, Mcd::Probe);
-    let vm = vm::boot(w.dir.path(), &w.cfg_path, &w.options(selinux));
+    let vm = vm::boot(w.dir.path(), &w.cfg_path, &w.options(selinux, true));
     w.node(vm)
 }
 
@@ -430,11 +438,14 @@ fn vm_spec22_standalone_selinux_enforcing() {
 /// again without `ignition.firstboot`, at most three times, reading each boot's report
 /// and journal from the disk. Returns boot 1 with its config, the later boots, and the
 /// first boot as the nspawn checks read it (the disk's `/etc`, `/usr/lib/os-release`
-/// and stand-in OS state copied out after the last boot).
+/// and stand-in OS state copied out after the last boot). With `kernel_names_nics`
+/// false, the VM boots without `net.ifnames=0` (udev names the NIC) and the disk has
+/// the NIC oracle (`vm::add_nic_oracle`: real nmstatectl at each boot).
 fn first_boot_to_the_end(
     bootimage: &str,
     release: &'static str,
     mcd: Mcd,
+    kernel_names_nics: bool,
 ) -> (VmNode, Vec<VmBoot>, FirstBoot) {
     let start = std::time::Instant::now();
     let w = write_config(bootimage, Flow::Pointer(release), mcd);
@@ -452,7 +463,11 @@ fn first_boot_to_the_end(
         os_image,
         extensions,
     );
-    let mut boots = vm::boots(work, &disk, &w.cfg_path, &w.options(true), 3);
+    if !kernel_names_nics {
+        vm::add_nic_oracle(&disk, crate::persist_nics::nmstatectl());
+    }
+    let opts = w.options(true, kernel_names_nics);
+    let mut boots = vm::boots(work, &disk, &w.cfg_path, &opts, 3);
     let view = tempfile::tempdir_in(work_root()).unwrap();
     let root = view.path().join("root");
     boots.last().unwrap().dump(
@@ -527,7 +542,8 @@ fn assert_vm_first_boot_completed(n: &VmNode, later: &[VmBoot], f: &FirstBoot, r
 #[test]
 fn vm_rhel9_only_mcd_through_its_closure_spec3_three_boots_pointer_to_release_4_16_selinux_enforcing(
 ) {
-    let (n, later, f) = first_boot_to_the_end(SPEC3_BOOTIMAGE, "release-4.16", Mcd::Rhel9Only);
+    let (n, later, f) =
+        first_boot_to_the_end(SPEC3_BOOTIMAGE, "release-4.16", Mcd::Rhel9Only, true);
     assert_vm_first_boot_completed(&n, &later, &f, "release-4.16");
     let b = &n.vm.boot;
     let why = || n.vm.describe();
@@ -570,10 +586,13 @@ fn vm_rhel9_only_mcd_through_its_closure_spec3_three_boots_pointer_to_release_4_
 
 /// Main's real MCD on a 4.2 bootimage (spec 2.2 under Ignition v0.35), pointer to the
 /// 4.16 MCS: the three boots of its first boot; boot 1 installs main's RHEL 8 build (the
-/// bootimage's OS is RHEL 8).
+/// bootimage's OS is RHEL 8). With predictable NIC names (no `net.ifnames=0`): udev names
+/// the virtio NIC `ens3` from the initramfs on, and the 4.16 firstboot unit asks for the
+/// NIC-persisting pass, which boot 1's install unit does as real nmstatectl does it in
+/// the same guest ([`assert_nic_pinned_as_nmstatectl_pins_it`]).
 #[test]
 fn vm_real_main_mcd_spec22_three_boots_pointer_to_release_4_16_selinux_enforcing() {
-    let (n, later, f) = first_boot_to_the_end("4.2", "release-4.16", Mcd::RealMain);
+    let (n, later, f) = first_boot_to_the_end("4.2", "release-4.16", Mcd::RealMain, false);
     let rhel8 = crate::harness::node::shared_program("real-mcd", "mcd-main-rhel8");
     assert_eq!(
         n.vm.boot.get("bin.sha256"),
@@ -582,6 +601,170 @@ fn vm_real_main_mcd_spec22_three_boots_pointer_to_release_4_16_selinux_enforcing
         n.vm.describe()
     );
     assert_vm_first_boot_completed(&n, &later, &f, "release-4.16");
+    assert_nic_pinned_as_nmstatectl_pins_it(&n.vm, &later, &f);
+}
+
+/// The NIC oracle's files of a boot (`vm::add_nic_oracle`), for a failure message.
+fn oracle_record(b: &VmBoot) -> String {
+    let dir = b
+        .from_disk
+        .join(format!("boot-probe/nics.{}", b.boot.number));
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return format!("(no {})", dir.display());
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| {
+            format!(
+                "{}:\n{}",
+                p.file_name().unwrap().to_string_lossy(),
+                String::from_utf8_lossy(&fs::read(p).unwrap()).trim_end()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A tree of [`tree`] as text, for a failure message.
+fn show_tree(t: &Option<Tree>) -> String {
+    let Some(t) = t else {
+        return "(no directory)".to_string();
+    };
+    t.iter()
+        .map(|(path, (mode, contents))| match contents {
+            None => format!("{path}/ (mode {mode:o})"),
+            Some(c) => format!("{path} (mode {mode:o}): {:?}", String::from_utf8_lossy(c)),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The NIC-persisting pass of boot 1 against real nmstatectl 2.2, run in the same guest
+/// on the same boot by the NIC oracle (`vm::add_nic_oracle`): the same virtio NIC as the
+/// kernel reports it (its permanent MAC address, its driver over ethtool), the same
+/// kernel command line (`rd.neednet=1` and the initramfs's `ip=`), against a root of its
+/// own. The disk's `/etc/systemd/network` after boot 1 is byte-identical to the tree
+/// nmstatectl wrote (the link file pinning `ens3` by MAC address and driver, and the
+/// stamp; modes included), and the one `rpm-ostree kargs` call of boot 1 appends what
+/// nmstatectl wrote to `--kargs-out`. The names: on boot 1 udev named the NIC by its
+/// slot (`99-default.link`, in the initramfs already); on boots 2 and 3 it has the
+/// pinned name, and udev names it by the pinned link file; that tree is unchanged after
+/// boot 3.
+fn assert_nic_pinned_as_nmstatectl_pins_it(b1: &VmBoot, later: &[VmBoot], f: &FirstBoot) {
+    let why = || b1.describe();
+    let nic = b1.nic(NIC_MAC).unwrap_or_else(|| {
+        panic!(
+            "the NIC oracle recorded no NIC of MAC address {NIC_MAC} on boot 1:\n{}\n{}",
+            oracle_record(b1),
+            why()
+        )
+    });
+    let read = |name: &str| fs::read_to_string(nic.dir.join(name)).unwrap_or_default();
+    let context = || format!("the NIC oracle's record:\n{}\n{}", oracle_record(b1), why());
+    assert_eq!(read("nmstatectl.status").trim(), "0", "{}", context());
+    let udev = |k: &str| nic.udev.get(k).map(String::as_str).unwrap_or("");
+    assert_eq!(nic.name, PREDICTABLE_NIC_NAME, "{}", context());
+    assert_eq!(
+        udev("ID_NET_NAME_SLOT"),
+        PREDICTABLE_NIC_NAME,
+        "{}",
+        context()
+    );
+    assert_eq!(udev("ID_NET_DRIVER"), "virtio_net", "{}", context());
+    assert_eq!(
+        udev("ID_NET_LINK_FILE"),
+        "/usr/lib/systemd/network/99-default.link",
+        "{}",
+        context()
+    );
+
+    // The files: byte for byte, modes included.
+    let pinned = tree(&b1.from_disk.join("network"));
+    let oracle = tree(&nic.dir.join("root/etc/systemd/network"));
+    let link = format!("98-nmstate-{PREDICTABLE_NIC_NAME}.link");
+    assert!(
+        oracle.as_ref().is_some_and(|t| {
+            t.contains_key(&link) && t.contains_key(".nmstate-persist.stamp") && t.len() == 3
+        }),
+        "nmstatectl did not pin {PREDICTABLE_NIC_NAME} alone:\n{}\n{}",
+        show_tree(&oracle),
+        context()
+    );
+    assert!(
+        pinned == oracle,
+        "boot 1 pinned\n{}\nnmstatectl pinned\n{}\n{}",
+        show_tree(&pinned),
+        show_tree(&oracle),
+        context()
+    );
+    assert_eq!(
+        tree(&f.root.join("etc/systemd/network")),
+        pinned,
+        "/etc/systemd/network changed after boot 1\n{}",
+        context()
+    );
+
+    // The kernel arguments: one call, `kargs --append K...`, for what nmstatectl printed.
+    let mut printed: Vec<String> = read("kargs-out")
+        .split(' ')
+        .filter(|k| !k.is_empty())
+        .map(str::to_string)
+        .collect();
+    let kargs_calls: Vec<String> = b1
+        .boot
+        .calls_of("/usr/bin/rpm-ostree")
+        .into_iter()
+        .filter(|c| c.starts_with("kargs"))
+        .collect();
+    assert_eq!(kargs_calls.len(), 1, "{kargs_calls:?}\n{}", context());
+    let words: Vec<&str> = kargs_calls[0].split(' ').collect();
+    let pairs: Vec<&[&str]> = words[1..].chunks(2).collect();
+    assert!(
+        words[0] == "kargs" && pairs.iter().all(|p| p.len() == 2 && p[0] == "--append"),
+        "{kargs_calls:?}\n{}",
+        context()
+    );
+    let mut appended: Vec<String> = pairs.iter().map(|p| p[1].to_string()).collect();
+    // nmstatectl's order is its hash map's: the same arguments, in any order.
+    appended.sort();
+    printed.sort();
+    assert_eq!(appended, printed, "{}", context());
+    assert_eq!(
+        printed,
+        [format!(
+            "ifname={PREDICTABLE_NIC_NAME}:{}",
+            NIC_MAC.to_ascii_uppercase()
+        )],
+        "{}",
+        context()
+    );
+
+    // Boots 2 and 3: the pinned name, from the pinned file.
+    for vm in later {
+        let why = || vm.describe();
+        let nic = vm.nic(NIC_MAC).unwrap_or_else(|| {
+            panic!(
+                "the NIC oracle recorded no NIC of MAC address {NIC_MAC} on boot {}:\n{}\n{}",
+                vm.boot.number,
+                oracle_record(vm),
+                why()
+            )
+        });
+        assert_eq!(nic.name, PREDICTABLE_NIC_NAME, "{}", why());
+        assert_eq!(
+            nic.udev.get("ID_NET_LINK_FILE").map(String::as_str),
+            Some(format!("/etc/systemd/network/{link}").as_str()),
+            "boot {}: udev did not name the NIC by the pinned file: {:?}\n{}",
+            vm.boot.number,
+            nic.udev,
+            why()
+        );
+    }
 }
 
 /// Under SELinux, v0.35 relabels what it wrote itself: its files stage lists the paths in

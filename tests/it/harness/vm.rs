@@ -25,6 +25,7 @@
 //! it (`boot-vm.sh probe-accel`), else TCG; `MCD_INJECT_VM_ACCEL=kvm|tcg` decides instead.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -34,15 +35,28 @@ use super::crate_root;
 use super::node::{self, run, Boot};
 
 /// The kernel command line of every boot: the disk's root, and failures that power the
-/// VM off instead of waiting at a shell. The platform comes from [`Initramfs::platform`].
-const CMDLINE: &str =
-    "console=ttyS0 root=LABEL=root rw net.ifnames=0 rd.shell=0 rd.emergency=poweroff panic=-1";
+/// VM off instead of waiting at a shell. The platform comes from [`Initramfs::platform`],
+/// `net.ifnames=0` from [`VmOptions::kernel_names_nics`].
+const CMDLINE: &str = "console=ttyS0 root=LABEL=root rw rd.shell=0 rd.emergency=poweroff panic=-1";
 
 /// What the first boot adds, as GRUB does while the bootimage's firstboot stamp is
 /// there: Ignition's first boot, and a static address on qemu's user-mode network for
-/// the initramfs (Ignition fetches the payload and the cluster's config there).
-const FIRSTBOOT_CMDLINE: &str =
-    "ignition.firstboot rd.neednet=1 ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off";
+/// the initramfs (Ignition fetches the payload and the cluster's config there), on the
+/// NIC [`VmOptions::nic`] names.
+fn firstboot_cmdline(nic: &str) -> String {
+    format!("ignition.firstboot rd.neednet=1 ip=10.0.2.15::10.0.2.2:255.255.255.0::{nic}:off")
+}
+
+/// The VM's one NIC (`scripts/boot-vm.sh`): virtio-net in PCI slot 3 of qemu's i440fx
+/// machine, with this MAC address.
+pub const NIC_MAC: &str = "52:54:00:12:ab:cd";
+
+/// Its name under `net.ifnames=0`: the kernel's.
+pub const KERNEL_NIC_NAME: &str = "eth0";
+
+/// Its name under predictable names: udev's (`99-default.link`'s `NamePolicy`), from the
+/// slot's ACPI number (`ID_NET_NAME_SLOT`), in the initramfs and in the real root alike.
+pub const PREDICTABLE_NIC_NAME: &str = "ens3";
 
 /// Bound on a whole boot, TCG included (they take 35-100 s when nothing is wrong).
 const BOOT_TIMEOUT_SECS: &str = "600";
@@ -170,6 +184,21 @@ pub struct VmOptions<'a> {
     /// A line of the firstboot unit's journal after which the probe stops waiting (a
     /// real MCD retries for ever on a test root); no spaces.
     pub wait_for: Option<&'a str>,
+    /// `net.ifnames=0` on the kernel command line: the kernel names the NIC `eth0`, and
+    /// the NIC-persisting pass pins nothing. Without it udev names the NIC
+    /// ([`PREDICTABLE_NIC_NAME`]), in the initramfs already, and the pass pins that name.
+    pub kernel_names_nics: bool,
+}
+
+impl VmOptions<'_> {
+    /// The NIC's name in the guest, as the initramfs's `ip=` must name it.
+    pub fn nic(&self) -> &'static str {
+        if self.kernel_names_nics {
+            KERNEL_NIC_NAME
+        } else {
+            PREDICTABLE_NIC_NAME
+        }
+    }
 }
 
 /// What a VM boot left behind: the nspawn boots' [`Boot`] (its `number`, whether it
@@ -182,6 +211,10 @@ pub struct VmBoot {
     pub denials: Vec<String>,
     /// Wall time of the boot, qemu's start to its end.
     pub seconds: f64,
+    /// What was read from the disk right after the boot: `boot-probe/` and `journal/`
+    /// (of `/var/lib/boot-probe` and `/var/log/journal`), and `network/`, the disk's
+    /// `/etc/systemd/network` where it exists.
+    pub from_disk: PathBuf,
     /// The disk after the boot, for [`VmBoot::exists`].
     disk: PathBuf,
 }
@@ -200,13 +233,18 @@ impl VmBoot {
 
     /// Whether `path` exists on the VM's disk after the boot (read with `debugfs`).
     pub fn exists(&self, path: &str) -> bool {
-        let (ok, text) = run(Command::new("debugfs")
-            .arg("-R")
-            .arg(format!("stat {path}"))
-            .arg(&self.disk));
-        assert!(ok, "debugfs stat {path}: {text}");
-        !text.contains("File not found by ext2_lookup")
+        exists_on(&self.disk, path)
     }
+}
+
+/// Whether `path` exists on `disk` (read with `debugfs`).
+fn exists_on(disk: &Path, path: &str) -> bool {
+    let (ok, text) = run(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("stat {path}"))
+        .arg(disk));
+    assert!(ok, "debugfs stat {path}: {text}");
+    !text.contains("File not found by ext2_lookup")
 }
 
 /// Boots a copy of the VM's disk in `work` with `config` handed over fw_cfg, and
@@ -275,8 +313,11 @@ fn boot_disk(work: &Path, disk: &Path, config: &Path, opts: &VmOptions, number: 
     let base = vm_base();
     let accel = accel();
     let mut cmdline = format!("{CMDLINE} {}", opts.initramfs.platform());
+    if opts.kernel_names_nics {
+        cmdline.push_str(" net.ifnames=0");
+    }
     if number == 1 {
-        cmdline.push_str(&format!(" {FIRSTBOOT_CMDLINE}"));
+        cmdline.push_str(&format!(" {}", firstboot_cmdline(opts.nic())));
     }
     cmdline.push_str(if opts.selinux {
         " security=selinux selinux=1 enforcing=1"
@@ -331,7 +372,14 @@ fn boot_disk(work: &Path, disk: &Path, config: &Path, opts: &VmOptions, number: 
 
     let out = work.join(format!("from-disk{suffix}"));
     fs::create_dir_all(&out).unwrap();
-    for dir in ["/var/lib/boot-probe", "/var/log/journal"] {
+    for dir in [
+        "/var/lib/boot-probe",
+        "/var/log/journal",
+        "/etc/systemd/network",
+    ] {
+        if dir == "/etc/systemd/network" && !exists_on(disk, dir) {
+            continue;
+        }
         let (ok, text) = run(Command::new("debugfs")
             .arg("-R")
             .arg(format!("rdump {dir} {}", out.display()))
@@ -371,6 +419,7 @@ fn boot_disk(work: &Path, disk: &Path, config: &Path, opts: &VmOptions, number: 
         console,
         denials,
         seconds,
+        from_disk: out,
         disk: disk.to_path_buf(),
     }
 }
@@ -393,5 +442,195 @@ impl VmBoot {
                 .arg(&self.disk));
             assert!(ok && dest.exists(), "debugfs rdump {p}: {text}");
         }
+    }
+}
+
+/// The NIC oracle's script in the guest (`/usr/libexec/nic-oracle/nic-oracle.sh`).
+const NIC_ORACLE_SCRIPT: &str = r#"#!/bin/sh
+# The VM tests' NIC oracle (tests/it/harness/vm.rs), at each boot, into
+# /var/lib/boot-probe/nics.BOOT: each NIC as udev named it (nic.NAME: its name, MAC
+# address and ifindex, and udev's properties of it from udev's database), and what real
+# nmstatectl pins for the NICs on this boot's kernel command line, in a root of its own.
+# Only programs that keep this unit's SELinux domain write the files (ip and udevadm run
+# in domains of their own, which may not write them).
+probe=/var/lib/boot-probe
+boot=$(cat "$probe/boot" 2>/dev/null || echo 1)
+out=$probe/nics.$boot
+rm -rf "$out"
+mkdir -p "$out/root/etc/systemd"
+udevadm settle --timeout=30
+cat /proc/cmdline >"$out/cmdline"
+for dev in /sys/class/net/*; do
+  [ -e "$dev/device" ] || continue
+  ifindex=$(cat "$dev/ifindex")
+  {
+    echo "name=${dev##*/}"
+    echo "address=$(cat "$dev/address")"
+    echo "ifindex=$ifindex"
+    sed -n 's/^E://p' "/run/udev/data/n$ifindex"
+  } >"$out/nic.${dev##*/}" 2>&1
+done
+/usr/libexec/nic-oracle/nmstatectl persist-nic-names --root "$out/root" \
+  --kargs-out "$out/kargs-out" >"$out/nmstatectl.log" 2>&1
+echo $? >"$out/nmstatectl.status"
+sync
+"#;
+
+/// Its unit, started by a link in `multi-user.target.wants` (no `[Install]`: the first
+/// boot's `preset-all` leaves it alone).
+const NIC_ORACLE_UNIT: &str = "[Unit]
+Description=the VM tests' NIC oracle: the NICs as udev named them, real nmstatectl's pins
+# After the install unit, whose NIC-persisting pass it repeats on the same NICs and
+# command line; before the firstboot unit, whose MCD may reboot the VM.
+After=systemd-udev-trigger.service mco-mcd-install.service
+Before=machine-config-daemon-firstboot.service
+[Service]
+Type=oneshot
+ExecStart=/usr/libexec/nic-oracle/nic-oracle.sh
+";
+
+/// Gives `disk` (a copy, not booted) the NIC oracle: real `nmstatectl` (the program at
+/// `nmstatectl`, built for a glibc no newer than the guest's), run at each boot by
+/// `nic-oracle.service` after the install unit, with a root of its own, beside a record
+/// of the NICs as udev named them (`/var/lib/boot-probe/nics.BOOT`; [`NicFacts`]).
+pub fn add_nic_oracle(disk: &Path, nmstatectl: &Path) {
+    edit_disk(disk, |root| {
+        let dir = root.join("usr/libexec/nic-oracle");
+        fs::create_dir_all(&dir).unwrap();
+        fs::copy(nmstatectl, dir.join("nmstatectl")).unwrap();
+        fs::write(dir.join("nic-oracle.sh"), NIC_ORACLE_SCRIPT).unwrap();
+        for f in ["nmstatectl", "nic-oracle.sh"] {
+            fs::set_permissions(dir.join(f), fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let units = root.join("etc/systemd/system");
+        fs::write(units.join("nic-oracle.service"), NIC_ORACLE_UNIT).unwrap();
+        let wants = units.join("multi-user.target.wants");
+        let mut added = vec![
+            "/usr/libexec/nic-oracle".to_string(),
+            "/etc/systemd/system/nic-oracle.service".to_string(),
+        ];
+        if !wants.exists() {
+            fs::create_dir(&wants).unwrap();
+            added.push("/etc/systemd/system/multi-user.target.wants".to_string());
+        }
+        std::os::unix::fs::symlink(
+            "/etc/systemd/system/nic-oracle.service",
+            wants.join("nic-oracle.service"),
+        )
+        .unwrap();
+        added.push("/etc/systemd/system/multi-user.target.wants/nic-oracle.service".to_string());
+        added
+    });
+}
+
+/// Changes `disk` (a copy, not booted) offline, as `vm-root.sh os` does: mounts it
+/// (loop), runs `edit` on the mount point, and labels the paths it returns (trees of
+/// them) with the root's own policy (`setfiles` in a chroot of it, `/proc` mounted).
+fn edit_disk(disk: &Path, edit: impl FnOnce(&Path) -> Vec<String>) {
+    /// Unmounts what was mounted (lazily: a panic's way out), innermost first.
+    struct Mounts(Vec<PathBuf>);
+    impl Drop for Mounts {
+        fn drop(&mut self) {
+            for m in self.0.iter().rev() {
+                let _ = Command::new("umount").arg("-l").arg(m).output();
+            }
+        }
+    }
+    let mnt = tempfile::tempdir().unwrap();
+    let root = mnt.path();
+    let mut mounts = Mounts(Vec::new());
+    let (ok, text) = run(Command::new("mount")
+        .args(["-o", "loop"])
+        .arg(disk)
+        .arg(root));
+    assert!(ok, "mounting {} (loop): {text}", disk.display());
+    mounts.0.push(root.to_path_buf());
+    let added = edit(root);
+    let list = root.join(".edit-disk-list");
+    fs::write(&list, added.join("\0") + "\0").unwrap();
+    let (ok, text) = run(Command::new("mount")
+        .args(["-t", "proc", "proc"])
+        .arg(root.join("proc")));
+    assert!(ok, "mounting /proc in {}: {text}", disk.display());
+    mounts.0.push(root.join("proc"));
+    let (ok, text) = run(Command::new("chroot").arg(root).args([
+        "setfiles",
+        "-F",
+        "-0",
+        "-f",
+        "/.edit-disk-list",
+        "/etc/selinux/default/contexts/files/file_contexts",
+    ]));
+    assert!(
+        ok,
+        "setfiles on what was added to {}: {text}",
+        disk.display()
+    );
+    fs::remove_file(&list).unwrap();
+    // Not lazily: the disk is booted next, its loop device gone.
+    for m in [root.join("proc"), root.to_path_buf()] {
+        let (ok, text) = run(Command::new("umount").arg(&m));
+        assert!(ok, "unmounting {}: {text}", m.display());
+        mounts.0.retain(|x| *x != m);
+    }
+    let on_loop = || {
+        Command::new("losetup")
+            .arg("-j")
+            .arg(disk)
+            .output()
+            .map(|o| !o.stdout.is_empty())
+            .unwrap_or(false)
+    };
+    for _ in 0..50 {
+        if !on_loop() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!on_loop(), "{} is still on a loop device", disk.display());
+}
+
+/// What the NIC oracle recorded of one NIC on one boot (`nics.BOOT` of the boot's probe
+/// directory), read after the boot.
+pub struct NicFacts {
+    /// The oracle's directory of that boot.
+    pub dir: PathBuf,
+    /// The interface's name.
+    pub name: String,
+    /// What udev's database holds of it (`E:` lines): `ID_NET_NAME_SLOT`,
+    /// `ID_NET_LINK_FILE`, `ID_NET_DRIVER`, ...
+    pub udev: std::collections::BTreeMap<String, String>,
+}
+
+impl VmBoot {
+    /// The oracle's record of the NIC whose MAC address is `mac` on this boot; `None`
+    /// when the oracle did not run or saw no such NIC.
+    pub fn nic(&self, mac: &str) -> Option<NicFacts> {
+        let dir = self
+            .from_disk
+            .join(format!("boot-probe/nics.{}", self.boot.number));
+        for entry in fs::read_dir(&dir).ok()? {
+            let path = entry.ok()?.path();
+            if !path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("nic."))
+            {
+                continue;
+            }
+            let mut udev: std::collections::BTreeMap<String, String> = fs::read_to_string(&path)
+                .ok()?
+                .lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            if udev
+                .get("address")
+                .is_some_and(|a| a.eq_ignore_ascii_case(mac))
+            {
+                let name = udev.remove("name").unwrap_or_default();
+                return Some(NicFacts { dir, name, udev });
+            }
+        }
+        None
     }
 }
