@@ -79,8 +79,8 @@ if ! command -v qemu-system-x86_64 >/dev/null; then
 fi
 
 # The roots of the boot tests, made in the background while the lints run: the nspawn
-# base root and the older one (bullseye, for a build delivered with its closure), then
-# the VM (kernel, initramfs and disk) from it, then the initramfs of a
+# base roots of RHEL 9's ABI (bookworm) and RHEL 8's (bullseye), then the VM (kernel,
+# initramfs and disk) from the first and its disk of RHEL 8's ABI, then the initramfs of a
 # 4.1/4.2 bootimage for that VM (Ignition v0.35 from the shared directory, decompressed
 # where the tests look for it and checked against its SHA256SUMS). The tests wait for
 # them (the scripts take a lock) or make them if this did not.
@@ -106,6 +106,8 @@ shared_program() { # shared_program COMPONENT NAME: prints the path of the check
 (bash tests/support/boot-root.sh base "$boot_base" &&
   bash tests/support/boot-root.sh base "${MCD_INJECT_BOOT_BASE_BULLSEYE:-$PWD/target/boot-base-bullseye}" bullseye &&
   bash tests/support/vm-root.sh base "$boot_base" "$vm_base" &&
+  bash tests/support/vm-root.sh base8 "${MCD_INJECT_BOOT_BASE_BULLSEYE:-$PWD/target/boot-base-bullseye}" \
+    "$vm_base" "${MCD_INJECT_VM_BASE8:-$PWD/target/vm-base8}" &&
   bash tests/support/vm-root.sh spec2x "$vm_base" "$shared/ignition-dracut-spec2x/dracut" \
     "$(shared_program ignition-v0.35 ignition-selinux)" "$vm_spec2x") >"$vm_base.build.log" 2>&1 &
 roots_pid=$!

@@ -1561,7 +1561,7 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, O
 /// booted OS's loader ran them. `rhel9-build` is main's real RHEL 9 build (it needs
 /// `GLIBC_2.34`); `libcrypto-1.1-build` is the fixture `mco-small`'s `.rhel8` build, the
 /// shape of an MCO 4.16 RHEL 8 build (it links `libcrypto.so.1.1`).
-fn add_abi_controls(root: &Path) {
+pub(crate) fn add_abi_controls(root: &Path) {
     static FIXTURE_RHEL8: OnceLock<PathBuf> = OnceLock::new();
     let rhel8 = FIXTURE_RHEL8.get_or_init(|| {
         let out = work_root().join(format!("fixture-rhel8.{}", std::process::id()));

@@ -40,7 +40,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use crate::boot::{
-    assert_first_boot_completed, bootimage_os, cluster_os, data_url, encapsulated_mc,
+    add_abi_controls, assert_each_boot_on_its_abi, assert_first_boot_completed, bootimage_os, cluster_os, data_url, encapsulated_mc,
     machine_config_file, mcs_config, probe_image, provenance_sha256, real_main_image, FirstBoot,
     FIRSTBOOT, INSTALL, PULL, SPEC3_BOOTIMAGE,
 };
@@ -450,7 +450,12 @@ fn first_boot_to_the_end(
     let start = std::time::Instant::now();
     let w = write_config(bootimage, Flow::Pointer(release), mcd);
     let work = w.dir.path();
-    let disk = vm::copy_disk(work);
+    // Boot 1 on a disk of the bootimage's ABI (RHEL 8); the OS update deploys the
+    // cluster's OS (RHEL 9) on the VM's own tree.
+    assert_eq!(cluster_os(release).1, 9, "{release}");
+    let disk = vm::copy_disk_of(&vm::vm_base8(), work);
+    let controls = work.join("controls-root");
+    add_abi_controls(&controls);
     let mc = encapsulated_mc(release);
     let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
     let extensions = mc["spec"]["baseOSExtensionsContainerImage"]
@@ -462,6 +467,8 @@ fn first_boot_to_the_end(
         cluster_os(release).0,
         os_image,
         extensions,
+        &vm::vm_tree(),
+        &controls.join("var/lib/boot-probe/controls"),
     );
     if !kernel_names_nics {
         vm::add_nic_oracle(&disk, crate::persist_nics::nmstatectl());
@@ -505,6 +512,7 @@ fn first_boot_to_the_end(
 /// labels on the boots that install, no denial of ours on any.
 fn assert_vm_first_boot_completed(n: &VmNode, later: &[VmBoot], f: &FirstBoot, release: &str) {
     assert_first_boot_completed(f, release);
+    assert_each_boot_on_its_abi(f, release);
     assert_ignition_in_initramfs(n);
     if n.spec2 {
         assert_v035_relabelled(n);

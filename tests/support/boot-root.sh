@@ -16,9 +16,10 @@
 #                                  make ROOT run the bootimage's OS (its os-release and
 #                                  programs, over stand-in ostree deployments) whose
 #                                  cluster OS image IMAGE carries CLUSTER_OS; the cluster's
-#                                  OS is a tree of its own made from the base root
-#                                  CLUSTER_BASE (another ABI: `deploy`), else ROOT's own
-#                                  tree with the cluster's os-release
+#                                  OS is a tree of its own made from CLUSTER_BASE (another
+#                                  ABI: `deploy`), a base root or a tree made ready (one
+#                                  with /usr/etc: a VM's), else ROOT's own tree with the
+#                                  cluster's os-release
 #   boot-root.sh deploy ROOT       before a boot: when the booted deployment (what
 #                                  `ostree admin finalize-staged` chose) is not the one
 #                                  ROOT's /usr holds, make ROOT that deployment, as ostree
@@ -237,7 +238,8 @@ os() { # os ROOT BOOT_OS CLUSTER_OS OS_IMAGE [EXTENSIONS_IMAGE [CLUSTER_BASE]]: 
   bash "$here/rhcos-os.sh" "$cluster_os" "$images/os"
   # The tree the cluster's OS commit holds: a base root of its own (its ABI), or ROOT's.
   if [[ -n $cluster_base ]]; then
-    [[ -e $cluster_base/.complete ]] || die "$cluster_base is not a finished base root"
+    [[ -e $cluster_base/.complete || -e $cluster_base/usr/etc ]] ||
+      die "$cluster_base is neither a finished base root nor a tree made ready"
     echo "$cluster_base" >"$images/os/tree"
   else
     echo - >"$images/os/tree"
@@ -266,21 +268,34 @@ deploy() { # deploy ROOT: see the usage above
     os_programs "$root" "$d"
     return 0
   fi
-  # The deployment's own tree, as the OS's commit holds it (/usr, and /etc's defaults).
-  local next=$root.next
-  rm -rf "$next"
-  prepare "$tree" "$next"
+  # The deployment's own tree, as the OS's commit holds it (/usr, and /etc's defaults):
+  # a base root, given the RHCOS look, or a tree made ready (the VM's, labelled). Made
+  # beside the old one in ROOT, which may be a mount point (a VM's disk).
+  local next=$root/.deploy-next old=$root/.deploy-old e
+  rm -rf "$next" "$old"
+  if [[ -e $tree/usr/etc ]]; then
+    cp -a "$tree" "$next"
+  else
+    prepare "$tree" "$next"
+  fi
   os_programs "$next" "$d"
   rm -rf "$next/usr/etc"
   cp -a "$next/etc" "$next/usr/etc"
+  # The old tree goes aside, the new one in its place; /var is the node's, shared by
+  # every deployment; /run is a tmpfs, never carried.
+  mkdir "$old"
+  for e in "$root"/* "$root"/.[!.]*; do
+    case ${e##*/} in var | .deploy-next | .deploy-old | lost+found | '.[!.]*') continue ;; esac
+    mv "$e" "$old/"
+  done
+  for e in "$next"/* "$next"/.[!.]*; do
+    case ${e##*/} in var | '.[!.]*') continue ;; esac
+    [[ -e $e || -L $e ]] && mv "$e" "$root/"
+  done
   # ostree's three-way merge of /etc: what the old deployment changed against its own
   # defaults (added, modified, removed) is carried onto the new defaults.
-  python3 "$here/etc-merge.py" "$root/usr/etc" "$root/etc" "$next/etc"
-  # /var is the node's, shared by every deployment; /run is a tmpfs, never carried.
-  rm -rf "$next/var"
-  mv "$root/var" "$next/var"
-  rm -rf "$root"
-  mv "$next" "$root"
+  python3 "$here/etc-merge.py" "$old/usr/etc" "$old/etc" "$root/etc"
+  rm -rf "$old" "$next"
 }
 
 boot() {

@@ -8,8 +8,13 @@
 #                                     of the nspawn boot tests' debootstrapped base (the
 #                                     root with the packages is kept in DIR.packages)
 #
-#   vm-root.sh os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS]
-#                                     give a copy of the disk the bootimage's OS
+#   vm-root.sh base8 NSPAWN_BASE8 VM DIR
+#                                     make DIR/disk.img, a disk for VM's kernel and
+#                                     initramfs whose root has RHEL 8's ABI (from the
+#                                     bullseye nspawn base); VM/tree stays, the root of
+#                                     VM's disk, from which deployments are made
+#   vm-root.sh os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS [CLUSTER_TREE [CONTROLS]]]
+#                                     give a copy of a disk the bootimage's OS
 #                                     (boot-root.sh os), labelled offline
 #   vm-root.sh next-boot DISK N       before boot N of a copy of the disk: the deployment
 #                                     the last boot chose (boot-root.sh deploy), the
@@ -52,71 +57,109 @@ in_root() { # in_root ROOT CMD...: runs CMD in a chroot of ROOT with /proc, /sys
     LANG=C.UTF-8 INITRD=No "$@"
 }
 
-base() {
-  local nspawn_base=$1 dir=$2
-  # Made from the nspawn base as it is now: a base made anew (other packages) makes the
-  # VM anew too, and so does a change to what shapes the disk (the RHCOS look and the
-  # probe of boot-root.sh, these steps); the packages are kept for the base's packages.
-  [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
-  local want packages_want
-  packages_want=$(cat "$nspawn_base/.complete")
-  want=$({
-    echo "$packages_want"
-    cat "$here/boot-root.sh" "$here/boot-probe.sh"
-    find "$here/stand-ins" -type f -print0 | LC_ALL=C sort -z | xargs -0 cat
-    declare -f base
-  } | sha256sum | cut -d' ' -f1)
-  [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
-  # One maker at a time (scripts/test.sh starts one early; the tests wait for it).
-  mkdir -p "$(dirname "$dir")"
-  exec 9>"$dir.lock"
-  flock 9
-  [[ -e $dir/.complete && $(cat "$dir/.complete") == "$want" ]] && return 0
-  local tmp=$dir.tmp
-  # The packages, into a copy of the nspawn base, kept beside DIR (DIR.packages) so that
-  # a change to the steps below does not install them again.
-  local root=$dir.packages
-  trap unmount_all EXIT
-  trap 'unmount_all; exit 1' INT TERM HUP
-  if [[ ! -e $root/.packages || $(cat "$root/.packages") != "$packages_want" ]]; then
-    # A run that was stopped may have left its mounts: never remove through them.
-    for m in proc sys dev; do umount -l "$root/$m" 2>/dev/null || true; done
-    rm -rf --one-file-system "$root"
-    cp -a "$nspawn_base" "$root"
-    for m in proc sys dev; do
-      mount --bind "/$m" "$root/$m"
-      mounts+=("$root/$m")
-    done
-    cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-    {
-      in_root "$root" apt-get update -qq
-      in_root "$root" apt-get install -y -qq --no-install-recommends "${packages[@]}"
-      in_root "$root" apt-get clean
-    } >"$dir.apt.log" 2>&1 || die "installing the VM packages failed; see $dir.apt.log"
-    unmount_all
-    rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/* \
-      "$root"/boot/initrd.img-*
-    echo "$packages_want" >"$root/.packages"
-  fi
-  for m in proc sys dev; do umount -l "$tmp/vmroot/$m" 2>/dev/null || true; done
-  rm -rf --one-file-system "$tmp"
-  mkdir -p "$tmp"
+# packages_root NSPAWN_BASE ROOT LOG PACKAGES...: ROOT is a copy of NSPAWN_BASE with
+# PACKAGES installed (apt-get in a chroot), kept while the base's packages are the same.
+packages_root() {
+  local nspawn_base=$1 root=$2 log=$3
+  shift 3
+  local want m
+  want="$(cat "$nspawn_base/.complete") $*"
+  [[ -e $root/.packages && $(cat "$root/.packages") == "$want" ]] && return 0
+  # A run that was stopped may have left its mounts: never remove through them.
+  for m in proc sys dev; do umount -l "$root/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$root"
+  cp -a "$nspawn_base" "$root"
+  for m in proc sys dev; do
+    mount --bind "/$m" "$root/$m"
+    mounts+=("$root/$m")
+  done
+  cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  {
+    in_root "$root" apt-get update -qq
+    in_root "$root" apt-get install -y -qq --no-install-recommends "$@"
+    in_root "$root" apt-get clean
+  } >"$log" 2>&1 || die "installing the VM packages failed; see $log"
+  unmount_all
+  rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/* \
+    "$root"/boot/initrd.img-*
+  echo "$want" >"$root/.packages"
+}
 
-  # The RHCOS look of the nspawn boots, the probe unit included.
-  bash "$here/boot-root.sh" prepare "$root" "$tmp/vmroot" >/dev/null
-  root=$tmp/vmroot
+# vm_tree PACKAGES_ROOT TREE: TREE is the VM's root as a bootimage ships it: the RHCOS
+# look of the nspawn boots (boot-root.sh prepare, the probe unit included) and the VM's
+# own bits, not labelled yet.
+vm_tree() {
+  local packages=$1 root=$2 m
+  for m in proc sys dev; do umount -l "$root/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$root"
+  bash "$here/boot-root.sh" prepare "$packages" "$root" >/dev/null
   rm -f "$root/.packages"
-  local kver
-  kver=$(basename "$(ls -d "$root"/lib/modules/* | sort -V | tail -n1)")
   # A VM's own bits: the console and the disk; no wait for a network nobody configures
   # in the real root (systemd-networkd is enabled by the first boot's presets).
   ln -sf /dev/null "$root/etc/systemd/system/systemd-networkd-wait-online.service"
   echo 'LABEL=root / ext4 defaults 0 1' >"$root/etc/fstab"
-  cat >"$root/etc/selinux/config" <<'EOF'
-SELINUX=enforcing
-SELINUXTYPE=default
-EOF
+  printf 'SELINUX=enforcing\nSELINUXTYPE=default\n' >"$root/etc/selinux/config"
+  # The OS's /etc defaults (boot-root.sh deploy merges against them) hold these too.
+  rm -rf "$root/usr/etc"
+  cp -a "$root/etc" "$root/usr/etc"
+}
 
+# label TREE LOG: labels TREE offline with its own policy, so that it boots enforcing.
+# libselinux needs /proc: label with it mounted, then the mount points, unmounted.
+label() {
+  local root=$1 log=$2
+  mount -t proc proc "$root/proc"
+  mounts+=("$root/proc")
+  local contexts=/etc/selinux/default/contexts/files/file_contexts m con
+  in_root "$root" setfiles -F -e /proc -e /sys -e /dev "$contexts" / \
+    >"$log" 2>&1 || die "setfiles failed; see $log"
+  local labels=()
+  for m in /proc /sys /dev; do
+    con=$(in_root "$root" matchpathcon -n "$m") || die "matchpathcon $m"
+    labels+=("$m=$con")
+  done
+  unmount_all
+  for m in "${labels[@]}"; do
+    python3 -c 'import os, sys; os.setxattr(sys.argv[1], "security.selinux", sys.argv[2].encode() + b"\0")' \
+      "$root${m%%=*}" "${m#*=}"
+  done
+}
+
+# What shapes a VM's disk besides its packages: the RHCOS look and the probe of
+# boot-root.sh, the stand-ins, these steps.
+shape() {
+  cat "$here/boot-root.sh" "$here/boot-probe.sh" "$here/etc-merge.py"
+  find "$here/stand-ins" -type f -print0 | LC_ALL=C sort -z | xargs -0 cat
+  declare -f packages_root vm_tree label base base8
+}
+
+# made DIR WANT: DIR is made, for WANT. Makers check it, then take DIR's lock (one maker
+# at a time: scripts/test.sh starts one early; the tests wait for it) and check again.
+made() { [[ -e $1/.complete && $(cat "$1/.complete") == "$2" ]]; }
+
+base() {
+  local nspawn_base=$1 dir=$2
+  # Made from the nspawn base as it is now: a base made anew (other packages) makes the
+  # VM anew too, and so does a change to what shapes the disk; the packages are kept
+  # for the base's packages (DIR.packages).
+  [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
+  local want m
+  want=$({ cat "$nspawn_base/.complete"; shape; } | sha256sum | cut -d' ' -f1)
+  made "$dir" "$want" && return 0
+  mkdir -p "$(dirname "$dir")"
+  exec 9>"$dir.lock"
+  flock 9
+  made "$dir" "$want" && return 0
+  local tmp=$dir.tmp
+  trap unmount_all EXIT
+  trap 'unmount_all; exit 1' INT TERM HUP
+  packages_root "$nspawn_base" "$dir.packages" "$dir.apt.log" "${packages[@]}"
+  for m in proc sys dev; do umount -l "$tmp/tree/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$tmp"
+  mkdir -p "$tmp"
+  vm_tree "$dir.packages" "$tmp/tree"
+  local root=$tmp/tree kver
+  kver=$(basename "$(ls -d "$root"/lib/modules/* | sort -V | tail -n1)")
   for m in proc sys dev; do
     mount --bind "/$m" "$root/$m"
     mounts+=("$root/$m")
@@ -128,30 +171,63 @@ EOF
   unmount_all
   cp "$root/boot/vmlinuz-$kver" "$tmp/vmlinuz"
   mv "$root/boot/initrd-vm.img" "$tmp/initrd.img"
-
-  # Label the root offline with its own policy, so that it boots enforcing. libselinux
-  # needs /proc: label with it mounted, then the mount points, unmounted.
-  mount -t proc proc "$root/proc"
-  mounts+=("$root/proc")
-  local contexts=/etc/selinux/default/contexts/files/file_contexts m con
-  in_root "$root" setfiles -F -e /proc -e /sys -e /dev "$contexts" / \
-    >"$tmp/setfiles.log" 2>&1 || die "setfiles failed; see $tmp/setfiles.log"
-  local labels=()
-  for m in /proc /sys /dev; do
-    con=$(in_root "$root" matchpathcon -n "$m") || die "matchpathcon $m"
-    labels+=("$m=$con")
-  done
-  unmount_all
+  label "$root" "$tmp/setfiles.log"
   trap - EXIT INT TERM HUP
-  for m in "${labels[@]}"; do
-    python3 -c 'import os, sys; os.setxattr(sys.argv[1], "security.selinux", sys.argv[2].encode() + b"\0")' \
-      "$root${m%%=*}" "${m#*=}"
-  done
   mke2fs -q -t ext4 -L root -d "$root" "$tmp/disk.img" 3G >"$tmp/mke2fs.log" 2>&1 ||
     die "mke2fs failed; see $tmp/mke2fs.log"
-  rm -rf --one-file-system "$root"
+  # The labelled tree stays: a deployment of this OS is made from it (boot-root.sh
+  # deploy), on a disk of another OS.
   echo "$want" >"$tmp/.complete"
-  rm -rf "$dir"
+  rm -rf --one-file-system "$dir"
+  mv "$tmp" "$dir"
+}
+
+# Packages of the RHEL 8 ABI disk beyond its nspawn base: SELinux and what the boot
+# needs of the root (udev, kmod, e2fsprogs, iproute2, procps). The kernel and the
+# initramfs are the VM's; its modules are copied in (a deployment of RHCOS carries its
+# kernel's modules).
+packages8=(udev kmod e2fsprogs iproute2 procps selinux-policy-default policycoreutils selinux-utils)
+
+# base8 NSPAWN_BASE8 VM DIR: DIR/disk.img, a disk like VM's whose root is made from the
+# nspawn base of RHEL 8's ABI (bullseye), for VM's kernel and initramfs, with VM's
+# SELinux policy.
+base8() {
+  local nspawn_base=$1 vm=$2 dir=$3
+  [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
+  [[ -e $vm/.complete ]] || die "$vm is not a finished VM (vm-root.sh base)"
+  local want m
+  want=$({ cat "$nspawn_base/.complete" "$vm/.complete"; shape; } | sha256sum | cut -d' ' -f1)
+  made "$dir" "$want" && return 0
+  mkdir -p "$(dirname "$dir")"
+  exec 9>"$dir.lock"
+  flock 9
+  made "$dir" "$want" && return 0
+  local tmp=$dir.tmp
+  trap unmount_all EXIT
+  trap 'unmount_all; exit 1' INT TERM HUP
+  packages_root "$nspawn_base" "$dir.packages" "$dir.apt.log" "${packages8[@]}"
+  for m in proc sys dev; do umount -l "$tmp/tree/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$tmp"
+  mkdir -p "$tmp"
+  vm_tree "$dir.packages" "$tmp/tree"
+  mkdir -p "$tmp/tree/lib/modules"
+  cp -a "$vm"/tree/lib/modules/* "$tmp/tree/lib/modules/"
+  # The SELinux policy is the VM's (bookworm's reference policy), not bullseye's: the
+  # ABI is what this disk is for, and bullseye's older policy denies what the RHCOS look
+  # needs (tmpfiles creating /run/ostree-booted, journald reading /run/machine-id). Its
+  # compiled file contexts go: bullseye's libselinux reads the text ones.
+  rm -rf "$tmp/tree/etc/selinux/default"
+  cp -a "$vm/tree/etc/selinux/default" "$tmp/tree/etc/selinux/default"
+  find "$tmp/tree/etc/selinux/default" -name '*.bin' -delete
+  rm -rf "$tmp/tree/usr/etc"
+  cp -a "$tmp/tree/etc" "$tmp/tree/usr/etc"
+  label "$tmp/tree" "$tmp/setfiles.log"
+  trap - EXIT INT TERM HUP
+  mke2fs -q -t ext4 -L root -d "$tmp/tree" "$tmp/disk.img" 3G >"$tmp/mke2fs.log" 2>&1 ||
+    die "mke2fs failed; see $tmp/mke2fs.log"
+  rm -rf --one-file-system "$tmp/tree"
+  echo "$want" >"$tmp/.complete"
+  rm -rf --one-file-system "$dir"
   mv "$tmp" "$dir"
 }
 
@@ -305,16 +381,24 @@ edit_disk() {
   rm -rf "$tmp"
 }
 
-# os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS]: the disk's root runs the bootimage's
-# OS, as the nspawn three-boot roots do (tests/support/boot-root.sh os), with this
-# tree's stand-ins (the disk is made once, maybe by an earlier tree).
+# os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS [CLUSTER_TREE [CONTROLS]]]: the disk's
+# root runs the bootimage's OS, as the nspawn three-boot roots do
+# (tests/support/boot-root.sh os), with this tree's stand-ins (the disk is made once,
+# maybe by an earlier tree); the cluster's OS is CLUSTER_TREE (a VM's `tree`, of another
+# ABI), else the disk's own tree; the programs of the directory CONTROLS are the probe's
+# negative controls (/var/lib/boot-probe/controls).
 os_on() {
-  bash "$here/boot-root.sh" stand-ins "$5"
-  bash "$here/boot-root.sh" os "$5" "$1" "$2" "$3" "$4" >/dev/null
+  local mnt=${*: -1}
+  bash "$here/boot-root.sh" stand-ins "$mnt"
+  bash "$here/boot-root.sh" os "$mnt" "$1" "$2" "$3" "$4" "$5" >/dev/null
+  if [[ -n $6 ]]; then
+    rm -rf "$mnt/var/lib/boot-probe/controls"
+    cp -r "$6" "$mnt/var/lib/boot-probe/controls"
+  fi
 }
 os() {
-  local disk=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-}
-  edit_disk "$disk" os_on "$boot_os" "$cluster_os" "$image" "$extensions"
+  local disk=$1 boot_os=$2 cluster_os=$3 image=$4 extensions=${5:-} tree=${6:-} controls=${7:-}
+  edit_disk "$disk" os_on "$boot_os" "$cluster_os" "$image" "$extensions" "$tree" "$controls"
 }
 
 # next-boot DISK N: the deployment the last boot's shutdown chose is the disk's
@@ -331,8 +415,9 @@ cmd=${1:-}
 shift || true
 case $cmd in
   base) base "$@" ;;
+  base8) base8 "$@" ;;
   spec2x) spec2x "$@" ;;
   os) os "$@" ;;
   next-boot) next_boot "$@" ;;
-  *) die "usage: vm-root.sh base NSPAWN_BASE DIR | spec2x DIR MODULES IGNITION OUT | os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS] | next-boot DISK N" ;;
+  *) die "usage: vm-root.sh base NSPAWN_BASE DIR | base8 NSPAWN_BASE8 VM DIR | spec2x DIR MODULES IGNITION OUT | os DISK BOOT_OS CLUSTER_OS IMAGE [EXTENSIONS [CLUSTER_TREE [CONTROLS]]] | next-boot DISK N" ;;
 esac

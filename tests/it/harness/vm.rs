@@ -98,6 +98,35 @@ pub fn vm_base() -> PathBuf {
     .clone()
 }
 
+/// A disk for [`vm_base`]'s kernel and initramfs whose root has RHEL 8's ABI (Debian
+/// bullseye, [`node::rhel8_abi_base`]): `disk.img` in a directory, made once
+/// (`vm-root.sh base8`, `target/vm-base8` or `MCD_INJECT_VM_BASE8`).
+pub fn vm_base8() -> PathBuf {
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let vm = vm_base();
+        let dir = std::env::var_os("MCD_INJECT_VM_BASE8")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate_root().join("target/vm-base8"));
+        let (ok, text) = run(Command::new("bash")
+            .arg(crate_root().join("tests/support/vm-root.sh"))
+            .arg("base8")
+            .arg(node::rhel8_abi_base())
+            .arg(&vm)
+            .arg(&dir));
+        assert!(ok, "making the RHEL 8 ABI disk: {text}");
+        dir
+    })
+    .clone()
+}
+
+/// The root of [`vm_base`]'s disk (RHEL 9's ABI), as a tree from which a deployment of
+/// the cluster's OS is made on another disk (`boot-root.sh deploy`).
+pub fn vm_tree() -> PathBuf {
+    vm_base().join("tree")
+}
+
 /// Which Ignition runs in the initramfs.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Initramfs {
@@ -256,24 +285,41 @@ pub fn boot(work: &Path, config: &Path, opts: &VmOptions) -> VmBoot {
 
 /// A copy of the VM's disk in `work`, not booted yet.
 pub fn copy_disk(work: &Path) -> PathBuf {
+    copy_disk_of(&vm_base(), work)
+}
+
+/// A copy of the disk of `base` ([`vm_base`], [`vm_base8`]) in `work`, not booted yet.
+pub fn copy_disk_of(base: &Path, work: &Path) -> PathBuf {
     let disk = work.join("disk.img");
     let (ok, text) = run(Command::new("cp")
         .arg("--sparse=always")
-        .arg(vm_base().join("disk.img"))
+        .arg(base.join("disk.img"))
         .arg(&disk));
     assert!(ok, "copying the VM disk: {text}");
     disk
 }
 
 /// Gives `disk` (a copy, not booted) the bootimage's OS `boot_os` and the cluster's OS
-/// image `image`, which carries `cluster_os`, and its extensions image `extensions`, as
-/// [`node::set_os`] gives an nspawn root, labelled offline (`vm-root.sh os`).
-pub fn set_os(disk: &Path, boot_os: &str, cluster_os: &str, image: &str, extensions: &str) {
+/// image `image`, which carries `cluster_os` on the tree `cluster_tree` ([`vm_tree`]),
+/// and its extensions image `extensions`, as [`node::set_os`] gives an nspawn root,
+/// labelled offline (`vm-root.sh os`); the programs in `controls` are the probe's
+/// negative controls.
+pub fn set_os(
+    disk: &Path,
+    boot_os: &str,
+    cluster_os: &str,
+    image: &str,
+    extensions: &str,
+    cluster_tree: &Path,
+    controls: &Path,
+) {
     let (ok, text) = run(Command::new("bash")
         .arg(vm_root_script())
         .arg("os")
         .arg(disk)
-        .args([boot_os, cluster_os, image, extensions]));
+        .args([boot_os, cluster_os, image, extensions])
+        .arg(cluster_tree)
+        .arg(controls));
     assert!(ok, "giving {} its OS: {text}", disk.display());
 }
 
@@ -470,8 +516,11 @@ for dev in /sys/class/net/*; do
     sed -n 's/^E://p' "/run/udev/data/n$ifindex"
   } >"$out/nic.${dev##*/}" 2>&1
 done
-/usr/libexec/nic-oracle/nmstatectl persist-nic-names --root "$out/root" \
-  --kargs-out "$out/kargs-out" >"$out/nmstatectl.log" 2>&1
+# Through the loader and libraries it was built against (this machine's): the guest's
+# own glibc may be older than it needs (a RHEL 8 ABI disk).
+lib=/usr/libexec/nic-oracle/lib
+"$lib/ld-linux-x86-64.so.2" --library-path "$lib" /usr/libexec/nic-oracle/nmstatectl \
+  persist-nic-names --root "$out/root" --kargs-out "$out/kargs-out" >"$out/nmstatectl.log" 2>&1
 echo $? >"$out/nmstatectl.status"
 sync
 "#;
@@ -490,14 +539,24 @@ ExecStart=/usr/libexec/nic-oracle/nic-oracle.sh
 ";
 
 /// Gives `disk` (a copy, not booted) the NIC oracle: real `nmstatectl` (the program at
-/// `nmstatectl`, built for a glibc no newer than the guest's), run at each boot by
-/// `nic-oracle.service` after the install unit, with a root of its own, beside a record
-/// of the NICs as udev named them (`/var/lib/boot-probe/nics.BOOT`; [`NicFacts`]).
+/// `nmstatectl`, built on this machine, with the loader and the libraries it was linked
+/// against: the guest's glibc may be older), run at each boot by `nic-oracle.service`
+/// after the install unit, with a root of its own, beside a record of the NICs as udev
+/// named them (`/var/lib/boot-probe/nics.BOOT`; [`NicFacts`]).
 pub fn add_nic_oracle(disk: &Path, nmstatectl: &Path) {
     edit_disk(disk, |root| {
         let dir = root.join("usr/libexec/nic-oracle");
-        fs::create_dir_all(&dir).unwrap();
+        fs::create_dir_all(dir.join("lib")).unwrap();
         fs::copy(nmstatectl, dir.join("nmstatectl")).unwrap();
+        for lib in [
+            "/lib64/ld-linux-x86-64.so.2",
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib/x86_64-linux-gnu/libm.so.6",
+            "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+        ] {
+            let name = Path::new(lib).file_name().unwrap();
+            fs::copy(lib, dir.join("lib").join(name)).unwrap();
+        }
         fs::write(dir.join("nic-oracle.sh"), NIC_ORACLE_SCRIPT).unwrap();
         for f in ["nmstatectl", "nic-oracle.sh"] {
             fs::set_permissions(dir.join(f), fs::Permissions::from_mode(0o755)).unwrap();
