@@ -1461,6 +1461,31 @@ fn mirror_release_repo(root: &Path, server: &HttpsServer) {
     .unwrap();
 }
 
+/// For main's MCD standing in for a 4.16 one: main's MCD passes podman < 4.4.1
+/// `--signature-policy /etc/machine-config-daemon/policy-for-old-podman.json`
+/// (pkg/daemon/update.go), a file of MCO 4.17+'s templates, and podman refuses a policy
+/// file that does not exist; a 4.16 MCD passes none. The node gets the file as main's
+/// config writes it, when the release's config lacks it.
+fn old_podman_policy_of_main(root: &Path, release: &str) {
+    const POLICY: &str = "/etc/machine-config-daemon/policy-for-old-podman.json";
+    let file_of = |release: &str| {
+        mcs_config(release, false)["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == POLICY)
+            .cloned()
+    };
+    if file_of(release).is_some() {
+        return;
+    }
+    let file = file_of("main").expect("main's config writes the old podman's policy");
+    let source = file["contents"]["source"].as_str().unwrap();
+    let to = root.join(POLICY.trim_start_matches('/'));
+    fs::create_dir_all(to.parent().unwrap()).unwrap();
+    fs::write(to, mcd_inject::ignition::decode_data_url(source).unwrap()).unwrap();
+}
+
 /// Sets the OS image of the encapsulated machine config of an MCS config.
 fn set_os_image_url(cfg: &mut Value, image: &str) {
     for f in cfg["storage"]["files"].as_array_mut().unwrap() {
@@ -1525,6 +1550,9 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, O
     add_abi_controls(&a.root);
     if let Some((server, _)) = &registry {
         mirror_release_repo(&a.root, server);
+    }
+    if matches!(mcd, Mcd::RealMain) {
+        old_podman_policy_of_main(&a.root, release);
     }
     let boots = node::boots(&a.root, 3);
     let each: Vec<String> = boots

@@ -37,5 +37,6 @@ mod reproducible;
 mod secret_manifest;
 mod secrets;
 mod sigstore;
+mod stand_ins;
 mod translation;
 mod vm;
