@@ -1464,26 +1464,24 @@ fn mirror_release_repo(root: &Path, server: &HttpsServer) {
 /// For main's MCD standing in for a 4.16 one: main's MCD passes podman < 4.4.1
 /// `--signature-policy /etc/machine-config-daemon/policy-for-old-podman.json`
 /// (pkg/daemon/update.go), a file of MCO 4.17+'s templates, and podman refuses a policy
-/// file that does not exist; a 4.16 MCD passes none. The node gets the file as main's
-/// config writes it, when the release's config lacks it.
-fn old_podman_policy_of_main(root: &Path, release: &str) {
+/// file that does not exist; a 4.16 MCD passes none. The cluster's config (as its MCS
+/// serves it, in either spec) gets the file as main's writes it, when it lacks it.
+pub(crate) fn add_main_old_podman_policy(cfg: &mut Value) {
     const POLICY: &str = "/etc/machine-config-daemon/policy-for-old-podman.json";
-    let file_of = |release: &str| {
-        mcs_config(release, false)["storage"]["files"]
+    let spec2 = cfg["ignition"]["version"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("2."));
+    let file_of = |cfg: &Value| {
+        cfg["storage"]["files"]
             .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["path"] == POLICY)
-            .cloned()
+            .and_then(|files| files.iter().find(|f| f["path"] == POLICY).cloned())
     };
-    if file_of(release).is_some() {
+    if file_of(cfg).is_some() {
         return;
     }
-    let file = file_of("main").expect("main's config writes the old podman's policy");
-    let source = file["contents"]["source"].as_str().unwrap();
-    let to = root.join(POLICY.trim_start_matches('/'));
-    fs::create_dir_all(to.parent().unwrap()).unwrap();
-    fs::write(to, mcd_inject::ignition::decode_data_url(source).unwrap()).unwrap();
+    let file =
+        file_of(&mcs_config("main", spec2)).expect("main's config writes the old podman's policy");
+    cfg["storage"]["files"].as_array_mut().unwrap().push(file);
 }
 
 /// Sets the OS image of the encapsulated machine config of an MCS config.
@@ -1527,6 +1525,9 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, O
             if let Some(image) = &image {
                 set_os_image_url(c, image);
             }
+            if matches!(mcd, Mcd::RealMain | Mcd::Rhel9Only | Mcd::WrongRhel9) {
+                add_main_old_podman_policy(c);
+            }
         },
         |_| {},
     );
@@ -1550,9 +1551,6 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, O
     add_abi_controls(&a.root);
     if let Some((server, _)) = &registry {
         mirror_release_repo(&a.root, server);
-    }
-    if matches!(mcd, Mcd::RealMain) {
-        old_podman_policy_of_main(&a.root, release);
     }
     let boots = node::boots(&a.root, 3);
     let each: Vec<String> = boots

@@ -61,7 +61,7 @@ impl World {
         let image = push_os_image(dir.path(), &registry, &creds);
         let missing = format!("{registry}/openshift/release@sha256:{}", "2".repeat(64));
         let root = dir.path().join("root");
-        node::prepare_root(&root);
+        node::prepare_root_on(&node::boot_base(), &root);
         let w = World {
             dir,
             root,
@@ -107,7 +107,14 @@ impl World {
     /// Gives the root the RHCOS `boot_os` again (its podman's version), with a fresh
     /// podman storage: nothing pulled, no container.
     fn set_os(&self, boot_os: &str) {
-        node::set_os(&self.root, boot_os, "rhcos-4.16", &self.image, "", None);
+        node::set_os(
+            &self.root,
+            boot_os,
+            "rhcos-4.16",
+            &self.image,
+            "",
+            &node::boot_base(),
+        );
     }
 
     /// An absolute path that names the same file in the root and on the host.

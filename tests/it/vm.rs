@@ -40,7 +40,8 @@ use std::fs;
 use std::path::PathBuf;
 
 use crate::boot::{
-    add_abi_controls, assert_each_boot_on_its_abi, assert_first_boot_completed, bootimage_os, cluster_os, data_url, encapsulated_mc,
+    add_abi_controls, add_main_old_podman_policy, assert_each_boot_on_its_abi,
+    assert_first_boot_completed, bootimage_os, cluster_os, data_url, encapsulated_mc,
     machine_config_file, mcs_config, probe_image, provenance_sha256, real_main_image, FirstBoot,
     FIRSTBOOT, INSTALL, PULL, SPEC3_BOOTIMAGE,
 };
@@ -165,7 +166,14 @@ fn write_config(bootimage: &str, flow: Flow, mcd: Mcd) -> Written {
             fs::create_dir_all(served.join("config")).unwrap();
             fs::write(
                 served.join("config/worker"),
-                serde_json::to_vec(&mcs_config(generation, spec2)).unwrap(),
+                serde_json::to_vec(&{
+                    let mut c = mcs_config(generation, spec2);
+                    if mcd != Mcd::Probe {
+                        add_main_old_podman_policy(&mut c);
+                    }
+                    c
+                })
+                .unwrap(),
             )
             .unwrap();
             // As the installer's pointer config: the MCS over HTTPS, its CA inline. The
