@@ -32,8 +32,9 @@ pub(crate) const FIRSTBOOT: &str = "machine-config-daemon-firstboot.service";
 pub(crate) const INSTALL: &str = "mco-mcd-install.service";
 pub(crate) const PULL: &str = "machine-config-daemon-pull.service";
 
-/// Where the boot tests keep their images and roots (on the disk of `target/`).
-fn work_root() -> PathBuf {
+/// Where the boot tests (nspawn and VM) keep their images, roots and disks (on the disk
+/// of `target/`).
+pub(crate) fn work_root() -> PathBuf {
     let dir = crate_root().join("target/boot-tests");
     fs::create_dir_all(&dir).unwrap();
     dir
@@ -239,7 +240,7 @@ pub(crate) fn data_url(bytes: &[u8]) -> String {
 
 /// How the node gets the cluster's config.
 #[derive(Clone, Copy)]
-enum Flow {
+pub(crate) enum Flow {
     /// No cluster config at boot: the base holds only the machine config the
     /// firstboot completes (as a CI job that boots a bootimage gives it).
     Standalone,
@@ -269,7 +270,7 @@ impl Flow {
 /// The pointer configs a cluster holds for a pool (`<pool>-user-data` and
 /// `<pool>-user-data-managed` in `openshift-machine-api`).
 #[derive(Clone, Copy, PartialEq, Debug)]
-enum Stub {
+pub(crate) enum Stub {
     /// The installer's of a cluster installed at 4.1-4.5: spec 2.2,
     /// `ignition.config.append`, given to `inject` as a plain config file.
     Spec22,
@@ -286,7 +287,7 @@ enum Stub {
 
 /// The CA a pointer config trusts for the MCS.
 #[derive(Clone, Copy, PartialEq, Debug)]
-enum Ca {
+pub(crate) enum Ca {
     /// The CA that signed the MCS's certificate: MCO's rotated `machine-config-server-ca`,
     /// which MCO writes into every `*-user-data` Secret.
     Rotated,
@@ -383,9 +384,14 @@ struct Mcs {
     requests: Vec<String>,
 }
 
+/// Whether a bootimage's Ignition reads spec 2.x (4.1-4.5: Ignition v0.x), not spec 3.
+pub(crate) fn spec2_bootimage(bootimage: &str) -> bool {
+    ["4.1", "4.2", "4.3", "4.4", "4.5"].contains(&bootimage)
+}
+
 /// Which MCD the config delivers.
-#[derive(Clone, Copy)]
-enum Mcd {
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Mcd {
     Probe,
     /// The probe as the one plain build of an OKD-shaped image.
     OkdProbe,
@@ -399,7 +405,7 @@ enum Mcd {
 }
 
 impl Mcd {
-    fn image(self) -> &'static str {
+    pub(crate) fn image(self) -> &'static str {
         match self {
             Mcd::Probe => probe_image(),
             Mcd::OkdProbe => okd_probe_image(),
@@ -539,7 +545,7 @@ fn written(
     };
     let dir = tempfile::tempdir_in(work_root()).unwrap();
     let work = dir.path();
-    let spec2 = ["4.1", "4.2", "4.3", "4.4", "4.5"].contains(&bootimage);
+    let spec2 = spec2_bootimage(bootimage);
     let version = if spec2 { "2.2.0" } else { "3.2.0" };
     let mut server = None;
     let mut mcs_url = None;

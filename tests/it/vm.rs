@@ -46,52 +46,19 @@ use std::path::PathBuf;
 use crate::boot::{
     add_abi_controls, add_main_old_podman_policy, assert_each_boot_on_its_abi,
     assert_first_boot_completed, bootimage_os, cluster_os, data_url, encapsulated_mc,
-    machine_config_file, mcs_config, probe_image, provenance_sha256, real_main_image, FirstBoot,
-    FIRSTBOOT, INSTALL, PULL, SPEC3_BOOTIMAGE,
+    machine_config_file, mcs_config, provenance_sha256, spec2_bootimage, work_root, FirstBoot,
+    Flow, Mcd, FIRSTBOOT, INSTALL, PULL, SPEC3_BOOTIMAGE,
 };
+use crate::harness::mcd_inject;
 use crate::harness::node::HttpsServer;
 use crate::harness::vm::{
     self, guest_url, Initramfs, VmBoot, VmOptions, NIC_MAC, PREDICTABLE_NIC_NAME,
 };
-use crate::harness::{crate_root, mcd_inject};
 use crate::persist_nics::{tree, Tree};
 use serde_json::{json, Value};
 use sha2::Digest as _;
 
 const PAYLOAD: &str = "payload/machine-config-daemon.gz";
-
-/// Where the VM tests keep their images and boots (on the disk of `target/`).
-fn work_root() -> PathBuf {
-    let dir = crate_root().join("target/vm-tests");
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-enum Flow {
-    /// The config holds only the machine config the firstboot completes.
-    Standalone,
-    /// A pointer config: Ignition fetches the cluster's config of this MCO generation
-    /// from the loopback MCS (HTTPS) and merges it at boot.
-    Pointer(&'static str),
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Mcd {
-    Probe,
-    RealMain,
-    /// Main's RHEL 9 build alone, delivered with its closure.
-    Rhel9Only,
-}
-
-impl Mcd {
-    fn image(self) -> &'static str {
-        match self {
-            Mcd::Probe => probe_image(),
-            Mcd::RealMain => real_main_image(),
-            Mcd::Rhel9Only => crate::boot::rhel9_only(),
-        }
-    }
-}
 
 struct VmNode {
     _dir: tempfile::TempDir,
@@ -152,7 +119,7 @@ impl Written {
 fn write_config(bootimage: &str, flow: Flow, mcd: Mcd) -> Written {
     let dir = tempfile::tempdir_in(work_root()).unwrap();
     let work = dir.path();
-    let spec2 = ["4.1", "4.2", "4.3", "4.4", "4.5"].contains(&bootimage);
+    let spec2 = spec2_bootimage(bootimage);
     let version = if spec2 { "2.2.0" } else { "3.2.0" };
     let served = work.join("srv");
     fs::create_dir_all(served.join("payload")).unwrap();
@@ -165,6 +132,9 @@ fn write_config(bootimage: &str, flow: Flow, mcd: Mcd) -> Written {
                 json!({"ignition": {"version": version}, "storage": {"files": [mc]}}),
                 guest_url(&server.http_url(PAYLOAD)),
             )
+        }
+        Flow::Offline(_) | Flow::Stub(..) => {
+            panic!("the VM cases boot the standalone and pointer flows")
         }
         Flow::Pointer(generation) => {
             fs::create_dir_all(served.join("config")).unwrap();

@@ -130,12 +130,41 @@ label() {
 shape() {
   cat "$here/boot-root.sh" "$here/boot-probe.sh" "$here/etc-merge.py"
   find "$here/stand-ins" -type f -print0 | LC_ALL=C sort -z | xargs -0 cat
-  declare -f packages_root vm_tree label base base8
+  declare -f packages_root vm_tree label must_make new_tree finish base base8
 }
 
-# made DIR WANT: DIR is made, for WANT. Makers check it, then take DIR's lock (one maker
-# at a time: scripts/test.sh starts one early; the tests wait for it) and check again.
+# made DIR WANT: DIR is made, for WANT.
 made() { [[ -e $1/.complete && $(cat "$1/.complete") == "$2" ]]; }
+
+# must_make DIR WANT: whether DIR is still to be made for WANT, once DIR's lock is held
+# (one maker at a time: scripts/test.sh starts one early; the tests wait for it).
+must_make() {
+  made "$1" "$2" && return 1
+  mkdir -p "$(dirname "$1")"
+  exec 9>"$1.lock"
+  flock 9
+  ! made "$1" "$2"
+}
+
+# new_tree NSPAWN_BASE DIR PACKAGES...: DIR.tmp/tree, the VM tree (vm_tree) of a copy of
+# NSPAWN_BASE with PACKAGES (kept in DIR.packages, so that a change to the steps after
+# does not install them again).
+new_tree() {
+  local nspawn_base=$1 dir=$2 m
+  shift 2
+  packages_root "$nspawn_base" "$dir.packages" "$dir.apt.log" "$@"
+  for m in proc sys dev; do umount -l "$dir.tmp/tree/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$dir.tmp"
+  mkdir -p "$dir.tmp"
+  vm_tree "$dir.packages" "$dir.tmp/tree"
+}
+
+# finish DIR WANT: DIR.tmp, made for WANT, becomes DIR.
+finish() {
+  echo "$2" >"$1.tmp/.complete"
+  rm -rf --one-file-system "$1"
+  mv "$1.tmp" "$1"
+}
 
 base() {
   local nspawn_base=$1 dir=$2
@@ -145,19 +174,11 @@ base() {
   [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
   local want m
   want=$({ cat "$nspawn_base/.complete"; shape; } | sha256sum | cut -d' ' -f1)
-  made "$dir" "$want" && return 0
-  mkdir -p "$(dirname "$dir")"
-  exec 9>"$dir.lock"
-  flock 9
-  made "$dir" "$want" && return 0
+  must_make "$dir" "$want" || return 0
   local tmp=$dir.tmp
   trap unmount_all EXIT
   trap 'unmount_all; exit 1' INT TERM HUP
-  packages_root "$nspawn_base" "$dir.packages" "$dir.apt.log" "${packages[@]}"
-  for m in proc sys dev; do umount -l "$tmp/tree/$m" 2>/dev/null || true; done
-  rm -rf --one-file-system "$tmp"
-  mkdir -p "$tmp"
-  vm_tree "$dir.packages" "$tmp/tree"
+  new_tree "$nspawn_base" "$dir" "${packages[@]}"
   local root=$tmp/tree kver
   kver=$(basename "$(ls -d "$root"/lib/modules/* | sort -V | tail -n1)")
   for m in proc sys dev; do
@@ -177,9 +198,7 @@ base() {
     die "mke2fs failed; see $tmp/mke2fs.log"
   # The labelled tree stays: a deployment of this OS is made from it (boot-root.sh
   # deploy), on a disk of another OS.
-  echo "$want" >"$tmp/.complete"
-  rm -rf --one-file-system "$dir"
-  mv "$tmp" "$dir"
+  finish "$dir" "$want"
 }
 
 # Packages of the RHEL 8 ABI disk beyond its nspawn base: SELinux and what the boot
@@ -195,21 +214,13 @@ base8() {
   local nspawn_base=$1 vm=$2 dir=$3
   [[ -e $nspawn_base/.complete ]] || die "$nspawn_base is not a finished base root"
   [[ -e $vm/.complete ]] || die "$vm is not a finished VM (vm-root.sh base)"
-  local want m
+  local want
   want=$({ cat "$nspawn_base/.complete" "$vm/.complete"; shape; } | sha256sum | cut -d' ' -f1)
-  made "$dir" "$want" && return 0
-  mkdir -p "$(dirname "$dir")"
-  exec 9>"$dir.lock"
-  flock 9
-  made "$dir" "$want" && return 0
+  must_make "$dir" "$want" || return 0
   local tmp=$dir.tmp
   trap unmount_all EXIT
   trap 'unmount_all; exit 1' INT TERM HUP
-  packages_root "$nspawn_base" "$dir.packages" "$dir.apt.log" "${packages8[@]}"
-  for m in proc sys dev; do umount -l "$tmp/tree/$m" 2>/dev/null || true; done
-  rm -rf --one-file-system "$tmp"
-  mkdir -p "$tmp"
-  vm_tree "$dir.packages" "$tmp/tree"
+  new_tree "$nspawn_base" "$dir" "${packages8[@]}"
   mkdir -p "$tmp/tree/lib/modules"
   cp -a "$vm"/tree/lib/modules/* "$tmp/tree/lib/modules/"
   # The SELinux policy is the VM's (bookworm's reference policy), not bullseye's: the
@@ -226,9 +237,7 @@ base8() {
   mke2fs -q -t ext4 -L root -d "$tmp/tree" "$tmp/disk.img" 3G >"$tmp/mke2fs.log" 2>&1 ||
     die "mke2fs failed; see $tmp/mke2fs.log"
   rm -rf --one-file-system "$tmp/tree"
-  echo "$want" >"$tmp/.complete"
-  rm -rf --one-file-system "$dir"
-  mv "$tmp" "$dir"
+  finish "$dir" "$want"
 }
 
 # The initramfs of a 4.1/4.2 bootimage for DIR's VM, in OUT: spec 2.x Ignition (v0.35) with the
