@@ -112,9 +112,10 @@ shared_program() { # shared_program COMPONENT NAME: prints the path of the check
     "$(shared_program ignition-v0.35 ignition-selinux)" "$vm_spec2x") >"$vm_base.build.log" 2>&1 &
 roots_pid=$!
 
-# nmstatectl for tests/it/persist_nics.rs (its NMSTATECTL_VERSION), built with cargo install
-# while the lints run: some 6 minutes on 2 cores from nothing. The test builds it itself
-# when this did not.
+# nmstatectl, the oracle of the NIC-persisting pass in tests/it/persist_nics.rs and in the
+# VM case with predictable NIC names (tests/it/vm.rs), at persist_nics.rs's
+# NMSTATECTL_VERSION, built with cargo install while the lints run: some 6 minutes on 2
+# cores from nothing. The tests build it themselves when this did not.
 nmstatectl_root=$PWD/target/nmstatectl
 cargo install nmstatectl --version =2.2.62 --locked --no-default-features \
   --features query_apply --root "$nmstatectl_root" >"$nmstatectl_root.build.log" 2>&1 &

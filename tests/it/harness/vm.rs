@@ -36,8 +36,12 @@ use super::node::{self, run, Boot};
 
 /// The kernel command line of every boot: the disk's root, and failures that power the
 /// VM off instead of waiting at a shell. The platform comes from [`Initramfs::platform`],
-/// `net.ifnames=0` from [`VmOptions::kernel_names_nics`].
-const CMDLINE: &str = "console=ttyS0 root=LABEL=root rw rd.shell=0 rd.emergency=poweroff panic=-1";
+/// `net.ifnames=0` from [`VmOptions::kernel_names_nics`]. The initramfs's journald
+/// (bookworm's systemd 252) writes its journal without the compact format that 252
+/// introduced, so that the root's own journald reads and keeps it also on a disk of
+/// RHEL 8's ABI (bullseye's 247), as a bootimage's initramfs and root share a systemd.
+const CMDLINE: &str = "console=ttyS0 root=LABEL=root rw rd.shell=0 rd.emergency=poweroff panic=-1 \
+     systemd.setenv=SYSTEMD_JOURNAL_COMPACT=0";
 
 /// What the first boot adds, as GRUB does while the bootimage's firstboot stamp is
 /// there: Ignition's first boot, and a static address on qemu's user-mode network for
