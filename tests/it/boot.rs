@@ -1350,6 +1350,38 @@ pub(crate) fn cluster_os(release: &str) -> (&'static str, u64) {
     }
 }
 
+/// The cluster's OS as a first boot meets it: the machine config the node completes
+/// (which names the OS image and its extensions image), the RHCOS the OS image carries
+/// (`tests/support/rhcos-os.sh`) and its RHEL major.
+pub(crate) struct ClusterOs {
+    pub(crate) mc: Value,
+    pub(crate) name: &'static str,
+    pub(crate) rhel: u64,
+}
+
+impl ClusterOs {
+    /// The cluster OS of MCO `release`, its OS image `image` when given (one a test
+    /// serves), else the one its machine config names.
+    pub(crate) fn of(release: &str, image: Option<&str>) -> ClusterOs {
+        let mut mc = encapsulated_mc(release);
+        if let Some(image) = image {
+            mc["spec"]["osImageURL"] = json!(image);
+        }
+        let (name, rhel) = cluster_os(release);
+        ClusterOs { mc, name, rhel }
+    }
+
+    pub(crate) fn image(&self) -> &str {
+        self.mc["spec"]["osImageURL"].as_str().unwrap()
+    }
+
+    pub(crate) fn extensions(&self) -> &str {
+        self.mc["spec"]["baseOSExtensionsContainerImage"]
+            .as_str()
+            .unwrap_or("")
+    }
+}
+
 /// The machine config the firstboot completes, from the MCS config of `release`.
 pub(crate) fn encapsulated_mc(release: &str) -> Value {
     let file = mcs_config(release, false)["storage"]["files"]
@@ -1517,9 +1549,9 @@ fn set_os_image_url(cfg: &mut Value, image: &str) {
 fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, Option<Mcs>) {
     let start = std::time::Instant::now();
     let release = flow.release().expect("a first boot into a cluster");
-    let (os, cluster_rhel) = cluster_os(release);
     let scratch = tempfile::tempdir_in(work_root()).unwrap();
-    let registry = matches!(mcd, Mcd::Real412).then(|| serve_os_image(scratch.path(), os));
+    let registry =
+        matches!(mcd, Mcd::Real412).then(|| serve_os_image(scratch.path(), cluster_os(release).0));
     let image = registry.as_ref().map(|(_, image)| image.clone());
     // Boot 1 runs on a root of the bootimage's ABI (every RHCOS bootimage here is RHEL 8).
     let a = applied(
@@ -1537,28 +1569,21 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, O
         },
         |_| {},
     );
-    let mut mc = encapsulated_mc(release);
-    if let Some(image) = &image {
-        mc["spec"]["osImageURL"] = json!(image);
-    }
-    let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
-    let extensions = mc["spec"]["baseOSExtensionsContainerImage"]
-        .as_str()
-        .unwrap_or("");
+    let cluster = ClusterOs::of(release, image.as_deref());
     // The OS update deploys the cluster's OS on a tree of its ABI.
     node::set_os(
         &a.root,
         bootimage_os(bootimage),
-        os,
-        os_image,
-        extensions,
-        &node::abi_base(cluster_rhel),
+        cluster.name,
+        cluster.image(),
+        cluster.extensions(),
+        &node::abi_base(cluster.rhel),
     );
     add_abi_controls(&a.root);
     if let Some((server, _)) = &registry {
         mirror_release_repo(&a.root, server);
     }
-    let boots = node::boots(&a.root, 3);
+    let boots = node::boots(&mut node::Nspawn(&a.root), 3);
     let each: Vec<String> = boots
         .iter()
         .map(|b| {
@@ -1581,7 +1606,7 @@ fn first_boot_to_the_end(bootimage: &str, flow: Flow, mcd: Mcd) -> (FirstBoot, O
     let f = FirstBoot {
         _dir: a.dir,
         cfg: a.cfg,
-        mc,
+        mc: cluster.mc,
         root: a.root,
         boots,
     };

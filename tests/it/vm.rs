@@ -45,12 +45,12 @@ use std::path::PathBuf;
 
 use crate::boot::{
     add_abi_controls, add_main_old_podman_policy, assert_each_boot_on_its_abi,
-    assert_first_boot_completed, bootimage_os, cluster_os, data_url, encapsulated_mc,
-    machine_config_file, mcs_config, provenance_sha256, spec2_bootimage, work_root, FirstBoot,
-    Flow, Mcd, FIRSTBOOT, INSTALL, PULL, SPEC3_BOOTIMAGE,
+    assert_first_boot_completed, bootimage_os, cluster_os, data_url, machine_config_file,
+    mcs_config, provenance_sha256, spec2_bootimage, work_root, ClusterOs, FirstBoot, Flow, Mcd,
+    FIRSTBOOT, INSTALL, PULL, SPEC3_BOOTIMAGE,
 };
 use crate::harness::mcd_inject;
-use crate::harness::node::HttpsServer;
+use crate::harness::node::{self, HttpsServer};
 use crate::harness::vm::{
     self, guest_url, Initramfs, VmBoot, VmOptions, NIC_MAC, PREDICTABLE_NIC_NAME,
 };
@@ -403,17 +403,13 @@ fn first_boot_to_the_end(
     let disk = vm::copy_disk_of(&vm::vm_base8(), work);
     let controls = work.join("controls-root");
     add_abi_controls(&controls);
-    let mc = encapsulated_mc(release);
-    let os_image = mc["spec"]["osImageURL"].as_str().unwrap();
-    let extensions = mc["spec"]["baseOSExtensionsContainerImage"]
-        .as_str()
-        .unwrap_or("");
+    let cluster = ClusterOs::of(release, None);
     vm::set_os(
         &disk,
         bootimage_os(bootimage),
-        cluster_os(release).0,
-        os_image,
-        extensions,
+        cluster.name,
+        cluster.image(),
+        cluster.extensions(),
         &vm::vm_tree(),
         &controls.join("var/lib/boot-probe/controls"),
     );
@@ -421,7 +417,13 @@ fn first_boot_to_the_end(
         vm::add_nic_oracle(&disk, crate::persist_nics::nmstatectl());
     }
     let opts = w.options(true, kernel_names_nics);
-    let mut boots = vm::boots(work, &disk, &w.cfg_path, &opts, 3);
+    let mut machine = vm::Vm {
+        work,
+        disk: &disk,
+        config: &w.cfg_path,
+        opts: &opts,
+    };
+    let mut boots = node::boots(&mut machine, 3);
     let view = tempfile::tempdir_in(work_root()).unwrap();
     let root = view.path().join("root");
     boots.last().unwrap().dump(
@@ -445,7 +447,7 @@ fn first_boot_to_the_end(
     let first = FirstBoot {
         _dir: view,
         cfg: w.cfg.clone(),
-        mc,
+        mc: cluster.mc,
         root,
         boots: boots.iter().map(|b| b.boot.clone()).collect(),
     };

@@ -698,22 +698,61 @@ pub fn set_os(
     assert!(ok, "giving {} its OS: {text}", root.display());
 }
 
-/// Boots `root` (prepared and applied) again and again while a boot ends in a reboot
-/// the root asked for, at most `max` times: the boots of a first boot that updates
-/// the OS. Each boot's probe report, its own journal, and the stand-ins' calls.
-pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
-    let probe = root.join("var/lib/boot-probe");
-    let journal_dir = root.join("var/log/journal");
+/// What boots a node: an nspawn root ([`Nspawn`]) or a VM's disk (`harness::vm::Vm`).
+/// The boots of a first boot are one loop ([`boots`]); only how a machine readies and
+/// runs one boot differs.
+pub trait Machine {
+    /// What one boot left behind.
+    type Boot;
+    /// Readies boot `number`: the deployment the last boot's shutdown chose (as the
+    /// bootloader boots it: `boot-root.sh deploy`), the boot's number for the stand-ins
+    /// (`/var/lib/boot-probe/boot`), no probe report of an earlier boot.
+    fn ready(&mut self, number: usize);
+    /// Runs boot `number` and reads what it left.
+    fn boot(&mut self, number: usize) -> Self::Boot;
+    /// Whether the boot ended in a reboot that the node asked for.
+    fn rebooted(boot: &Self::Boot) -> bool;
+}
+
+/// Boots `machine` again and again while a boot ends in a reboot the node asked for, at
+/// most `max` times: the boots of a first boot that updates the OS.
+pub fn boots<M: Machine>(machine: &mut M, max: usize) -> Vec<M::Boot> {
     let mut out = Vec::new();
     for number in 1..=max {
-        // The deployment the last boot's shutdown chose, as the bootloader boots it.
+        machine.ready(number);
+        let b = machine.boot(number);
+        let again = M::rebooted(&b);
+        out.push(b);
+        if !again {
+            break;
+        }
+    }
+    out
+}
+
+/// A root (prepared and applied) that `systemd-nspawn -b` boots: each boot's probe
+/// report, its own journal, and the stand-ins' calls.
+pub struct Nspawn<'a>(pub &'a Path);
+
+impl Machine for Nspawn<'_> {
+    type Boot = Boot;
+
+    fn ready(&mut self, number: usize) {
+        let root = self.0;
         let (ok, text) = run(Command::new("bash")
             .arg(boot_script())
             .arg("deploy")
             .arg(root));
         assert!(ok, "boot {number}: deploying {}: {text}", root.display());
+        let probe = root.join("var/lib/boot-probe");
         fs::write(probe.join("boot"), number.to_string()).unwrap();
         let _ = fs::remove_file(probe.join("report"));
+    }
+
+    fn boot(&mut self, number: usize) -> Boot {
+        let root = self.0;
+        let probe = root.join("var/lib/boot-probe");
+        let journal_dir = root.join("var/log/journal");
         let start = std::time::Instant::now();
         let output = Command::new("bash")
             .arg(boot_script())
@@ -747,11 +786,10 @@ pub fn boots(root: &Path, max: usize) -> Vec<Boot> {
         b.seconds = seconds;
         // systemd-nspawn exits 133 when the container asked for a reboot.
         b.rebooted = code == Some(133);
-        let again = b.rebooted;
-        out.push(b);
-        if !again {
-            break;
-        }
+        b
     }
-    out
+
+    fn rebooted(boot: &Boot) -> bool {
+        boot.rebooted
+    }
 }

@@ -331,31 +331,41 @@ fn vm_root_script() -> PathBuf {
     crate_root().join("tests/support/vm-root.sh")
 }
 
-/// Boots `disk` again and again while a boot ends in a reboot the guest asked for
-/// (`-no-reboot`: qemu exits then), at most `max` times, as the boots of a first boot
-/// that updates the OS: the first with `config` and Ignition's first boot, the later
-/// ones without `ignition.firstboot` and its network, as GRUB boots them once the
-/// firstboot stamp is gone (the config stays in fw_cfg, as in a VM that reboots).
-/// Before each later boot the disk is told its number (`vm-root.sh next-boot`).
-pub fn boots(work: &Path, disk: &Path, config: &Path, opts: &VmOptions, max: usize) -> Vec<VmBoot> {
-    let mut out: Vec<VmBoot> = Vec::new();
-    for number in 1..=max {
-        if number > 1 {
-            let (ok, text) = run(Command::new("bash")
-                .arg(vm_root_script())
-                .arg("next-boot")
-                .arg(disk)
-                .arg(number.to_string()));
-            assert!(ok, "vm-root.sh next-boot {number}: {text}");
+/// A copy of the VM's disk (`node::boots` boots it again while a boot ends in a reboot
+/// the guest asked for, `-no-reboot`: qemu exits then): the first boot with `config`
+/// and Ignition's first boot, the later ones without `ignition.firstboot` and its
+/// network, as GRUB boots them once the firstboot stamp is gone (the config stays in
+/// fw_cfg, as in a VM that reboots). Before each later boot, `vm-root.sh next-boot`
+/// readies the disk (the deployment, the boot's number).
+pub struct Vm<'a> {
+    pub work: &'a Path,
+    pub disk: &'a Path,
+    pub config: &'a Path,
+    pub opts: &'a VmOptions<'a>,
+}
+
+impl node::Machine for Vm<'_> {
+    type Boot = VmBoot;
+
+    fn ready(&mut self, number: usize) {
+        if number == 1 {
+            return;
         }
-        let b = boot_disk(work, disk, config, opts, number);
-        let again = b.boot.rebooted;
-        out.push(b);
-        if !again {
-            break;
-        }
+        let (ok, text) = run(Command::new("bash")
+            .arg(vm_root_script())
+            .arg("next-boot")
+            .arg(self.disk)
+            .arg(number.to_string()));
+        assert!(ok, "vm-root.sh next-boot {number}: {text}");
     }
-    out
+
+    fn boot(&mut self, number: usize) -> VmBoot {
+        boot_disk(self.work, self.disk, self.config, self.opts, number)
+    }
+
+    fn rebooted(boot: &VmBoot) -> bool {
+        boot.boot.rebooted
+    }
 }
 
 /// Boot `number` of `disk` (1: the first boot, Ignition's), read from the disk after it.
