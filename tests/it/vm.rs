@@ -413,15 +413,13 @@ fn first_boot_to_the_end(
         &vm::vm_tree(),
         &controls.join("var/lib/boot-probe/controls"),
     );
-    if !kernel_names_nics {
-        vm::add_nic_oracle(&disk, crate::persist_nics::nmstatectl());
-    }
     let opts = w.options(true, kernel_names_nics);
     let mut machine = vm::Vm {
         work,
         disk: &disk,
         config: &w.cfg_path,
         opts: &opts,
+        nic_oracle: (!kernel_names_nics).then(crate::persist_nics::nmstatectl),
     };
     let mut boots = node::boots(&mut machine, 3);
     let view = tempfile::tempdir_in(work_root()).unwrap();

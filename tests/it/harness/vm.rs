@@ -337,26 +337,31 @@ fn vm_root_script() -> PathBuf {
 /// network, as GRUB boots them once the firstboot stamp is gone (the config stays in
 /// fw_cfg, as in a VM that reboots). Before each later boot, `vm-root.sh next-boot`
 /// readies the disk (the deployment, the boot's number).
+/// With `nic_oracle` (real nmstatectl), each boot's tree gets the NIC oracle
+/// ([`add_nic_oracle`]): a deployment brings a `/usr` of its own.
 pub struct Vm<'a> {
     pub work: &'a Path,
     pub disk: &'a Path,
     pub config: &'a Path,
     pub opts: &'a VmOptions<'a>,
+    pub nic_oracle: Option<&'a Path>,
 }
 
 impl node::Machine for Vm<'_> {
     type Boot = VmBoot;
 
     fn ready(&mut self, number: usize) {
-        if number == 1 {
-            return;
+        if number > 1 {
+            let (ok, text) = run(Command::new("bash")
+                .arg(vm_root_script())
+                .arg("next-boot")
+                .arg(self.disk)
+                .arg(number.to_string()));
+            assert!(ok, "vm-root.sh next-boot {number}: {text}");
         }
-        let (ok, text) = run(Command::new("bash")
-            .arg(vm_root_script())
-            .arg("next-boot")
-            .arg(self.disk)
-            .arg(number.to_string()));
-        assert!(ok, "vm-root.sh next-boot {number}: {text}");
+        if let Some(nmstatectl) = self.nic_oracle {
+            add_nic_oracle(self.disk, nmstatectl);
+        }
     }
 
     fn boot(&mut self, number: usize) -> VmBoot {
@@ -586,6 +591,8 @@ pub fn add_nic_oracle(disk: &Path, nmstatectl: &Path) {
             fs::create_dir(&wants).unwrap();
             added.push("/etc/systemd/system/multi-user.target.wants".to_string());
         }
+        // Again on a later boot's tree: the unit and its link came over in /etc.
+        let _ = fs::remove_file(wants.join("nic-oracle.service"));
         std::os::unix::fs::symlink(
             "/etc/systemd/system/nic-oracle.service",
             wants.join("nic-oracle.service"),
