@@ -40,10 +40,14 @@ if [ "${1:-}" = loaded ]; then
       fi
     done
     rm -f "$out/control.err"
-  } >"$out/loaded"
+  } >"$out/loaded.$$"
+  mv "$out/loaded.$$" "$out/loaded"
   exit 0
 fi
 report() { # report STATE: what the probe records
+  # What systemd loaded, recorded now if the probe unit's ExecStartPre has not (a boot
+  # the firstboot's reboot ended first, on a loaded machine).
+  [ -s "$out/loaded" ] || "$0" loaded
   {
     echo "state=$1"
     cat "$out/loaded"

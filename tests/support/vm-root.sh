@@ -416,7 +416,7 @@ os() {
 next_boot_on() {
   bash "$here/boot-root.sh" deploy "$2"
   echo "$1" >"$2/var/lib/boot-probe/boot"
-  rm -f "$2/var/lib/boot-probe/report"
+  rm -f "$2/var/lib/boot-probe/report" "$2/var/lib/boot-probe/loaded"
 }
 next_boot() { edit_disk "$1" next_boot_on "$2"; }
 

@@ -706,7 +706,8 @@ pub trait Machine {
     type Boot;
     /// Readies boot `number`: the deployment the last boot's shutdown chose (as the
     /// bootloader boots it: `boot-root.sh deploy`), the boot's number for the stand-ins
-    /// (`/var/lib/boot-probe/boot`), no probe report of an earlier boot.
+    /// (`/var/lib/boot-probe/boot`), no probe report or record of what systemd loaded
+    /// left by an earlier boot.
     fn ready(&mut self, number: usize);
     /// Runs boot `number` and reads what it left.
     fn boot(&mut self, number: usize) -> Self::Boot;
@@ -747,6 +748,7 @@ impl Machine for Nspawn<'_> {
         let probe = root.join("var/lib/boot-probe");
         fs::write(probe.join("boot"), number.to_string()).unwrap();
         let _ = fs::remove_file(probe.join("report"));
+        let _ = fs::remove_file(probe.join("loaded"));
     }
 
     fn boot(&mut self, number: usize) -> Boot {
