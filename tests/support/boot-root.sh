@@ -279,8 +279,6 @@ deploy() { # deploy ROOT: see the usage above
     prepare "$tree" "$next"
   fi
   os_programs "$next" "$d"
-  rm -rf "$next/usr/etc"
-  cp -a "$next/etc" "$next/usr/etc"
   # The old tree goes aside, the new one in its place; /var is the node's, shared by
   # every deployment; /run is a tmpfs, never carried.
   mkdir "$old"
