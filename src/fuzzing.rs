@@ -135,6 +135,7 @@ pub fn layers(data: &[u8]) {
         config_digest: Digest::of(b""),
         platform: Platform::default(),
         layers,
+        labels: Default::default(),
         served_by: None,
     };
     let image = Image::new(info, Box::new(MemSource(blobs)));

@@ -446,13 +446,17 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
         rhel: cfg.target.cluster_rhel,
         release_version: cfg.release.as_ref().map(|r| r.version.clone()),
     };
+    let query = choose::Query {
+        target: &target,
+        hint: &hint,
+        binary_path: cfg.binary_path.as_deref(),
+        force: cfg.force,
+    };
     let (ins, boots) = choose::select_boots(
         &img,
         spool.path(),
-        &target,
-        &hint,
-        cfg.binary_path.as_deref(),
-        cfg.force,
+        &query,
+        choose::Reading::Lazy,
         Some(&early),
     )?;
     let choice = boots.first.clone();

@@ -13,8 +13,9 @@
 //! - [`release::resolve`]: the MCO image an OpenShift release image names.
 //!
 //! What they rest on, each depending only on the ones after it:
-//! - [`choose`]: the one place that decides the build: [`choose::select`] reads as few
-//!   layers as settle the choice; its rules ([`choose::rules`]), the bootimage table
+//! - [`choose`]: the one place that decides the build of every boot:
+//!   [`choose::select_boots`] answers, in one pass that reads as few layers as settle it,
+//!   which build runs on each boot's OS; its rules ([`choose::rules`]), the bootimage table
 //!   ([`choose::target`]), ELF and os-release facts, MCO's naming ([`choose::mco`]);
 //! - [`bootimage`]: the build a bootimage file names (stream metadata, a qcow2 or raw
 //!   disk image, a live ISO), for `--bootimage-file`;

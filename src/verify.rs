@@ -307,7 +307,13 @@ fn check_chosen_build(
         rhel: recorded_cluster_os(v).and_then(HostOs::rhel),
         release_version: None,
     };
-    match choose::select_boots(&img, spool, t, &hint, None, false, None) {
+    let query = choose::Query {
+        target: t,
+        hint: &hint,
+        binary_path: None,
+        force: false,
+    };
+    match choose::select_boots(&img, spool, &query, choose::Reading::Lazy, None) {
         Ok((ins, b)) => {
             let chosen = &ins.binaries[b.first.index];
             let second = b.second.as_ref().map(|c| &ins.binaries[c.index]);

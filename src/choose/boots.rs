@@ -5,6 +5,8 @@
 //! "The three boots"). The delivered MCD has to run on both: this module says what the
 //! cluster's OS is, and from what.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::elf::ElfFacts;
@@ -54,6 +56,34 @@ pub fn release_os(version: &str) -> Option<ClusterOs> {
     Some(ClusterOs {
         os: row.os,
         source: format!("the release, {version}: RHCOS {xy} is {}", row.os),
+    })
+}
+
+/// The cluster's OS by the MCO image's own labels. Red Hat's builds label their
+/// OpenShift version (`version=v4.15.0`) beside MCO's `io.openshift.release.operator=true`
+/// (a base image's labels lack the latter, so its own `version` does not count); the
+/// RHCOS row of that version names the nodes' OS. Not for a Fedora CoreOS `boot`: OKD's
+/// Fedora-era nodes run their release's Fedora CoreOS.
+pub fn label_os(labels: &BTreeMap<String, String>, boot: Option<&Target>) -> Option<ClusterOs> {
+    if boot.is_some_and(|b| b.os.rhel().is_none())
+        || labels
+            .get("io.openshift.release.operator")
+            .map(String::as_str)
+            != Some("true")
+    {
+        return None;
+    }
+    let label = labels.get("version")?;
+    let version = label.strip_prefix('v').unwrap_or(label);
+    let xy = version.split('.').take(2).collect::<Vec<_>>().join(".");
+    let xy = xy.parse::<OcpVersion>().ok()?;
+    let row = target::bootimage(target::BootimageId::Rhcos(xy)).ok()?;
+    Some(ClusterOs {
+        os: row.os,
+        source: format!(
+            "the MCO image's label version={label}: RHCOS {xy} is {}",
+            row.os
+        ),
     })
 }
 
@@ -243,6 +273,36 @@ mod tests {
         assert_eq!(
             cluster_os(None, None, Some(&el9), &builds).unwrap().os,
             HostOs::Rhel(9)
+        );
+    }
+
+    #[test]
+    fn the_version_label_of_an_mco_image_names_its_nodes_os() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let operator = ("io.openshift.release.operator", "true");
+        // A real MCO 4.15 image: a RHEL 8 image whose nodes run RHEL 9.
+        let c = label_os(&labels(&[operator, ("version", "v4.15.0")]), None).unwrap();
+        assert_eq!(c.os, HostOs::Rhel(9), "{c:?}");
+        assert!(c.source.contains("version=v4.15.0"), "{c:?}");
+        let c = label_os(&labels(&[operator, ("version", "v4.12.0")]), None).unwrap();
+        assert_eq!(c.os, HostOs::Rhel(8), "{c:?}");
+        // A base image's own version label (UBI 8.6), not an operator's: not a release.
+        assert_eq!(label_os(&labels(&[("version", "8.6")]), None), None);
+        assert_eq!(
+            label_os(&labels(&[operator, ("version", "8.6")]), None),
+            None
+        );
+        assert_eq!(label_os(&labels(&[operator]), None), None);
+        // Fedora CoreOS bootimages: OKD's nodes run their release's Fedora CoreOS.
+        let fcos = Target::new(target::BootimageId::Fcos(33), None, None, "amd64").unwrap();
+        assert_eq!(
+            label_os(&labels(&[operator, ("version", "v4.7.0")]), Some(&fcos)),
+            None
         );
     }
 

@@ -1,7 +1,7 @@
 //! The one place that decides the build. What an image holds that matters here (its
 //! layers, os-release and MCD builds, with their ELF facts and a verdict per bootimage:
-//! [`inspect`]), and the build chosen for a target, read from as few layers as settle
-//! it ([`select`]), by the rules of [`rules`] on the facts of [`elf`] and [`osrelease`],
+//! [`inspect`]), and the build for each boot of a node's first boot, read in one pass
+//! from as few layers as settle it ([`select_boots`]), by the rules of [`rules`] on the facts of [`elf`] and [`osrelease`],
 //! for the bootimages of [`target`].
 
 pub mod boots;
@@ -101,10 +101,10 @@ impl Binary {
 pub struct Inspection {
     /// The image inspected.
     pub image: ImageInfo,
-    /// The os-release; from [`select()`], only when the choice needed it.
+    /// The os-release; from [`select_boots`], only when the choice needed it.
     pub os_release: Option<OsRelease>,
     /// The builds read: all of them from [`inspect`], those the choice needed from
-    /// [`select()`].
+    /// [`select_boots`].
     pub binaries: Vec<Binary>,
     /// Layer reads the answer needed (a layer read twice counts twice).
     pub layer_reads: usize,
@@ -118,7 +118,7 @@ pub struct Inspection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_os: Option<ClusterOs>,
     /// The chosen build's loader and libraries from the image, when it runs through
-    /// them on the bootimage ([`select()`] only).
+    /// them on the bootimage ([`select_boots`] only).
     #[serde(skip)]
     pub closure: Option<Closure>,
 }
@@ -154,7 +154,7 @@ fn extra_name(extra: Option<&str>) -> Result<Option<String>> {
     }
 }
 
-/// The build [`select`] most likely settles on, by its name in the image's tar
+/// The build [`select_boots`] most likely settles on, by its name in the image's tar
 /// (normalised): `binary_path` when given (checked here), else the twin for the
 /// target's RHEL, `machine-config-daemon.rhelN` (MCO's choice for a host of the other
 /// major, and the only build of an old target's major in current images); the plain
@@ -265,7 +265,8 @@ impl<'a> Reader<'a> {
 
     fn finish(self, os_release: Option<OsRelease>, mut binaries: Vec<Binary>) -> Inspection {
         let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
-        let cluster_os = boots::cluster_os(None, None, os_release.as_ref(), &cands);
+        let cluster_os = boots::label_os(&self.image.info.labels, None)
+            .or_else(|| boots::cluster_os(None, None, os_release.as_ref(), &cands));
         let arch = &self.image.info.platform.architecture;
         let on_cluster = cluster_os.as_ref().and_then(|c| {
             let first = Target::new(BootimageId::Rhcos(target::first_known()), None, None, arch);
@@ -431,199 +432,6 @@ fn read_all(
     Ok((os_release, binaries))
 }
 
-/// The build [`rules::choose`] would pick from the full view, read from as few layers
-/// as settle it (the layers are read top-down, and a lower one only when a question
-/// needs it).
-///
-/// The full view's order (MCO's rule; docs/design.md, "What MCO images contain") tries the builds named for the
-/// target's RHEL `t` first: the plain `machine-config-daemon` when the image's own
-/// RHEL is `t`, then `machine-config-daemon.rhel{t}`; then the plain build when the
-/// image's RHEL is another one; every other name comes later. So:
-///
-/// - the plain build does not fit (or is absent) and `.rhel{t}` fits: `.rhel{t}`;
-///   neither the os-release nor any other name is read;
-/// - the plain build fits: the os-release decides. RHEL `t`: the plain build, and
-///   `.rhel{t}` is not looked for; another RHEL: `.rhel{t}` if it fits, else the
-///   plain build (first of the next group);
-/// - otherwise (neither fits, or the os-release names no RHEL): the full view, every
-///   layer that can add a build.
-///
-/// The returned inspection holds the builds read; the choice indexes into them. `tap`
-/// is told how far each build is spooled while its layer streams.
-pub fn select(
-    image: &Image,
-    spool: &std::path::Path,
-    target: &Target,
-    binary_path: Option<&str>,
-    force: bool,
-    tap: Option<&dyn Tap>,
-) -> Result<(Inspection, Choice)> {
-    let s = select_in(image, spool, target, binary_path, force, tap)?;
-    let mut ins = s.reader.finish(s.os, s.binaries);
-    ins.closure = s.closure;
-    Ok((ins, s.choice))
-}
-
-/// What [`select`] settled, with the reader still open for more questions.
-struct Selected<'a> {
-    reader: Reader<'a>,
-    os: Option<OsRelease>,
-    binaries: Vec<Binary>,
-    choice: Choice,
-    /// The chosen build's closure, when it runs through it.
-    closure: Option<Closure>,
-}
-
-/// The choice of `rules::choose`, else the build that runs through its closure (a
-/// build that fits natively always wins); the refusal says why neither works.
-fn choose_or_closure(
-    r: &mut Reader,
-    binaries: &[Binary],
-    os: Option<&OsRelease>,
-    target: &Target,
-    forced_path: Option<&str>,
-    force: bool,
-) -> Result<(Choice, Option<Closure>)> {
-    let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
-    let mut err = match rules::choose(&cands, os, target, forced_path, false) {
-        Ok(c) => return Ok((c, None)),
-        Err(e @ SelectError::NotACandidate { .. }) => return Err(e.into()),
-        Err(e) => e,
-    };
-    let only = forced_path.and_then(|p| cands.iter().position(|c| c.path == p));
-    let why = match r.through_closure(binaries, os, target, only)? {
-        Ok((choice, closure)) => return Ok((choice, Some(closure))),
-        Err(why) => why,
-    };
-    if force {
-        if let Ok(c) = rules::choose(&cands, os, target, forced_path, true) {
-            return Ok((c, None));
-        }
-    }
-    let more = format!(
-        "\nNo build runs there with its own loader and libraries from the image either: {why}."
-    );
-    match &mut err {
-        SelectError::NothingFits { advice, .. } => advice.push_str(&more),
-        SelectError::Incompatible { verdict, .. } => verdict.reasons.push(more.trim().into()),
-        SelectError::NotACandidate { .. } => {}
-    }
-    Err(err.into())
-}
-
-fn select_in<'a>(
-    image: &'a Image,
-    spool: &std::path::Path,
-    target: &Target,
-    binary_path: Option<&str>,
-    force: bool,
-    tap: Option<&'a dyn Tap>,
-) -> Result<Selected<'a>> {
-    let extra = extra_name(binary_path)?;
-    let mut r = Reader::new(image, spool, extra.clone(), tap);
-    if let Some(x) = &extra {
-        // The user named the build: only it is a candidate.
-        let path = format!("/{x}");
-        let Some(b) = r.binary(&path)? else {
-            // Fails with the reason (deleted, a directory, dangling link...).
-            r.fs.read_file(&path).with_context(|| {
-                format!(
-                    "--binary-path {path}: no such build (`mcd-inject inspect` lists the \
-                     image's builds; without --binary-path, inject chooses one)"
-                )
-            })?;
-            anyhow::bail!("{path} is not a regular file in the image");
-        };
-        let binaries = vec![b];
-        let native = binaries[0].candidate().verdict(target).compatible;
-        let os = if native { None } else { r.os_release()? };
-        let (choice, closure) =
-            choose_or_closure(&mut r, &binaries, os.as_ref(), target, Some(&path), force)?;
-        return Ok(Selected {
-            reader: r,
-            os,
-            binaries,
-            choice,
-            closure,
-        });
-    }
-    let plain_path = format!("{BIN_DIR}/{MCD_NAME}");
-    let fits = |b: &Option<Binary>| {
-        b.as_ref()
-            .is_some_and(|b| b.candidate().verdict(target).compatible)
-    };
-    let plain = r.binary(&plain_path)?;
-    let Some(rhel) = target.os.rhel() else {
-        // Fedora CoreOS: the plain build, as MCO gives it; else every build.
-        if !fits(&plain) {
-            let os = r.os_release()?;
-            return full(r, os, plain.into_iter().collect(), target, force);
-        }
-        let binaries: Vec<Binary> = plain.into_iter().collect();
-        let choice = choose_from(&binaries, None, target, None, force)?;
-        return Ok(Selected {
-            reader: r,
-            os: None,
-            binaries,
-            choice,
-            closure: None,
-        });
-    };
-    let twin_path = format!("{BIN_DIR}/{MCD_NAME}.rhel{rhel}");
-    let (os_release, twin) = if fits(&plain) {
-        match r.os_release()? {
-            // The plain build is first in its group whatever `.rhel{t}` holds.
-            Some(os) if rules::image_rhel(&os) == Some(rhel) => (Some(os), None),
-            // The twin comes first if it fits, else the plain build does.
-            Some(os) if rules::image_rhel(&os).is_some() => (Some(os), r.binary(&twin_path)?),
-            // No RHEL: the plain build falls behind every `.rhelN`: look at them all.
-            os => return full(r, os, plain.into_iter().collect(), target, force),
-        }
-    } else {
-        let twin = r.binary(&twin_path)?;
-        if !fits(&twin) {
-            let os = r.os_release()?;
-            return full(
-                r,
-                os,
-                plain.into_iter().chain(twin).collect(),
-                target,
-                force,
-            );
-        }
-        (None, twin)
-    };
-    let binaries: Vec<Binary> = plain.into_iter().chain(twin).collect();
-    let choice = choose_from(&binaries, os_release.as_ref(), target, None, force)?;
-    Ok(Selected {
-        reader: r,
-        os: os_release,
-        binaries,
-        choice,
-        closure: None,
-    })
-}
-
-/// The choice from every build, those read already (`have`) kept, not read again.
-fn full<'a>(
-    mut r: Reader<'a>,
-    os: Option<OsRelease>,
-    have: Vec<Binary>,
-    target: &Target,
-    force: bool,
-) -> Result<Selected<'a>> {
-    let mut binaries = have;
-    read_every_build(&mut r, &mut binaries)?;
-    let (choice, closure) = choose_or_closure(&mut r, &binaries, os.as_ref(), target, None, force)?;
-    Ok(Selected {
-        reader: r,
-        os,
-        binaries,
-        choice,
-        closure,
-    })
-}
-
 /// What is known of the cluster before the image is read.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterHint {
@@ -684,64 +492,292 @@ pub enum BootsError {
     },
 }
 
-/// Adds to `binaries` every build of the merged `/usr/bin` not read yet.
-fn read_every_build(r: &mut Reader, binaries: &mut Vec<Binary>) -> Result<()> {
-    for path in r.list()? {
-        if !binaries.iter().any(|b| b.path == path) {
-            binaries.extend(r.binary(&path)?);
-        }
-    }
-    Ok(())
+/// How much of the image a pass reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// Top-down, and only as far as the questions need: what `inject` does.
+    Lazy,
+    /// Every build first, then the same questions: the full view, which the lazy pass
+    /// must agree with (tests compare them).
+    Everything,
 }
 
-/// [`select`] for the first boot, then the build for the cluster's OS when the first one
-/// does not run there (read from the same reader: os-release and the other builds only
-/// when the first build does not run on every later RHEL).
+/// What a choice is asked for: the bootimage, what is known of the cluster, and the
+/// user's say (`--binary-path`, `--force`).
+#[derive(Clone, Copy, Debug)]
+pub struct Query<'q> {
+    /// The bootimage, which the first boot runs.
+    pub target: &'q Target,
+    /// What is known of the cluster before the image is read.
+    pub hint: &'q ClusterHint,
+    /// `--binary-path`: the build for the first boot, named.
+    pub binary_path: Option<&'q str>,
+    /// `--force`.
+    pub force: bool,
+}
+
+/// One pass over the image: the os-release once asked for, each build looked up by name
+/// once (found or not), and the merged `/usr/bin` listed whole only when a question
+/// needs every build.
+struct Pass<'a> {
+    r: Reader<'a>,
+    os: Option<Option<OsRelease>>,
+    binaries: Vec<Binary>,
+    absent: Vec<String>,
+    listed: bool,
+}
+
+/// `/usr/bin/machine-config-daemon`, and its twin for RHEL `n`.
+fn plain_path() -> String {
+    format!("{BIN_DIR}/{MCD_NAME}")
+}
+
+fn twin_path(rhel: u32) -> String {
+    format!("{BIN_DIR}/{MCD_NAME}.rhel{rhel}")
+}
+
+impl<'a> Pass<'a> {
+    fn os(&mut self) -> Result<Option<OsRelease>> {
+        if self.os.is_none() {
+            self.os = Some(self.r.os_release()?);
+        }
+        Ok(self.os.clone().flatten())
+    }
+
+    /// The build at `path`, read once; `None` when the image has no regular file there.
+    fn build(&mut self, path: &str) -> Result<Option<usize>> {
+        if let Some(i) = self.binaries.iter().position(|b| b.path == path) {
+            return Ok(Some(i));
+        }
+        let in_listing = path.starts_with(&plain_path());
+        if (self.listed && in_listing) || self.absent.iter().any(|p| p == path) {
+            return Ok(None);
+        }
+        match self.r.binary(path)? {
+            Some(b) => {
+                self.binaries.push(b);
+                Ok(Some(self.binaries.len() - 1))
+            }
+            None => {
+                self.absent.push(path.to_string());
+                Ok(None)
+            }
+        }
+    }
+
+    /// Every build of the merged `/usr/bin` (every layer that can add one).
+    fn read_every_build(&mut self) -> Result<()> {
+        if !self.listed {
+            for path in self.r.list()? {
+                self.build(&path)?;
+            }
+            self.listed = true;
+        }
+        Ok(())
+    }
+
+    fn candidates(&self) -> Vec<Candidate> {
+        self.binaries.iter().map(Binary::candidate).collect()
+    }
+
+    fn fits(&self, i: Option<usize>, t: &Target) -> bool {
+        i.is_some_and(|i| self.binaries[i].candidate().verdict(t).compatible)
+    }
+
+    /// The build MCO's order of names gives a host of `t`'s OS, when the builds named
+    /// for it settle that, read by name: the plain build and `.rhel{t}`. When the plain
+    /// build fits the bootimage, it comes first if the image's RHEL is `t`, which its
+    /// own ELF tells when it pins one ([`rules::pinned_rhel`]), else the os-release. On
+    /// the `cluster`'s OS a plain build that fits is the answer: MCO builds it for the
+    /// nodes of its release, and a twin serves the hosts it does not run on. `None` when
+    /// only the full view can tell.
+    fn by_name(&mut self, t: &Target, cluster: bool) -> Result<Option<usize>> {
+        let plain = self.build(&plain_path())?;
+        let Some(rhel) = t.os.rhel() else {
+            // Fedora CoreOS: the plain build, as MCO gives it.
+            return Ok(plain.filter(|_| self.fits(plain, t)));
+        };
+        let Some(p) = plain.filter(|_| self.fits(plain, t)) else {
+            let twin = self.build(&twin_path(rhel))?;
+            return Ok(twin.filter(|_| self.fits(twin, t)));
+        };
+        if cluster {
+            return Ok(plain);
+        }
+        let pinned = self.binaries[p].elf.as_ref().and_then(rules::pinned_rhel);
+        let image = match pinned {
+            Some(r) => Some(r),
+            None => self.os()?.as_ref().and_then(rules::image_rhel),
+        };
+        Ok(match image {
+            // The plain build is first in its group whatever `.rhel{t}` holds.
+            Some(image) if image == rhel => plain,
+            // The twin comes first if it fits, else the plain build does.
+            Some(_) => {
+                let twin = self.build(&twin_path(rhel))?;
+                if self.fits(twin, t) {
+                    twin
+                } else {
+                    plain
+                }
+            }
+            // No RHEL: the plain build falls behind every `.rhelN`.
+            None => None,
+        })
+    }
+
+    /// Which build runs on a boot's OS (`t`: the bootimage's, or the `cluster`'s), and
+    /// how: natively, by the names ([`Pass::by_name`]), else by MCO's order of every
+    /// build; else, on the bootimage, the build of the image's own RHEL with its loader
+    /// and libraries; else, with `force`, the first in that order; else why none does.
+    /// `forced_path` (`--binary-path`) is then the only candidate.
+    fn answer(
+        &mut self,
+        t: &Target,
+        cluster: bool,
+        forced_path: Option<&str>,
+        force: bool,
+    ) -> Result<(Choice, Option<Closure>)> {
+        let closure_ok = !cluster;
+        let settled = match forced_path {
+            Some(path) => {
+                let Some(i) = self.build(path)? else {
+                    // Fails with the reason (deleted, a directory, dangling link...).
+                    self.r.fs.read_file(path).with_context(|| {
+                        format!(
+                            "--binary-path {path}: no such build (`mcd-inject inspect` lists \
+                             the image's builds; without --binary-path, inject chooses one)"
+                        )
+                    })?;
+                    anyhow::bail!("{path} is not a regular file in the image");
+                };
+                Some(i).filter(|_| self.fits(Some(i), t))
+            }
+            None => self.by_name(t, cluster)?,
+        };
+        if let Some(index) = settled {
+            let verdict = self.binaries[index].candidate().verdict(t);
+            let choice = Choice {
+                index,
+                verdict,
+                forced: false,
+                closure: false,
+            };
+            return Ok((choice, None));
+        }
+        if forced_path.is_none() {
+            self.read_every_build()?;
+        }
+        let os = self.os()?;
+        let cands = self.candidates();
+        let mut err = match rules::choose(&cands, os.as_ref(), t, forced_path, false) {
+            Ok(c) => return Ok((c, None)),
+            Err(e @ SelectError::NotACandidate { .. }) => return Err(e.into()),
+            Err(e) => e,
+        };
+        let why = if closure_ok {
+            let only = forced_path.and_then(|p| cands.iter().position(|c| c.path == p));
+            match self
+                .r
+                .through_closure(&self.binaries, os.as_ref(), t, only)?
+            {
+                Ok((choice, closure)) => return Ok((choice, Some(closure))),
+                Err(why) => Some(why),
+            }
+        } else {
+            None
+        };
+        if force {
+            if let Ok(c) = rules::choose(&cands, os.as_ref(), t, forced_path, true) {
+                return Ok((c, None));
+            }
+        }
+        if let Some(why) = why {
+            let more = format!(
+                "\nNo build runs there with its own loader and libraries from the image either: {why}."
+            );
+            match &mut err {
+                SelectError::NothingFits { advice, .. } => advice.push_str(&more),
+                SelectError::Incompatible { verdict, .. } => {
+                    verdict.reasons.push(more.trim().into())
+                }
+                SelectError::NotACandidate { .. } => {}
+            }
+        }
+        Err(err.into())
+    }
+
+    /// The cluster's OS: `--cluster-rhel`, the release, the image's version label, and
+    /// else, when `ask_image`, the image's os-release raised by a `.rhelN` twin of the
+    /// next RHEL (MCO 4.13-4.15 images are RHEL 8 with `.rhel9` twins for their RHEL 9
+    /// nodes), looked up by name.
+    fn cluster_os(
+        &mut self,
+        boot: &Target,
+        hint: &ClusterHint,
+        ask_image: bool,
+    ) -> Result<Option<ClusterOs>> {
+        let told = boots::cluster_os(hint.rhel, hint.release_version.as_deref(), None, &[])
+            .or_else(|| boots::label_os(&self.r.image.info.labels, Some(boot)));
+        if told.is_some() || !ask_image {
+            return Ok(told);
+        }
+        let os = self.os()?;
+        if let Some(image) = os.as_ref().and_then(rules::image_rhel) {
+            self.build(&twin_path(image + 1))?;
+        }
+        Ok(boots::from_image(boot, os.as_ref(), &self.candidates()))
+    }
+
+    fn finish(self, closure: Option<Closure>) -> Inspection {
+        let os = self.os.flatten();
+        let mut ins = self.r.finish(os, self.binaries);
+        ins.closure = closure;
+        ins
+    }
+}
+
+/// The builds for every boot of a node's first boot (docs/firstboot.md, "The three
+/// boots"), in one pass: the first boot runs the bootimage's OS, the later ones the
+/// cluster's. One question per OS, [`Pass::answer`]: which build runs there. The cluster's
+/// OS is asked for only when the first boot's build does not run on every OS a node may
+/// update to, and a second build only when it does not run on the cluster's.
 pub fn select_boots(
     image: &Image,
     spool: &std::path::Path,
-    target: &Target,
-    hint: &ClusterHint,
-    binary_path: Option<&str>,
-    force: bool,
+    q: &Query,
+    reading: Reading,
     tap: Option<&dyn Tap>,
 ) -> Result<(Inspection, Boots)> {
-    let Selected {
-        reader: mut r,
-        mut os,
-        mut binaries,
-        choice: first,
-        closure,
-    } = select_in(image, spool, target, binary_path, force, tap)?;
+    let extra = extra_name(q.binary_path)?;
+    let forced_path = extra.as_ref().map(|x| format!("/{x}"));
+    let mut p = Pass {
+        r: Reader::new(image, spool, extra, tap),
+        os: None,
+        binaries: Vec::new(),
+        absent: Vec::new(),
+        listed: false,
+    };
+    if reading == Reading::Everything {
+        p.os()?;
+        p.read_every_build()?;
+    }
+    let target = q.target;
+    let (first, closure) = p.answer(target, false, forced_path.as_deref(), q.force)?;
     // The closure serves every host its build does not run on natively.
     let closure_fit = closure.as_ref().map(Closure::fit);
-    let verdict_on = |c: &Candidate, t: &Target| -> Verdict {
-        let native = c.verdict(t);
-        match (&closure_fit, &c.facts) {
+    let first_c = p.binaries[first.index].candidate();
+    let verdict_on = |t: &Target| -> Verdict {
+        let native = first_c.verdict(t);
+        match (&closure_fit, &first_c.facts) {
             (Some(fit), Ok(facts)) if !native.compatible => {
                 rules::closure_verdict(facts, &Ok(fit.clone()), t)
             }
             _ => native,
         }
     };
-    let first_c = binaries[first.index].candidate();
     let everywhere = closure.is_some() || boots::runs_on_every_later_os(&first_c, target);
-    // Given the cluster's OS, a first build that runs there settles it.
-    let given = boots::cluster_os(hint.rhel, hint.release_version.as_deref(), None, &[]);
-    let settled = everywhere
-        || given.as_ref().is_some_and(|c| {
-            boots::on_os(target, c.os).is_ok_and(|t| verdict_on(&first_c, &t).compatible)
-        });
-    if !settled && given.is_none() {
-        // The cluster's OS, from the image: its os-release and every build it ships
-        // (a `.rhelN` twin newer than its base names the nodes of its release).
-        if os.is_none() {
-            os = r.os_release()?;
-        }
-        read_every_build(&mut r, &mut binaries)?;
-    }
-    let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
-    let cluster = given.or_else(|| boots::from_image(target, os.as_ref(), &cands));
+    let cluster = p.cluster_os(target, q.hint, !everywhere)?;
     let mut result = Boots {
         first: first.clone(),
         cluster_os: cluster.clone(),
@@ -749,10 +785,8 @@ pub fn select_boots(
         second: None,
     };
     let Some(cluster) = cluster else {
-        if everywhere || force {
-            let mut ins = r.finish(os, binaries);
-            ins.closure = closure;
-            return Ok((ins, result));
+        if everywhere || q.force {
+            return Ok((p.finish(closure), result));
         }
         let later = boots::later_oses(target)
             .into_iter()
@@ -768,37 +802,18 @@ pub fn select_boots(
         }
         .into());
     };
-    if !settled {
-        // The builds that may serve it, as few as settle it: those read already and the
-        // twin named for its RHEL, else every build.
-        let ct = boots::on_os(target, cluster.os)?;
-        let fits = |bs: &[Binary]| bs.iter().any(|b| b.candidate().verdict(&ct).compatible);
-        if let Some(rhel) = cluster.os.rhel() {
-            let twin = format!("{BIN_DIR}/{MCD_NAME}.rhel{rhel}");
-            if !fits(&binaries) && !binaries.iter().any(|b| b.path == twin) {
-                binaries.extend(r.binary(&twin)?);
-            }
-        }
-        if !fits(&binaries) {
-            read_every_build(&mut r, &mut binaries)?;
-        }
-    }
-    let cands: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
     let ct = boots::on_os(target, cluster.os)?;
-    let on_cluster = verdict_on(&first_c, &ct);
+    let on_cluster = verdict_on(&ct);
     result.first_on_cluster = Some(on_cluster.clone());
-    if !on_cluster.compatible && !first.forced {
-        // The install script tells hosts apart by their RHEL: a Fedora host always gets
-        // the first build, so only a cluster OS like RHEL can have a second one.
-        let second = cluster
-            .os
-            .rhel()
-            .and_then(|_| rules::choose(&cands, os.as_ref(), &ct, None, false).ok());
-        match second {
-            Some(c) => result.second = Some(c),
-            None if force => {}
-            None => {
-                let rejected = cands
+    // The install script tells hosts apart by their RHEL: a Fedora host always gets the
+    // first build, so only a cluster OS like RHEL can have a second one.
+    if !on_cluster.compatible && !first.forced && cluster.os.rhel().is_some() {
+        match p.answer(&ct, true, None, false) {
+            Ok((c, _)) => result.second = Some(c),
+            Err(_) if q.force => {}
+            Err(_) => {
+                let rejected = p
+                    .candidates()
                     .iter()
                     .filter(|c| c.path != first_c.path)
                     .map(|c| format!("\n  {}: {}", c.path, c.verdict(&ct).because()))
@@ -813,66 +828,7 @@ pub fn select_boots(
             }
         }
     }
-    let mut ins = r.finish(os, binaries);
-    ins.closure = closure;
-    Ok((ins, result))
-}
-
-fn choose_from(
-    binaries: &[Binary],
-    os: Option<&OsRelease>,
-    target: &Target,
-    forced_path: Option<&str>,
-    force: bool,
-) -> Result<Choice> {
-    let c: Vec<Candidate> = binaries.iter().map(Binary::candidate).collect();
-    Ok(rules::choose(&c, os, target, forced_path, force)?)
-}
-
-/// The image's candidates, inspected.
-fn candidates(ins: &Inspection) -> Vec<Candidate> {
-    ins.binaries.iter().map(|b| b.candidate()).collect()
-}
-
-/// Chooses a build for a target from an inspected image (its full view).
-pub fn from_inspection(
-    ins: &Inspection,
-    target: &Target,
-    binary_path: Option<&str>,
-    force: bool,
-) -> Result<Choice> {
-    let c = candidates(ins);
-    let os = ins.os_release.as_ref();
-    let err = match rules::choose(&c, os, target, binary_path, force) {
-        Ok(choice) => return Ok(choice),
-        Err(e) => e,
-    };
-    // The build for the image's own RHEL, when its closure fits the bootimage (the
-    // inspection judged it per bootimage).
-    let home = os
-        .and_then(rules::image_rhel)
-        .and_then(|rhel| boots::on_os(target, HostOs::Rhel(rhel)).ok())
-        .and_then(|t| rules::choose(&c, os, &t, binary_path, false).ok());
-    let through = home.and_then(|h| {
-        let v = ins.binaries[h.index]
-            .verdicts
-            .iter()
-            .find(|v| v.bootimage == target.bootimage)?
-            .closure
-            .clone()?;
-        v.compatible.then_some(Choice {
-            index: h.index,
-            verdict: v,
-            forced: false,
-            closure: true,
-        })
-    });
-    // The per-bootimage verdicts are for the table's RHEL of each bootimage.
-    let table_rhel = target::bootimage(target.bootimage).is_ok_and(|b| b.os == target.os);
-    match through {
-        Some(choice) if table_rhel => Ok(choice),
-        _ => Err(err.into()),
-    }
+    Ok((p.finish(closure), result))
 }
 
 impl Inspection {

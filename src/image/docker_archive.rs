@@ -163,6 +163,7 @@ pub(crate) fn open(
         config_digest,
         platform: facts.checked_platform(platform, &what)?,
         layers,
+        labels: facts.labels(),
         served_by: None,
     };
     Ok(Image::new(info, Box::new(ArchiveSource { tree })))

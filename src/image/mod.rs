@@ -91,6 +91,10 @@ pub struct ImageInfo {
     pub platform: Platform,
     /// Layers bottom first, as in the manifest.
     pub layers: Vec<LayerInfo>,
+    /// The image config's labels (string values only). Red Hat's MCO images say their
+    /// OpenShift version in `version` (`v4.15.0`).
+    #[serde(skip)]
+    pub labels: std::collections::BTreeMap<String, String>,
     /// The registry repository that served it, when a mirror did (or when mirrors were
     /// configured for it): `host/repo`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -153,6 +153,9 @@ pub(crate) struct ConfigFacts {
     pub os: Option<String>,
     pub variant: Option<String>,
     pub rootfs: Option<RootFs>,
+    /// The runtime config, for its `Labels`: any JSON, so that a config this reader
+    /// does not need cannot make the image unreadable ([`ConfigFacts::labels`]).
+    pub config: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -186,6 +189,17 @@ impl ConfigFacts {
             );
         }
         Ok(())
+    }
+
+    /// The image's labels whose values are strings.
+    pub fn labels(&self) -> std::collections::BTreeMap<String, String> {
+        self.config
+            .as_ref()
+            .and_then(|c| c.get("Labels")?.as_object())
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect()
     }
 
     pub fn platform(&self) -> Platform {
@@ -369,6 +383,7 @@ pub(crate) fn open<T: FileTree + 'static>(
         config_digest,
         platform: facts.checked_platform(platform, &tree.describe())?,
         layers,
+        labels: facts.labels(),
         served_by: None,
     };
     Ok(Image::new(info, Box::new(LayoutSource { tree })))

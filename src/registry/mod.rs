@@ -377,6 +377,7 @@ fn open_with(
         config_digest,
         platform: facts.checked_platform(platform, &what)?,
         layers,
+        labels: facts.labels(),
         served_by,
     };
     Ok(Image::new(

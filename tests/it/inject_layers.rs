@@ -12,15 +12,45 @@ use mcd_inject::choose::target::{Target, BOOTIMAGES};
 use mcd_inject::image::{ImageRef, Platform};
 use mcd_inject::transport::{self, OpenOptions};
 
-/// What a choice came to: the chosen path and its sha256, or the error.
-fn outcome(r: anyhow::Result<(String, String)>) -> Result<(String, String), String> {
-    r.map_err(|e| format!("{e:#}"))
+/// What a pass came to: the build of each boot (path and sha256; the second, when the
+/// first does not run on the cluster's OS) and the cluster's OS, or the error.
+type Outcome = Result<(String, Option<String>, Option<String>), String>;
+
+fn outcome(r: &anyhow::Result<(inspect::Inspection, inspect::Boots)>) -> Outcome {
+    let (ins, boots) = r.as_ref().map_err(|e| format!("{e:#}"))?;
+    let build = |i: usize| {
+        let b = &ins.binaries[i];
+        format!("{} {}", b.path, b.sha256)
+    };
+    Ok((
+        build(boots.first.index),
+        boots.second.as_ref().map(|c| build(c.index)),
+        boots.cluster_os.as_ref().map(|c| c.os.to_string()),
+    ))
+}
+
+/// The one pass, reading lazily or every build first.
+fn pass(
+    img: &mcd_inject::image::Image,
+    target: &Target,
+    hint: &inspect::ClusterHint,
+    reading: inspect::Reading,
+    spool: &Path,
+) -> anyhow::Result<(inspect::Inspection, inspect::Boots)> {
+    let q = inspect::Query {
+        target,
+        hint,
+        binary_path: None,
+        force: false,
+    };
+    inspect::select_boots(img, spool, &q, reading, None)
 }
 
 #[test]
-fn lazy_choice_is_the_full_views_on_every_fixture() {
+fn the_lazy_pass_is_the_full_views_on_every_fixture() {
     let mut compared = 0;
     let mut chosen = 0;
+    let mut seconds = 0;
     let mut fewer_layers = 0;
     let mut mismatches = Vec::new();
     for fx in &fixture_list().fixtures {
@@ -37,58 +67,59 @@ fn lazy_choice_is_the_full_views_on_every_fixture() {
                     Err(_) => continue,
                 };
                 let arch = img.info.platform.architecture.clone();
-                let spool = tempfile::tempdir().unwrap();
-                let full = inspect::inspect(&img, spool.path());
                 for row in BOOTIMAGES {
                     let Ok(target) = Target::new(row.id, None, None, &arch) else {
                         continue;
                     };
-                    let want = outcome(
-                        full.as_ref()
-                            .map_err(|e| anyhow::anyhow!("{e:#}"))
-                            .and_then(|ins| {
-                                let c = inspect::from_inspection(ins, &target, None, false)?;
-                                let b = &ins.binaries[c.index];
-                                Ok((b.path.clone(), b.sha256.to_string()))
-                            }),
-                    );
-                    let lazy_spool = tempfile::tempdir().unwrap();
-                    let lazy = inspect::select(&img, lazy_spool.path(), &target, None, false, None);
-                    let got = outcome(lazy.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).map(
-                        |(ins, c)| {
-                            let b = &ins.binaries[c.index];
-                            (b.path.clone(), b.sha256.to_string())
-                        },
-                    ));
-                    compared += 1;
-                    let case = format!("{} {transport} {platform} {}", fx.name, row.id);
-                    match (&want, &got) {
-                        (Ok(w), Ok(g)) if w == g => {
-                            chosen += 1;
-                            let (ins, _) = lazy.as_ref().unwrap();
-                            let all = full.as_ref().unwrap();
-                            assert!(
-                                ins.layers_read.len() <= all.layers_read.len(),
-                                "{case}: read more layers than the full view"
-                            );
-                            assert_eq!(ins.image_bytes, all.image_bytes, "{case}");
-                            if ins.bytes_read < all.bytes_read {
-                                fewer_layers += 1;
+                    // As inject runs, told nothing of the cluster.
+                    let hint = &inspect::ClusterHint::default();
+                    {
+                        let spools = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+                        let full = pass(
+                            &img,
+                            &target,
+                            hint,
+                            inspect::Reading::Everything,
+                            spools.0.path(),
+                        );
+                        let lazy =
+                            pass(&img, &target, hint, inspect::Reading::Lazy, spools.1.path());
+                        let (want, got) = (outcome(&full), outcome(&lazy));
+                        compared += 1;
+                        let case = format!("{} {transport} {platform} {}", fx.name, row.id);
+                        match (&want, &got) {
+                            (Ok(w), Ok(g)) if w == g => {
+                                chosen += 1;
+                                seconds += usize::from(w.1.is_some());
+                                let (ins, _) = lazy.as_ref().unwrap();
+                                let (all, _) = full.as_ref().unwrap();
+                                assert!(
+                                    ins.layers_read.len() <= all.layers_read.len(),
+                                    "{case}: read more layers than the full view"
+                                );
+                                assert_eq!(ins.image_bytes, all.image_bytes, "{case}");
+                                if ins.bytes_read < all.bytes_read {
+                                    fewer_layers += 1;
+                                }
                             }
+                            (Err(_), Err(_)) => {}
+                            _ => mismatches.push(format!("{case}: full {want:?}, lazy {got:?}")),
                         }
-                        (Err(_), Err(_)) => {}
-                        _ => mismatches.push(format!("{case}: full {want:?}, lazy {got:?}")),
                     }
                 }
             }
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-    // The corpus exercises both sides: choices made, and layers saved on some of them.
-    assert!(compared > 500, "only {compared} cases compared");
-    assert!(chosen > 100, "only {chosen} choices made");
+    eprintln!(
+        "{compared} compared, {chosen} chosen, {seconds} second builds, {fewer_layers} read less"
+    );
+    // The corpus exercises every side: choices made, second builds, and layers saved.
+    assert!(compared > 3000, "only {compared} cases compared");
+    assert!(chosen > 1500, "only {chosen} choices made");
+    assert!(seconds > 100, "only {seconds} second builds chosen");
     assert!(
-        fewer_layers > 20,
+        fewer_layers > 300,
         "only {fewer_layers} choices read fewer bytes"
     );
 }
@@ -141,25 +172,38 @@ const RHEL9_OS: &[u8] = b"ID=\"rhel\"\nVERSION_ID=\"9.4\"\nRHEL_VERSION=9.4\n";
 const MCD: &str = "usr/bin/machine-config-daemon";
 const RHEL8: &str = "usr/bin/machine-config-daemon.rhel8";
 
-/// (chosen path, layers read) for a bootimage, checked against the full view.
+/// (chosen path, layers read) for a bootimage whose nodes stay on its OS (only the first
+/// boot's question), checked against the full view.
 fn choose(r: &ImageRef, bootimage: &str) -> Result<(String, Vec<usize>), String> {
     let img = transport::open(r, &OpenOptions::default(), &Default::default()).unwrap();
     let target = Target::new(bootimage.parse().unwrap(), None, None, "amd64").unwrap();
-    let spool = tempfile::tempdir().unwrap();
-    let full = inspect::inspect(&img, spool.path()).unwrap();
-    let want = inspect::from_inspection(&full, &target, None, false)
-        .map(|c| full.binaries[c.index].path.clone())
-        .map_err(|e| format!("{e:#}"));
-    let spool = tempfile::tempdir().unwrap();
-    let got = inspect::select(&img, spool.path(), &target, None, false, None)
-        .map(|(ins, c)| (ins.binaries[c.index].path.clone(), ins.layers_read))
-        .map_err(|e| format!("{e:#}"));
+    let hint = inspect::ClusterHint {
+        rhel: target.os.rhel(),
+        release_version: None,
+    };
+    let spools = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let want = outcome(&pass(
+        &img,
+        &target,
+        &hint,
+        inspect::Reading::Everything,
+        spools.0.path(),
+    ));
+    let lazy = pass(
+        &img,
+        &target,
+        &hint,
+        inspect::Reading::Lazy,
+        spools.1.path(),
+    );
     assert_eq!(
         want.clone().ok(),
-        got.clone().ok().map(|g| g.0),
-        "{want:?} vs {got:?}"
+        outcome(&lazy).ok(),
+        "{want:?} vs {:?}",
+        outcome(&lazy)
     );
-    got
+    lazy.map(|(ins, b)| (ins.binaries[b.first.index].path.clone(), ins.layers_read))
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// An image whose one build fits the bootimage but not the cluster's OS: the refusal
