@@ -125,8 +125,9 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 bash scripts/msrv.sh
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
-# The one release build: the container image test (tests/it/container.rs) packs it.
-cargo build --release --quiet
+# The one release build: every test runs its binary (the container image test packs it),
+# on dependencies built once (Cargo.toml, [profile.bench]).
+cargo test --release --all-targets --no-run --quiet
 
 export MCD_INJECT_FIXTURES="$PWD/target/fixtures"
 rm -rf "$MCD_INJECT_FIXTURES"
@@ -144,7 +145,7 @@ bash scripts/registry-services.sh start "$state"
 . "$state/env"
 
 wait "$nmstatectl_pid" || echo "building nmstatectl failed: $nmstatectl_root.build.log"
-cargo test --all-targets 2>&1 | tee "$log"
+cargo test --release --all-targets 2>&1 | tee "$log"
 # The roots were made (or failed, and the boot tests said so).
 wait "$roots_pid" || echo "making the boot roots failed: $vm_base.build.log"
 

@@ -23,17 +23,10 @@ use crate::harness::{crate_root, fixtures_dir, require_tools};
 
 const TAG: &str = "localhost/mcd-inject:test";
 
-/// The release binary the image is made of (`cargo build --release`, which
-/// scripts/test.sh runs once for the suite).
+/// The binary the image is made of: the one every test runs (the release build under
+/// `cargo test --release`, as scripts/test.sh runs the suite).
 fn release_binary() -> PathBuf {
-    let bin = crate_root().join("target/release/mcd-inject");
-    assert!(
-        bin.is_file(),
-        "{} is missing: the container test packs the release build; run `cargo build \
-         --release` first (scripts/test.sh does)",
-        bin.display()
-    );
-    bin
+    PathBuf::from(crate::harness::BIN)
 }
 
 /// podman's and buildah's storage for these tests.
