@@ -1,4 +1,10 @@
-//! os-release(5) files, read the way MCO reads them.
+//! os-release(5) files, read the way MCO reads them: one parser and one reading of the
+//! facts the choice needs ([`OsRelease::rhel_major`], [`OsRelease::is_el8`]). MCO's
+//! `pkg/daemon/osrelease` is the spec; where this reading differs, it says why. The node
+//! scripts (`src/ignition/mco-mcd-install.sh`, `mco-persist-nics.sh`) read the same
+//! facts in shell; one table of real os-release files holds the three together
+//! (`tests/data/os-release/TABLE`, checked by this module's tests and by
+//! `tests/it/osrelease_table.rs`).
 
 use std::collections::BTreeMap;
 
@@ -19,7 +25,9 @@ pub struct OsRelease {
 }
 
 impl OsRelease {
-    /// Parses `KEY=value` lines; values may be quoted with `"` or `'`.
+    /// Parses `KEY=value` lines; values may be quoted with `"` or `'`, as os-release(5)
+    /// allows. (MCO's parser takes a value up to a second `=` and strips only `"`; no
+    /// field read here is written so in a real file.)
     pub fn parse(text: &str) -> Self {
         let mut fields = BTreeMap::new();
         for line in text.lines() {
@@ -38,6 +46,90 @@ impl OsRelease {
             rhel_version: fields.get("RHEL_VERSION").cloned(),
             fields,
         }
+    }
+
+    fn field(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).map(String::as_str)
+    }
+
+    /// Whether the OS counts as RHEL when a build is chosen for it: MCO's `IsLikeRHEL`
+    /// (`ID=rhel`, or `ID_LIKE` naming rhel), and also RHCOS and the RHEL rebuilds by their
+    /// `ID` alone. Every real file of these names rhel in `ID_LIKE` but Oracle Linux's
+    /// (`ID_LIKE="fedora"`, on which neither an MCO image nor a node runs); the `ID`s count
+    /// so that a file that gives only `ID` and `VERSION_ID` reads as it says.
+    pub fn is_like_rhel(&self) -> bool {
+        let by_id = matches!(
+            self.id.as_deref(),
+            Some("rhel" | "rhcos" | "centos" | "almalinux" | "rocky" | "ol" | "scos")
+        );
+        by_id
+            || self
+                .field("ID_LIKE")
+                .is_some_and(|l| l.split_whitespace().any(|w| w == "rhel"))
+    }
+
+    /// The OS version as MCO's `getOSVersion` forms it: `RHEL_VERSION` when the file has
+    /// one; else `VERSION` less the `OPENSHIFT_VERSION` prefix (`4.12` is `412.`) when it
+    /// starts with it (CentOS Stream CoreOS 4.12-4.18: `VERSION="412.9.202211241749-0"` is
+    /// `9.202211241749-0`); else `8.1`/`8.2` for the `VERSION_ID` `4.1`/`4.2` of those
+    /// RHCOS bootimages; else `VERSION_ID`. `None` when the file has none of them.
+    pub fn mco_version(&self) -> Option<String> {
+        if let Some(r) = &self.rhel_version {
+            return Some(r.clone());
+        }
+        let stripped = self.field("OPENSHIFT_VERSION").and_then(|ocp| {
+            let prefix = format!("{}.", ocp.replace('.', ""));
+            let version = self.field("VERSION")?;
+            // Go's strings.ReplaceAll, as MCO writes it.
+            version
+                .starts_with(&prefix)
+                .then(|| version.replace(&prefix, ""))
+        });
+        stripped.or_else(|| match self.version_id.as_deref() {
+            Some("4.1") => Some("8.1".into()),
+            Some("4.2") => Some("8.2".into()),
+            other => other.map(str::to_string),
+        })
+    }
+
+    /// The RHEL major a build is chosen by, on the image and on the node: MCO's
+    /// `BaseVersionMajor` where the OS is like RHEL ([`OsRelease::is_like_rhel`]), as its
+    /// `ReexecuteForTargetRoot` compares the container's with the host's; `None` for other
+    /// OSes (Fedora CoreOS: MCO gives it the plain build).
+    ///
+    /// One difference, on purpose: RHCOS without `RHEL_VERSION` is RHEL 8, whatever its
+    /// `VERSION_ID`. Only 4.1 and 4.2 lack `RHEL_VERSION`, and their `VERSION_ID` (`4.1`,
+    /// `4.2`) gives 8 in MCO's reading too; for other forms of such a file (a build ID as
+    /// `VERSION_ID`, `42.80`) MCO takes the number before the first dot, which names no
+    /// RHEL.
+    pub fn rhel_major(&self) -> Option<u32> {
+        if !self.is_like_rhel() {
+            return None;
+        }
+        if self.rhel_version.is_none() && self.id.as_deref() == Some("rhcos") {
+            return Some(8);
+        }
+        self.mco_version()?.split('.').next()?.parse().ok()
+    }
+
+    /// Whether the OS is Enterprise Linux CoreOS: MCO's `IsEL` (4.19-4.22): `ID` `rhcos`
+    /// or `scos`, or `rhel` with `VARIANT_ID=coreos`. (MCO 4.23 adds `centos` with
+    /// `VARIANT_ID=coreos`, CentOS Stream CoreOS of OKD 4.19 on, and has no `IsEL8`.)
+    pub fn is_el(&self) -> bool {
+        match self.id.as_deref() {
+            Some("rhcos" | "scos") => true,
+            Some("rhel") => self.field("VARIANT_ID") == Some("coreos"),
+            _ => false,
+        }
+    }
+
+    /// Whether MCO 4.13-4.22 take the host for EL8 (`IsEL8`), where they persist NIC
+    /// names (`mco-persist-nics.sh` decides the same): an EL CoreOS whose
+    /// [`OsRelease::mco_version`] starts with `8.`, or any OS whose version is exactly `8`
+    /// (Go's `&&` binds tighter than `||`: CentOS Stream 8 counts).
+    pub fn is_el8(&self) -> bool {
+        let version = self.mco_version().unwrap_or_default();
+        self.is_el() && version.starts_with("8.") || version == "8"
     }
 }
 
@@ -66,6 +158,201 @@ fn unquote(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::choose::target::{from_os_release, BootimageId};
+    use std::path::{Path, PathBuf};
+
+    /// A row of `tests/data/os-release/TABLE`: a file and what it must yield.
+    #[derive(Debug)]
+    struct Row {
+        file: String,
+        rhel: Option<u32>,
+        bootimage: Option<BootimageId>,
+        el8: bool,
+    }
+
+    fn table_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/os-release")
+    }
+
+    fn table() -> Vec<Row> {
+        let text = std::fs::read_to_string(table_dir().join("TABLE")).unwrap();
+        let dash = |v: &str| (v != "-").then(|| v.to_string());
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+                [file, rhel, bootimage, el8] => Row {
+                    file: file.into(),
+                    rhel: dash(rhel).map(|r| r.parse().unwrap()),
+                    bootimage: dash(bootimage).map(|b| b.parse().unwrap()),
+                    el8: match el8 {
+                        "yes" => true,
+                        "no" => false,
+                        other => panic!("TABLE: el8 is yes or no, not {other:?}"),
+                    },
+                },
+                _ => panic!("TABLE: a row is `file rhel bootimage el8`: {l:?}"),
+            })
+            .collect()
+    }
+
+    /// Where the readers of this crate part from a row, one message each.
+    fn disagreements(row: &Row, text: &str) -> Vec<String> {
+        let os = OsRelease::parse(text);
+        let (bootimage, target_rhel) = from_os_release(&os);
+        let mut wrong = Vec::new();
+        if os.rhel_major() != row.rhel {
+            wrong.push(format!(
+                "rhel_major {:?}, TABLE {:?}",
+                os.rhel_major(),
+                row.rhel
+            ));
+        }
+        if target_rhel != row.rhel {
+            wrong.push(format!(
+                "from_os_release's RHEL {target_rhel:?}, TABLE {:?}",
+                row.rhel
+            ));
+        }
+        if bootimage != row.bootimage {
+            wrong.push(format!(
+                "bootimage {bootimage:?}, TABLE {:?}",
+                row.bootimage
+            ));
+        }
+        if os.is_el8() != row.el8 {
+            wrong.push(format!("is_el8 {}, TABLE {}", os.is_el8(), row.el8));
+        }
+        wrong
+    }
+
+    #[test]
+    fn the_table_of_real_os_release_files_reads_as_mco_reads_it() {
+        let rows = table();
+        let mut files: Vec<String> = std::fs::read_dir(table_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n != "TABLE")
+            .collect();
+        files.sort();
+        let mut listed: Vec<String> = rows.iter().map(|r| r.file.clone()).collect();
+        listed.sort();
+        assert_eq!(files, listed, "every file has one row, every row a file");
+        let mut wrong = Vec::new();
+        for row in &rows {
+            let text = std::fs::read_to_string(table_dir().join(&row.file)).unwrap();
+            for w in disagreements(row, &text) {
+                wrong.push(format!("{}: {w}", row.file));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        // The table covers what the readers tell apart.
+        for (what, covered) in [
+            ("no RHEL", rows.iter().any(|r| r.rhel.is_none())),
+            (
+                "RHEL 8, 9, 10",
+                [8, 9, 10]
+                    .iter()
+                    .all(|m| rows.iter().any(|r| r.rhel == Some(*m))),
+            ),
+            (
+                "EL8 and not",
+                rows.iter().any(|r| r.el8) && rows.iter().any(|r| !r.el8),
+            ),
+            ("no bootimage", rows.iter().any(|r| r.bootimage.is_none())),
+        ] {
+            assert!(covered, "the table has no file of {what}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_expectation_is_reported() {
+        let text = std::fs::read_to_string(table_dir().join("scos-4.12")).unwrap();
+        let right = Row {
+            file: "scos-4.12".into(),
+            rhel: Some(9),
+            bootimage: Some(BootimageId::Scos(9)),
+            el8: false,
+        };
+        assert!(disagreements(&right, &text).is_empty());
+        // The reading of VERSION_ID's major, which the readers had before: RHEL 4.
+        let wrong = Row {
+            rhel: Some(4),
+            bootimage: Some(BootimageId::Scos(4)),
+            ..right
+        };
+        assert_eq!(disagreements(&wrong, &text).len(), 3, "{wrong:?}");
+    }
+
+    #[test]
+    fn versions_as_mco_forms_them() {
+        let v = |t: &str| OsRelease::parse(t).mco_version();
+        assert_eq!(
+            v("ID=rhcos\nVERSION_ID=4.18\nRHEL_VERSION=9.4\n").as_deref(),
+            Some("9.4")
+        );
+        assert_eq!(
+            v("ID=scos\nVERSION=\"416.9.202406172220-0\"\nVERSION_ID=4.16\nOPENSHIFT_VERSION=4.16\n")
+                .as_deref(),
+            Some("9.202406172220-0")
+        );
+        // VERSION without the prefix: VERSION_ID.
+        assert_eq!(
+            v("ID=rhel\nVERSION=\"9.6.20250530-0 (Plow)\"\nVERSION_ID=9.6\nOPENSHIFT_VERSION=4.19\n")
+                .as_deref(),
+            Some("9.6")
+        );
+        assert_eq!(v("ID=rhcos\nVERSION_ID=4.1\n").as_deref(), Some("8.1"));
+        assert_eq!(v("ID=rhcos\nVERSION_ID=4.2\n").as_deref(), Some("8.2"));
+        assert_eq!(v("ID=rhcos\nVERSION_ID=42.80\n").as_deref(), Some("42.80"));
+        assert_eq!(v("ID=rhcos\n"), None);
+        // An empty RHEL_VERSION is still the version, as MCO takes it.
+        assert_eq!(
+            v("ID=rhel\nVERSION_ID=9.6\nRHEL_VERSION=\n").as_deref(),
+            Some("")
+        );
+    }
+
+    #[test]
+    fn rhel_majors_and_el8() {
+        let os = OsRelease::parse;
+        // RHCOS without RHEL_VERSION is RHEL 8, whatever form its VERSION_ID has.
+        assert_eq!(os("ID=rhcos\nVERSION_ID=42.80\n").rhel_major(), Some(8));
+        assert!(
+            !os("ID=rhcos\nVERSION_ID=42.80\n").is_el8(),
+            "MCO: version 42.80"
+        );
+        // Like RHEL by ID_LIKE alone, or by the ID of a rebuild.
+        assert_eq!(
+            os("ID=other\nID_LIKE=\"rhel\"\nVERSION_ID=9.4\n").rhel_major(),
+            Some(9)
+        );
+        assert_eq!(os("ID=centos\nVERSION_ID=8\n").rhel_major(), Some(8));
+        assert_eq!(
+            os("ID=fedora\nVERSION_ID=40\nVARIANT_ID=coreos\n").rhel_major(),
+            None
+        );
+        assert_eq!(
+            os("ID=debian\nVERSION_ID=12\nRHEL_VERSION=9.4\n").rhel_major(),
+            None
+        );
+        assert_eq!(
+            os("ID=rhel\nVERSION_ID=9.6\nRHEL_VERSION=\n").rhel_major(),
+            None
+        );
+        // EL8: an EL CoreOS on 8.x, or any OS whose version is exactly 8.
+        assert!(os("ID=scos\nVERSION_ID=8.9\n").is_el8());
+        assert!(os("ID=\"rhel\"\nVERSION_ID=\"8.10\"\nVARIANT_ID=coreos\n").is_el8());
+        assert!(
+            !os("ID=\"rhel\"\nVERSION_ID=\"8.10\"\n").is_el8(),
+            "RHEL 8, not CoreOS"
+        );
+        assert!(os("ID=debian\nVERSION_ID=8\n").is_el8());
+        assert!(
+            !os("ID=centos\nVERSION_ID=8.5\nVARIANT_ID=coreos\n").is_el8(),
+            "not EL to 4.22"
+        );
+    }
 
     #[test]
     fn reads_rhcos_418() {

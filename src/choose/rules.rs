@@ -201,28 +201,10 @@ fn finish(bad: Vec<String>, good: Vec<String>) -> Verdict {
     }
 }
 
-/// The RHEL major version of an image, read the way MCO reads it: `RHEL_VERSION`, else
-/// the major of `VERSION_ID` on RHEL-family systems.
+/// The RHEL major version of an image, read the way MCO reads it
+/// ([`OsRelease::rhel_major`], the one reading of it).
 pub fn image_rhel(os: &OsRelease) -> Option<u32> {
-    let major = |v: &str| v.split('.').next().and_then(|m| m.parse().ok());
-    if let Some(r) = &os.rhel_version {
-        return major(r);
-    }
-    let like_rhel = os
-        .fields
-        .get("ID_LIKE")
-        .is_some_and(|l| l.split_whitespace().any(|w| w == "rhel"));
-    match os.id.as_deref() {
-        // CentOS Stream CoreOS is `ID=scos`, `ID_LIKE="rhel fedora"`: like RHEL, as
-        // MCO's `IsLikeRHEL` reads `ID_LIKE`.
-        Some("rhel" | "centos" | "almalinux" | "rocky" | "ol" | "scos") => {
-            os.version_id.as_deref().and_then(major)
-        }
-        // RHCOS 4.1/4.2 carry no RHEL_VERSION; MCO maps them to RHEL 8.
-        Some("rhcos") => Some(8),
-        _ if like_rhel => os.version_id.as_deref().and_then(major),
-        _ => None,
-    }
+    os.rhel_major()
 }
 
 /// The RHEL a build was linked on, when its ELF pins one: it links the `libcrypto` of

@@ -1002,29 +1002,28 @@ pub fn bootimage(id: BootimageId) -> Result<&'static Bootimage, VersionError> {
     })
 }
 
-/// What a bootimage's os-release says of it, read the way MCO reads it: the bootimage
-/// (`OPENSHIFT_VERSION`, else an RHCOS `VERSION_ID` such as `4.18` or the old `42.80`
-/// form; Fedora CoreOS, `ID=fedora` `VARIANT_ID=coreos`, and CentOS Stream CoreOS,
-/// `ID=scos`, by their `VERSION_ID` major) and the RHEL major (`RHEL_VERSION`, else
-/// `VERSION_ID` when `ID=rhel`, as on 4.19+ RHCOS: `ID="rhel"`, `VERSION_ID="9.6"` or
-/// `"10.2"`, `VARIANT_ID=coreos`; RHCOS without `RHEL_VERSION`, as on 4.1/4.2, is RHEL
-/// 8; CentOS Stream CoreOS N is like RHEL N).
+/// What a bootimage's os-release says of it: the bootimage, and the RHEL major MCO reads
+/// ([`OsRelease::rhel_major`], the reading the build choice and the install script use).
+/// The bootimage, which MCO does not read: Fedora CoreOS (`ID=fedora`,
+/// `VARIANT_ID=coreos`) by its `VERSION_ID` major; CentOS Stream CoreOS by its RHEL major
+/// (`ID=scos` up to OKD 4.18, whose `VERSION_ID` is the OpenShift version, `4.12`;
+/// `ID=centos` with `VARIANT_ID=coreos` from OKD 4.19, `VERSION_ID="9"` or `"10"`);
+/// RHCOS by `OPENSHIFT_VERSION` (4.3 on; on 4.19+ `ID="rhel"`, `VERSION_ID="9.6"` or
+/// `"10.2"`, `VARIANT_ID=coreos`), else an RHCOS `VERSION_ID` (`4.2`, or the old
+/// `42.80` form).
 pub fn from_os_release(os: &OsRelease) -> (Option<BootimageId>, Option<u32>) {
     let major_of = |v: &str| v.split('.').next().and_then(|m| m.parse::<u32>().ok());
     let id = os.id.as_deref().unwrap_or("");
-    let variant = os.fields.get("VARIANT_ID").map(String::as_str);
-    let version_major = os.version_id.as_deref().and_then(major_of);
-    match (id, variant) {
-        ("fedora", Some("coreos")) => return (version_major.map(BootimageId::Fcos), None),
-        ("scos", _) => return (version_major.map(BootimageId::Scos), version_major),
+    let coreos = os.fields.get("VARIANT_ID").map(String::as_str) == Some("coreos");
+    let rhel = os.rhel_major();
+    match (id, coreos) {
+        ("fedora", true) => {
+            let fedora = os.version_id.as_deref().and_then(major_of);
+            return (fedora.map(BootimageId::Fcos), None);
+        }
+        ("scos", _) | ("centos", true) => return (rhel.map(BootimageId::Scos), rhel),
         _ => {}
     }
-    let rhel = match (&os.rhel_version, id) {
-        (Some(r), _) => major_of(r),
-        (None, "rhel") => os.version_id.as_deref().and_then(major_of),
-        (None, "rhcos") => Some(8),
-        _ => None,
-    };
     let legacy_rhcos = |v: &str| {
         // "42.80.20191010.0": OpenShift 4.2 on RHEL 8.0; "410.84...": 4.10.
         let head = v.split('.').next()?;
@@ -1421,6 +1420,18 @@ mod tests {
             read("NAME=\"CentOS Stream CoreOS\"\nID=\"scos\"\nID_LIKE=\"rhel fedora\"\nVERSION_ID=\"9\"\n"),
             (Some(BootimageId::Scos(9)), Some(9))
         );
+        // From OKD 4.19 on, ID=centos with VARIANT_ID=coreos: not RHCOS 5.0 by its
+        // OPENSHIFT_VERSION. Up to 4.18, ID=scos with the OpenShift version as VERSION_ID.
+        assert_eq!(
+            read("ID=\"centos\"\nID_LIKE=\"rhel fedora\"\nVERSION=\"10.0.20260614-0 (Coughlan)\"\nVERSION_ID=\"10\"\nVARIANT_ID=coreos\nOPENSHIFT_VERSION=\"5.0\"\n"),
+            (Some(BootimageId::Scos(10)), Some(10))
+        );
+        assert_eq!(
+            read("ID=\"scos\"\nID_LIKE=\"rhel fedora\"\nVERSION=\"416.9.202406172220-0\"\nVERSION_ID=\"4.16\"\nOPENSHIFT_VERSION=\"4.16\"\n"),
+            (Some(BootimageId::Scos(9)), Some(9))
+        );
+        // CentOS Stream itself is RHEL-like but no bootimage.
+        assert_eq!(read("ID=\"centos\"\nVERSION_ID=\"9\"\n"), (None, Some(9)));
     }
 
     #[test]

@@ -745,8 +745,8 @@ impl TargetOpts {
                 version: b,
             },
             (None, None, _, Some(path)) => bail!(
-                "{}: it names no bootimage (OPENSHIFT_VERSION, an RHCOS VERSION_ID, or ID=fedora \
-                 with VARIANT_ID=coreos, or ID=scos); pass --bootimage",
+                "{}: it names no bootimage (OPENSHIFT_VERSION, an RHCOS VERSION_ID, ID=fedora \
+                 or ID=centos with VARIANT_ID=coreos, or ID=scos); pass --bootimage",
                 path.display()
             ),
             (None, None, _, None) => bail!("--bootimage is required"),

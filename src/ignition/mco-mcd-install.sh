@@ -15,32 +15,40 @@ payload="$root/var/lib/mcd-inject/machine-config-daemon.gz"
 bindir="$root/run/bin"
 dest="$bindir/machine-config-daemon"
 
-# The host's RHEL major, as MCO's ReexecuteForTargetRoot reads it to pick a build:
-# RHEL_VERSION, else VERSION_ID on RHEL, its rebuilds and OSes like it (ID_LIKE names
-# rhel: CentOS Stream CoreOS); RHCOS without RHEL_VERSION (4.1, 4.2) is RHEL 8. Empty
-# when the os-release names no RHEL (Fedora CoreOS: it gets the first build).
+# The host's RHEL major, as MCO's ReexecuteForTargetRoot reads it to pick a build
+# (pkg/daemon/osrelease: BaseVersionMajor, for an OS like RHEL): an OS like RHEL has ID
+# rhel or ID_LIKE naming rhel (RHCOS and the RHEL rebuilds count by their ID too); its
+# version is RHEL_VERSION, else VERSION less the OPENSHIFT_VERSION prefix ("4.12" is
+# "412.": CentOS Stream CoreOS 4.12-4.18 has VERSION="412.9.<date>-0", VERSION_ID="4.12"),
+# else 8.1/8.2 for the VERSION_ID 4.1/4.2, else VERSION_ID; RHCOS without RHEL_VERSION
+# (4.1, 4.2) is RHEL 8. Empty when the os-release names no RHEL (Fedora CoreOS: it gets
+# the first build). The Rust reader (OsRelease::rhel_major in src/choose/osrelease.rs)
+# reads the same; the table of real os-release files (tests/data/os-release) holds the
+# two together. Each source below overrides the ones before it. Kept short: the config
+# of an old bootimage carries this script inline, and must fit AWS's 16 KB of user data.
 host_rhel() {
     local f
     for f in "$root/etc/os-release" "$root/usr/lib/os-release"; do
         if [ -r "$f" ]; then
             # os-release(5) is made to be sourced by a shell.
             (
-                unset ID ID_LIKE VERSION_ID RHEL_VERSION
+                unset ID ID_LIKE VERSION VERSION_ID RHEL_VERSION OPENSHIFT_VERSION
                 # shellcheck disable=SC1090
                 . "$f"
-                if [ -n "${RHEL_VERSION:-}" ]; then
-                    echo "${RHEL_VERSION%%.*}"
-                else
-                    case "${ID:-}" in
-                    rhel | centos | almalinux | rocky | ol | scos) echo "${VERSION_ID%%.*}" ;;
-                    rhcos) echo 8 ;;
-                    *)
-                        case " ${ID_LIKE:-} " in
-                        *" rhel "*) echo "${VERSION_ID%%.*}" ;;
-                        esac
-                        ;;
-                    esac
-                fi
+                case "${ID:-} ${ID_LIKE:-} " in
+                rhel\ * | rhcos\ * | centos\ * | almalinux\ * | rocky\ * | ol\ * | scos\ * | *\ rhel\ *) ;;
+                *) exit 0 ;;
+                esac
+                v=${VERSION_ID:-}
+                case $v in 4.[12]) v=8.${v#4.} ;; esac
+                p=${OPENSHIFT_VERSION-}
+                p=${p//./}.
+                [ -z "${OPENSHIFT_VERSION+s}" ] || case ${VERSION:-} in "$p"*) v=${VERSION//"$p"/} ;; esac
+                [ "${ID:-}" != rhcos ] || v=8
+                [ -z "${RHEL_VERSION+s}" ] || v=$RHEL_VERSION
+                v=${v%%.*}
+                v=${v#+}
+                case $v in "" | *[!0-9]*) ;; *) echo $((10#$v)) ;; esac
             )
             return
         fi
@@ -48,6 +56,7 @@ host_rhel() {
 }
 
 host="$(host_rhel)"
+echo "mco-mcd-install: host RHEL from os-release: ${host:-none}"
 if [ -n "$other_rhel" ] && [ "$host" = "$other_rhel" ]; then
     payload="$root/var/lib/mcd-inject/machine-config-daemon.rhel$other_rhel.gz"
     expected_sha256=$other_sha256

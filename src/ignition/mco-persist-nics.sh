@@ -68,11 +68,14 @@ case "$id:${os[VARIANT_ID]:-}" in rhcos:* | scos:* | rhel:coreos) el=true ;; esa
 
 # The one rule for which hosts get the pass: EL8 (IsEL8), where MCO 4.13-4.22 persist.
 # MCO 4.21 and 4.22 also persist on EL9, and 4.13-4.20 (EL9) and 4.21+ (EL10) run a
-# cleanup, which on a new node (no stamp) does nothing; this does nothing there.
+# cleanup, which on a new node (no stamp) does nothing; this does nothing there. The Rust
+# reader states the same rule (OsRelease::is_el8 in src/choose/osrelease.rs); the table
+# of real os-release files (tests/data/os-release) holds the two together.
 if ! { $el && [[ $version == 8.* ]] || [ "$version" = 8 ]; }; then
     say "host $id $version is not EL8; nothing to do"
     exit 0
 fi
+say "host $id $version is EL8"
 
 # Kernel arguments as nmstatectl reads them: /proc/cmdline split on single spaces, the
 # trailing newline kept on the last word; none if it cannot be read.

@@ -28,6 +28,7 @@ mod layering;
 mod mcs_renders;
 mod node_view;
 mod okd;
+mod osrelease_table;
 mod outputs;
 mod persist_nics;
 mod policy_conformance;

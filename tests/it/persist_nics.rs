@@ -16,20 +16,17 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use mcd_inject::ignition::decode_data_url;
-use serde_json::Value;
-
-use crate::harness::{crate_root, inject, run_ok};
+use crate::harness::{crate_root, run_ok, small_config_file};
 
 /// The newest nmstate 2.2 release in the crate registry.
 const NMSTATECTL_VERSION: &str = "2.2.62";
 const SCRIPT_PATH: &str = "/var/lib/mcd-inject/mco-persist-nics.sh";
-const UNIT: &str = "etc/systemd/system/machine-config-daemon-firstboot.service";
+pub(crate) const UNIT: &str = "etc/systemd/system/machine-config-daemon-firstboot.service";
 const NETWORK: &str = "etc/systemd/network";
-const STAMP: &str = "etc/systemd/network/.nmstate-persist.stamp";
+pub(crate) const STAMP: &str = "etc/systemd/network/.nmstate-persist.stamp";
 
 /// The firstboot unit of MCO 4.14+ (release-4.22's template, rendered).
-const UNIT_4_22: &str = "[Unit]
+pub(crate) const UNIT_4_22: &str = "[Unit]
 Description=Machine Config Daemon Firstboot
 ConditionPathExists=/run/ostree-booted
 ConditionPathExists=/etc/ignition-machine-config-encapsulated.json
@@ -98,27 +95,13 @@ pub(crate) fn nmstatectl() -> &'static Path {
 }
 
 /// The script as a config carries it (`inject` on `fixtures/mco-small`, for 4.2).
-fn script() -> &'static Path {
+pub(crate) fn script() -> &'static Path {
     static SCRIPT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &SCRIPT
         .get_or_init(|| {
+            let (bytes, mode) = small_config_file(SCRIPT_PATH);
+            assert_eq!(mode, 0o755);
             let dir = tempfile::tempdir().unwrap();
-            let ign = dir.path().join("config.ign");
-            let image = format!(
-                "oci:{}:latest",
-                crate_root().join("fixtures/mco-small").display()
-            );
-            let run = inject(&image, "4.2", &ign, &["-q"]);
-            assert_eq!(run.code, Some(0), "{}", run.describe());
-            let cfg: Value = serde_json::from_slice(&fs::read(&ign).unwrap()).unwrap();
-            let file = cfg["storage"]["files"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| f["path"] == SCRIPT_PATH)
-                .unwrap_or_else(|| panic!("the config has no {SCRIPT_PATH}"));
-            assert_eq!(file["mode"], 0o755);
-            let bytes = decode_data_url(file["contents"]["source"].as_str().unwrap()).unwrap();
             let path = dir.path().join("mco-persist-nics.sh");
             fs::write(&path, bytes).unwrap();
             (dir, path)

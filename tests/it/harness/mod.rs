@@ -697,6 +697,33 @@ pub fn inject(reference: &str, bootimage: &str, out: &Path, extra: &[&str]) -> R
     mcd_inject(args)
 }
 
+/// A file of the config `inject` writes for the committed `fixtures/mco-small` on a 4.2
+/// bootimage, as the node gets it (its bytes and mode): the node scripts, say. `inject`
+/// runs once per test binary.
+pub fn small_config_file(path: &str) -> (Vec<u8>, u64) {
+    static CONFIG: OnceLock<serde_json::Value> = OnceLock::new();
+    let cfg = CONFIG.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let ign = dir.path().join("config.ign");
+        let image = format!(
+            "oci:{}:latest",
+            crate_root().join("fixtures/mco-small").display()
+        );
+        let run = inject(&image, "4.2", &ign, &["-q"]);
+        assert_eq!(run.code, Some(0), "{}", run.describe());
+        serde_json::from_slice(&fs::read(&ign).unwrap()).unwrap()
+    });
+    let file = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("the config has no {path}"));
+    let source = file["contents"]["source"].as_str().unwrap();
+    let bytes = mcd_inject::ignition::decode_data_url(source).unwrap();
+    (bytes, file["mode"].as_u64().unwrap())
+}
+
 // ------------------------------------------------------------------ hand-made layouts
 
 /// A gzip tar layer of regular files `(name, bytes, mode)`, in that order, mtime 0, each
