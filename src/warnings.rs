@@ -4,7 +4,8 @@
 //! [`Warning`]'s `Display`. Each job is handed the [`Warnings`] of its run, passes it
 //! down to what it calls (the registry and the cache among them), and returns what
 //! was given in its report. The binary makes it with an echo, which prints each
-//! warning once, as it happens, as `warning: MESSAGE` on stderr, and puts the report's
+//! warning once, as it happens, as `warning: MESSAGE` on stderr (under `-q` without
+//! one, printing the run's warnings only when it fails), and puts the report's
 //! warnings into its `--json` reports. Made strict (`--strict`),
 //! [`Warnings::check_strict`] fails once any warning was given: the jobs call it before
 //! they commit an output, so a strict run that warns leaves its outputs untouched.
