@@ -1044,7 +1044,8 @@ fn sha256_of(path: &Path) -> String {
     )
 }
 
-/// Every digest of every report is `ALGORITHM:HEX`, and says what it is of.
+/// Every digest of every report is `ALGORITHM:HEX` (the provenance record `verify`
+/// shows included), and says what it is of.
 #[test]
 fn json_digests_have_one_form_everywhere() {
     use sha2::Digest as _;
@@ -1099,20 +1100,80 @@ fn json_digests_have_one_form_everywhere() {
         &[],
     ));
     assert_eq!(r["ok"], true, "{r:#}");
-    assert_eq!(r["binary_sha256"], v["binary"]["sha256"]);
+    // The config's provenance record, in the report: the same spelling as the rest.
+    let p = &r["provenance"];
+    for d in [
+        &r["binary_sha256"],
+        &p["binary_sha256"],
+        &p["builds"][0]["binary_sha256"],
+    ] {
+        assert_eq!(d, &v["binary"]["sha256"], "{r:#}");
+    }
+    assert_eq!(
+        p["builds"][1]["binary_sha256"], v["boots"]["cluster_os"]["binary"]["sha256"],
+        "{r:#}"
+    );
+    // On the node the record keeps its own spelling: bare hex.
+    let record = ign_file(&ign, "/var/lib/mcd-inject/provenance.json");
+    let bare = v["binary"]["sha256"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    assert_eq!(record["binary_sha256"], bare, "{record:#}");
     let i = json(&ok(&["inspect", "--image", &image, "--json"], &[]));
     let b = i["binaries"].as_array().unwrap();
     assert!(
         b.iter().any(|b| b["sha256"] == v["binary"]["sha256"]),
         "{i:#}"
     );
-    for d in [
-        &v["image"]["manifest_digest"],
-        &v["image"]["config_digest"],
-        &e["image"]["manifest_digest"],
-    ] {
-        assert!(d.as_str().unwrap().starts_with("sha256:"), "{d}");
+    // Every digest of every report: a string under a key that names a hash or a digest.
+    let mut seen = 0;
+    for report in [&v, &e, &r, &i] {
+        digests(report, "", &mut |key, d| {
+            seen += 1;
+            let algorithm = if key.ends_with("sha512") {
+                "sha512:"
+            } else {
+                "sha256:"
+            };
+            assert!(d.starts_with(algorithm), "{key}: {d}");
+            assert!(
+                d[algorithm.len()..].bytes().all(|c| c.is_ascii_hexdigit()),
+                "{key}: {d}"
+            );
+        });
     }
+    assert!(seen > 20, "only {seen} digests");
+}
+
+/// Each string under a key ending in `sha256`, `sha512` or `digest`, with its key.
+fn digests(v: &serde_json::Value, key: &str, f: &mut dyn FnMut(&str, &str)) {
+    match v {
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| digests(v, k, f)),
+        serde_json::Value::Array(a) => a.iter().for_each(|v| digests(v, key, f)),
+        serde_json::Value::String(s)
+            if ["sha256", "sha512", "digest"]
+                .iter()
+                .any(|e| key.ends_with(e)) =>
+        {
+            f(key, s)
+        }
+        _ => {}
+    }
+}
+
+/// The JSON of the file `path` that a spec 2.2 or 3 config carries inline.
+fn ign_file(ign: &Path, path: &str) -> serde_json::Value {
+    let cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(ign).unwrap()).unwrap();
+    let f = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("{path} is not in the config"));
+    let bytes =
+        mcd_inject::ignition::decode_data_url(f["contents"]["source"].as_str().unwrap()).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
 }
 
 #[test]

@@ -357,6 +357,30 @@ fn remote_mode_serves_the_closure_beside_the_payload_and_warns_of_the_config_siz
     let text = String::from_utf8_lossy(&r.stdout).into_owned();
     assert_eq!(r.code, Some(0), "{}\n{text}", r.describe());
     assert!(text.contains("the 5 closure files decompress"), "{text}");
+    // The closure files' digests in verify's report: `sha256:HEX`, as in inject's.
+    let r = mcd_inject([
+        "verify",
+        out.to_str().unwrap(),
+        "--payload",
+        payload.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.describe());
+    let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let shown: Vec<&Value> = v["provenance"]["builds"][0]["closure"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["sha256"])
+        .collect();
+    let reported: Vec<&Value> = report["boots"]["first"]["closure"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["sha256"])
+        .collect();
+    assert_eq!(shown.len(), 5, "{v:#}");
+    assert_eq!(shown, reported, "{v:#}");
 }
 
 /// The install script, run on roots whose os-release is each boot's: RHCOS 4.2 (RHEL
