@@ -36,8 +36,8 @@ const V0_CPU_S_PER_MB: f64 = 0.8;
 const V0_RSS_PER_BYTE: f64 = 21.0;
 
 /// What cloud user data carries at most (AWS user data, Azure custom data, a GCP metadata
-/// value), smallest first. An inline config over the smallest gets the hand-over
-/// warning, listing the limits it exceeds.
+/// value), smallest first. A config over the smallest, inline or in remote mode, gets the
+/// hand-over warning, listing the limits it exceeds.
 pub const USER_DATA_LIMITS: [(&str, u64); 3] = [
     ("AWS", 16 * 1024),
     ("Azure custom data", 64 * 1024),
@@ -664,9 +664,9 @@ struct Written {
     sha256: String,
 }
 
-/// Writes the config (the payload streamed into it inline), warns about the size of a
-/// big inline spec 2.x config, then commits the staged payload and the config, unless
-/// `--strict` turns a warning of the run into failure.
+/// Writes the config (the payload streamed into it inline), warns about a config too big
+/// for user data and about a big inline spec 2.x config, then commits the staged payload
+/// and the config, unless `--strict` turns a warning of the run into failure.
 fn write(
     cfg: &InjectConfig,
     plan: &Plan,
@@ -703,8 +703,10 @@ fn write(
     let size = w.len;
     let sha256 = w.hex();
     log::info!("config written: {size} bytes");
-    if cfg.remote.is_none() && size > USER_DATA_LIMITS[0].1 {
-        warnings.warn(hand_over_warning(size));
+    // What user data carries is the config itself, payload inline or served: a
+    // remote-mode config with a closure's entries is over AWS's limit too.
+    if size > USER_DATA_LIMITS[0].1 {
+        warnings.warn(hand_over_warning(size, cfg.remote.is_some()));
     }
     if plan.target.spec.is_v2() && cfg.remote.is_none() && size > V2_INLINE_WARN_BYTES {
         warnings.warn(v2_size_warning(size));
@@ -748,12 +750,13 @@ fn secret_file(
     Ok(t)
 }
 
-/// The warning for inline configs too big to hand over: the user-data limits the
-/// config exceeds, and what reading it from fw_cfg costs.
-pub fn hand_over_warning(len: u64) -> Warning {
+/// The warning for configs too big to hand over, inline or in remote mode (`remote`):
+/// the user-data limits the config exceeds, and what reading it from fw_cfg costs.
+pub fn hand_over_warning(len: u64, remote: bool) -> Warning {
     let mb = len as f64 / 1e6;
     Warning::InlineConfigTooBigToHandOver {
         bytes: len,
+        remote,
         user_data_exceeded: USER_DATA_LIMITS
             .iter()
             .filter(|(_, limit)| len > *limit)
@@ -797,7 +800,7 @@ mod tests {
 
     #[test]
     fn hand_over_warning_names_the_limits_fw_cfg_and_remote_mode() {
-        let w = hand_over_warning(28_870_000).to_string();
+        let w = hand_over_warning(28_870_000, false).to_string();
         assert!(w.contains("28.9 MB"), "{w}");
         assert!(
             w.contains("AWS 16 KB, Azure custom data 64 KB, GCP metadata 256 KB"),
@@ -808,7 +811,7 @@ mod tests {
         // Between the limits: only those exceeded are named.
         let Warning::InlineConfigTooBigToHandOver {
             user_data_exceeded, ..
-        } = hand_over_warning(100_000)
+        } = hand_over_warning(100_000, false)
         else {
             unreachable!()
         };
@@ -817,6 +820,16 @@ mod tests {
             .map(|l| l.platform.as_str())
             .collect();
         assert_eq!(names, ["AWS", "Azure custom data"]);
+        // In remote mode: the same limits, and no pointing to remote mode.
+        let w = hand_over_warning(21_000, true).to_string();
+        assert!(
+            w.starts_with(
+                "the config is 21 kB with the payload served (remote mode): over the \
+                 user-data limit of AWS 16 KB."
+            ),
+            "{w}"
+        );
+        assert!(!w.contains("--payload-url") && !w.contains("fw_cfg"), "{w}");
     }
 
     #[test]

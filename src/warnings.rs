@@ -4,7 +4,8 @@
 //! [`Warning`]'s `Display`. Each job is handed the [`Warnings`] of its run, passes it
 //! down to what it calls (the registry and the cache among them), and returns what
 //! was given in its report. The binary makes it with an echo, which prints each
-//! warning once, as it happens, as `warning: MESSAGE` on stderr, and puts the report's
+//! warning once, as it happens, as `warning: MESSAGE` on stderr (under `-q` without
+//! one, printing the run's warnings only when it fails), and puts the report's
 //! warnings into its `--json` reports. Made strict (`--strict`),
 //! [`Warnings::check_strict`] fails once any warning was given: the jobs call it before
 //! they commit an output, so a strict run that warns leaves its outputs untouched.
@@ -48,12 +49,16 @@ pub enum Warning {
         /// Bytes of RAM it is expected to need.
         ram_bytes: u64,
     },
-    /// A config with the payload inline, too big for the ways a config is usually
-    /// handed to a node: cloud user data, and qemu's firmware config (fw_cfg), which
-    /// Ignition reads in quadratic time.
+    /// A config too big for the ways a config is usually handed to a node: cloud user
+    /// data, and qemu's firmware config (fw_cfg), which Ignition reads in quadratic
+    /// time. Named for its first case, a config with the payload inline; a config in
+    /// remote mode gets it too when its own entries (a closure's, a base's) are over a
+    /// limit, with `remote` set.
     InlineConfigTooBigToHandOver {
         /// The config's size in bytes.
         bytes: u64,
+        /// Whether the config is in remote mode (its payloads served, not inline).
+        remote: bool,
         /// The user-data limits it exceeds.
         user_data_exceeded: Vec<UserDataLimit>,
         /// Seconds Ignition spent reading 1 MB (10^6 bytes) from fw_cfg under qemu's
@@ -144,6 +149,7 @@ impl fmt::Display for Warning {
             ),
             Warning::InlineConfigTooBigToHandOver {
                 bytes,
+                remote,
                 user_data_exceeded,
                 fw_cfg_seconds_per_mb_squared,
                 fw_cfg_seconds,
@@ -154,8 +160,9 @@ impl fmt::Display for Warning {
                     .collect();
                 write!(
                     f,
-                    "the config is {} with the payload inline: over the user-data limit of {}",
+                    "the config is {} with the payload {}: over the user-data limit of {}",
                     human_bytes(*bytes),
+                    if *remote { "served (remote mode)" } else { "inline" },
                     limits.join(", ")
                 )?;
                 if *fw_cfg_seconds >= 1.0 {
@@ -168,11 +175,23 @@ impl fmt::Display for Warning {
                         human_seconds(*fw_cfg_seconds)
                     )?;
                 }
-                write!(
-                    f,
-                    ". Remote mode (--payload-url URL --payload-out FILE) keeps the config \
-                     to a few kB, which every way of handing it over carries."
-                )
+                if *remote {
+                    // The payloads are already out of it: what is left is the config's
+                    // own entries, which no flag makes smaller.
+                    write!(
+                        f,
+                        ". Its payloads are already served: what is left is the config's \
+                         own entries, so hand it over a way that carries that size."
+                    )
+                } else {
+                    write!(
+                        f,
+                        ". Remote mode (--payload-url URL --payload-out FILE) takes the \
+                         payloads out of the config, leaving its own entries: a few kB, \
+                         which every way of handing it over carries unless a closure or \
+                         the --base config adds more."
+                    )
+                }
             }
             Warning::CacheBlobDamaged { digest, cache, why } => write!(
                 f,

@@ -280,7 +280,8 @@ pub struct RegistryArgs {
     #[arg(long, env = "MCD_INJECT_OFFLINE", value_parser = BoolishValueParser::new())]
     pub offline: bool,
     /// Print nothing on success but the output asked for: no progress, no summary line,
-    /// no notes (warnings and errors are still printed).
+    /// no notes, no warnings (still in --json reports), no `ok:` lines of verify. A run
+    /// that fails prints its warnings, then the error.
     #[arg(
         short,
         long,

@@ -87,14 +87,25 @@ fn preflight(out: &Output, a: &ImageArgs, flag: &str) -> Result<()> {
     Ok(())
 }
 
-fn run(cli: Cli) -> Result<()> {
-    let warnings = Warnings::new(cli.strict, Some(echo));
+/// Whether the command was given `-q` (`MCD_INJECT_QUIET`).
+fn quiet(cli: &Cli) -> bool {
+    match &cli.command {
+        Command::Extract(a) => a.image.registry.quiet,
+        Command::Inspect(a) => a.image.registry.quiet,
+        Command::Pull(a) => a.image.registry.quiet,
+        Command::Inject(a) => a.image.registry.quiet,
+        Command::Verify(a) => a.registry.quiet,
+        Command::Completion(_) | Command::Man(_) => false,
+    }
+}
+
+fn run(cli: Cli, warnings: &Warnings) -> Result<()> {
     match cli.command {
         Command::Extract(a) => {
             preflight(&a.output, &a.image, "-o")?;
-            let (r, opts, _) = a.image.resolve(&warnings)?;
-            let img = transport::open(&r, &opts, &warnings)?;
-            let report = extract::extract(&img, &a.path, &a.output, &warnings)?;
+            let (r, opts, _) = a.image.resolve(warnings)?;
+            let img = transport::open(&r, &opts, warnings)?;
+            let report = extract::extract(&img, &a.path, &a.output, warnings)?;
             if a.json {
                 let mut v = json::extract(&img.info, &a.path, &a.output, &report);
                 v["warnings"] = warnings::to_json(&report.warnings);
@@ -107,8 +118,8 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Inspect(a) => {
-            let (r, opts, release) = a.image.resolve(&warnings)?;
-            let img = transport::open(&r, &opts, &warnings)?;
+            let (r, opts, release) = a.image.resolve(warnings)?;
+            let img = transport::open(&r, &opts, warnings)?;
             let spool =
                 tempfiles::dir_in(&std::env::temp_dir()).context("creating a spool directory")?;
             let report = choose::inspect(&img, spool.path())?;
@@ -125,7 +136,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Pull(a) => {
-            let (r, opts, release) = a.image.resolve(&warnings)?;
+            let (r, opts, release) = a.image.resolve(warnings)?;
             if let Some(rel) = &release {
                 // Reading the release cached what `--release ... --offline` needs of it
                 // (its manifests and the layers that hold /release-manifests), not the
@@ -137,7 +148,7 @@ fn run(cli: Cli) -> Result<()> {
                     );
                 }
             }
-            let report = registry::pull(&r, &opts.platform, &opts.registry, &warnings)?;
+            let report = registry::pull(&r, &opts.platform, &opts.registry, warnings)?;
             warnings.check_strict()?;
             if a.json {
                 let mut v = json::pull(&report);
@@ -166,7 +177,7 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(out) = &a.json.json_out {
                 out.spool_dir().context("--json-out")?;
             }
-            let r = inject::inject(&a.config(&warnings)?, &warnings)?;
+            let r = inject::inject(&a.config(warnings)?, warnings)?;
             let quiet = a.image.registry.quiet;
             for n in r.notes.iter().filter(|_| !quiet) {
                 note(n);
@@ -201,7 +212,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Verify(a) => {
-            let r = match verify::verify(&a.config(&warnings)?, &warnings) {
+            let r = match verify::verify(&a.config(warnings)?, warnings) {
                 Ok(r) => r,
                 Err(e) => {
                     let problem = e
@@ -219,8 +230,9 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(out) = a.json.target() {
                 write_json(&out, &report::verify_json(&r, &a.ign.to_string()))?;
             } else {
+                // Under -q the exit code says a config passed: only problems are listed.
                 let mut text = String::new();
-                for p in &r.passed {
+                for p in r.passed.iter().filter(|_| !a.registry.quiet) {
                     text.push_str(&format!("ok: {p}\n"));
                 }
                 for p in &r.problems {
@@ -284,11 +296,20 @@ pub fn main() -> ExitCode {
     if let Some(limit) = cli.timeout {
         tempfiles::set_deadline(limit);
     }
-    match run(cli) {
+    // Warnings are printed as they are given; under -q only when the run fails (a
+    // warning under --strict among the ways), before the error.
+    let quiet = quiet(&cli);
+    let warnings = Warnings::new(cli.strict, (!quiet).then_some(echo as fn(&Warning)));
+    match run(cli, &warnings) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of stdout went away (`| head`): nothing more to say.
         Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => ExitCode::SUCCESS,
         Err(e) => {
+            if quiet {
+                for w in warnings.list() {
+                    echo(&w);
+                }
+            }
             note(&format!("error: {e:#}"));
             ExitCode::from(1)
         }

@@ -140,6 +140,37 @@ pub fn verify_unreadable_json(config: &str, problem: &str) -> Value {
     })
 }
 
+/// The config's provenance record as a report shows it: its digests, bare hex in the
+/// record on the node (`binary_sha256`, each build's, each closure file's `sha256`), as
+/// `sha256:HEX` like every digest of a report. The rest is the record's own.
+fn provenance_json(record: &Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m.iter_mut() {
+                    let algorithm = [("sha256", 64), ("sha512", 128)]
+                        .into_iter()
+                        .find(|(a, _)| k.ends_with(a));
+                    match (algorithm, v.as_str()) {
+                        (Some((a, len)), Some(hex)) if is_hex(hex, len) => {
+                            *v = Value::from(digest(a, hex))
+                        }
+                        _ => walk(v),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    fn is_hex(s: &str, len: usize) -> bool {
+        s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
+    }
+    let mut v = record.clone();
+    walk(&mut v);
+    v
+}
+
 /// The report of one `verify` run.
 pub fn verify_json(r: &VerifyReport, config: &str) -> Value {
     json!({
@@ -147,9 +178,37 @@ pub fn verify_json(r: &VerifyReport, config: &str) -> Value {
         "ok": r.problems.is_empty(),
         "spec": r.spec,
         "binary_sha256": r.binary_sha256.as_deref().map(|h| digest("sha256", h)),
-        "provenance": r.provenance,
+        "provenance": r.provenance.as_ref().map(provenance_json),
         "passed": r.passed,
         "problems": r.problems,
         "warnings": warnings::to_json(&r.warnings),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provenance_digests_get_their_algorithm_and_nothing_else_changes() {
+        let hex = "e9babf8af8e4380c0cf4748126167bfd036df441612df33c682937007b472287";
+        let record = json!({
+            "manifest_digest": format!("sha256:{hex}"),
+            "binary_path": "/usr/bin/machine-config-daemon",
+            "binary_sha256": hex,
+            "builds": [{"binary_sha256": hex, "rhel": 8,
+                        "closure": [{"name": "libc.so.6", "sha256": hex}]}],
+            "tool": "mcd-inject 0.1.0",
+        });
+        let d = format!("sha256:{hex}");
+        let want = json!({
+            "manifest_digest": d,
+            "binary_path": "/usr/bin/machine-config-daemon",
+            "binary_sha256": d,
+            "builds": [{"binary_sha256": d, "rhel": 8,
+                        "closure": [{"name": "libc.so.6", "sha256": d}]}],
+            "tool": "mcd-inject 0.1.0",
+        });
+        assert_eq!(provenance_json(&record), want);
+    }
 }

@@ -804,30 +804,35 @@ fn exit_code_2_is_for_a_command_line_that_cannot_be_used() {
     }
 }
 
+/// `-q` (`--quiet`, `MCD_INJECT_QUIET`): a run that succeeds prints nothing, not even its
+/// warnings (they are still in `--json`), but the output asked for on stdout; a run that
+/// fails prints the warnings it held back, then the error (so `--strict` still fails).
 #[test]
-fn quiet_prints_nothing_on_success() {
+fn quiet_prints_nothing_on_success_but_the_output_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     let image = small_image();
-    let ign = dir.path().join("x.ign").display().to_string();
-    let mcd = dir.path().join("mcd").display().to_string();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let (ign, mcd) = (path("x.ign"), path("mcd"));
+    // Two inline builds: an 18 kB config, over AWS's 16 KB of user data, which warns.
     let inject = [
         "inject",
         "--image",
         &image,
         "--bootimage",
         "4.2",
-        // One build: a config under 16 KB, which warns of nothing.
-        "--cluster-rhel",
-        "8",
         "--ign",
         &ign,
     ];
-    // Without -q inject says what it chose and wrote.
     let loud = ok(&inject, &[]);
+    let warning = "warning: the config is 18 kB with the payload inline: over the \
+                   user-data limit of AWS 16 KB";
+    assert!(stderr(&loud).contains(warning), "{}", stderr(&loud));
     assert!(stderr(&loud).contains("chose "), "{}", stderr(&loud));
     let extract = ["extract", "--image", &image, "--path", MCD, "-o", &mcd];
     assert!(!stderr(&ok(&extract, &[])).is_empty());
-    for args in [&inject[..], &extract[..]] {
+    let verify = ["verify", &ign];
+    assert!(String::from_utf8_lossy(&ok(&verify, &[]).stdout).contains("ok: "));
+    let silent = |args: &[&str]| {
         for (flag, env) in [
             (Some("-q"), None),
             (Some("--quiet"), None),
@@ -839,12 +844,83 @@ fn quiet_prints_nothing_on_success() {
             let out = ok(&a, &env);
             assert!(
                 out.stdout.is_empty() && out.stderr.is_empty(),
-                "{a:?}: {}",
+                "{a:?} {env:?}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
                 stderr(&out)
             );
         }
-    }
+    };
+    silent(&inject);
+    silent(&extract);
+    silent(&verify);
     assert!(Path::new(&ign).is_file() && Path::new(&mcd).is_file());
+
+    // What was asked for on stdout is printed, and nothing else.
+    let quiet = |args: &[&str]| {
+        let mut a = args.to_vec();
+        a.push("-q");
+        let out = ok(&a, &[]);
+        assert!(out.stderr.is_empty(), "{a:?}: {}", stderr(&out));
+        out
+    };
+    let v = json(&quiet(&[&inject[..], &["--json"]].concat()));
+    assert_eq!(
+        v["warnings"][0]["kind"], "inline-config-too-big-to-hand-over",
+        "{v:#}"
+    );
+    assert_eq!(v["warnings"].as_array().unwrap().len(), 1, "{v:#}");
+    let to_stdout = quiet(&[
+        "inject",
+        "--image",
+        &image,
+        "--bootimage",
+        "4.2",
+        "--ign",
+        "-",
+    ]);
+    assert_eq!(to_stdout.stdout, std::fs::read(&ign).unwrap());
+    let bytes = quiet(&["extract", "--image", &image, "--path", MCD, "-o", "-"]);
+    assert_eq!(bytes.stdout, std::fs::read(&mcd).unwrap());
+    let listing = quiet(&["inspect", "--image", &image]);
+    assert!(String::from_utf8_lossy(&listing.stdout).contains(MCD));
+    assert_eq!(json(&quiet(&["verify", &ign, "--json"]))["ok"], true);
+
+    // A run that fails says why: the problems of a config, and under --strict the
+    // warning that failed it, then the error.
+    let out = run(&["verify", &ign, "--bootimage", "4.8", "-q"], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.starts_with("FAIL: spec 2.2.0 cannot be read"),
+        "{listed}"
+    );
+    assert!(!listed.contains("ok: "), "{listed}");
+    assert!(err.starts_with("error: "), "{err}");
+    let strict_ign = path("strict.ign");
+    let err = fails(
+        &[
+            "inject",
+            "--image",
+            &image,
+            "--bootimage",
+            "4.2",
+            "--ign",
+            &strict_ign,
+            "-q",
+            "--strict",
+        ],
+        &[],
+        1,
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].starts_with(warning), "{err}");
+    assert_eq!(
+        lines[1],
+        "error: --strict: 1 warning (above) turned into failure; no output was written"
+    );
+    assert!(!Path::new(&strict_ign).exists());
 }
 
 #[test]
@@ -968,7 +1044,8 @@ fn sha256_of(path: &Path) -> String {
     )
 }
 
-/// Every digest of every report is `ALGORITHM:HEX`, and says what it is of.
+/// Every digest of every report is `ALGORITHM:HEX` (the provenance record `verify`
+/// shows included), and says what it is of.
 #[test]
 fn json_digests_have_one_form_everywhere() {
     use sha2::Digest as _;
@@ -1023,20 +1100,80 @@ fn json_digests_have_one_form_everywhere() {
         &[],
     ));
     assert_eq!(r["ok"], true, "{r:#}");
-    assert_eq!(r["binary_sha256"], v["binary"]["sha256"]);
+    // The config's provenance record, in the report: the same spelling as the rest.
+    let p = &r["provenance"];
+    for d in [
+        &r["binary_sha256"],
+        &p["binary_sha256"],
+        &p["builds"][0]["binary_sha256"],
+    ] {
+        assert_eq!(d, &v["binary"]["sha256"], "{r:#}");
+    }
+    assert_eq!(
+        p["builds"][1]["binary_sha256"], v["boots"]["cluster_os"]["binary"]["sha256"],
+        "{r:#}"
+    );
+    // On the node the record keeps its own spelling: bare hex.
+    let record = ign_file(&ign, "/var/lib/mcd-inject/provenance.json");
+    let bare = v["binary"]["sha256"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    assert_eq!(record["binary_sha256"], bare, "{record:#}");
     let i = json(&ok(&["inspect", "--image", &image, "--json"], &[]));
     let b = i["binaries"].as_array().unwrap();
     assert!(
         b.iter().any(|b| b["sha256"] == v["binary"]["sha256"]),
         "{i:#}"
     );
-    for d in [
-        &v["image"]["manifest_digest"],
-        &v["image"]["config_digest"],
-        &e["image"]["manifest_digest"],
-    ] {
-        assert!(d.as_str().unwrap().starts_with("sha256:"), "{d}");
+    // Every digest of every report: a string under a key that names a hash or a digest.
+    let mut seen = 0;
+    for report in [&v, &e, &r, &i] {
+        digests(report, "", &mut |key, d| {
+            seen += 1;
+            let algorithm = if key.ends_with("sha512") {
+                "sha512:"
+            } else {
+                "sha256:"
+            };
+            assert!(d.starts_with(algorithm), "{key}: {d}");
+            assert!(
+                d[algorithm.len()..].bytes().all(|c| c.is_ascii_hexdigit()),
+                "{key}: {d}"
+            );
+        });
     }
+    assert!(seen > 20, "only {seen} digests");
+}
+
+/// Each string under a key ending in `sha256`, `sha512` or `digest`, with its key.
+fn digests(v: &serde_json::Value, key: &str, f: &mut dyn FnMut(&str, &str)) {
+    match v {
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| digests(v, k, f)),
+        serde_json::Value::Array(a) => a.iter().for_each(|v| digests(v, key, f)),
+        serde_json::Value::String(s)
+            if ["sha256", "sha512", "digest"]
+                .iter()
+                .any(|e| key.ends_with(e)) =>
+        {
+            f(key, s)
+        }
+        _ => {}
+    }
+}
+
+/// The JSON of the file `path` that a spec 2.2 or 3 config carries inline.
+fn ign_file(ign: &Path, path: &str) -> serde_json::Value {
+    let cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(ign).unwrap()).unwrap();
+    let f = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("{path} is not in the config"));
+    let bytes =
+        mcd_inject::ignition::decode_data_url(f["contents"]["source"].as_str().unwrap()).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
 }
 
 #[test]

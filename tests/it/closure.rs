@@ -3,7 +3,8 @@
 //! image's own loader resolves in the image's root, `inject` and `verify` agree on it,
 //! `inspect` tells it per bootimage, a closure that cannot be made is refused naming
 //! what is missing, a native fit always wins, remote mode serves the closure beside the
-//! payload, and the install script runs the build through it exactly where it must.
+//! payload (the config, still over AWS's user-data limit, warns so), and the install
+//! script runs the build through it exactly where it must.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -269,11 +270,12 @@ fn a_native_fit_always_wins_over_a_closure() {
 }
 
 #[test]
-fn remote_mode_serves_the_closure_beside_the_payload() {
+fn remote_mode_serves_the_closure_beside_the_payload_and_warns_of_the_config_size() {
     let image = rhel9_only_image(None);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.ign");
     let payload = dir.path().join("mcd.gz");
+    let json_out = dir.path().join("report.json");
     let r = inject(
         &image,
         "4.2",
@@ -283,9 +285,51 @@ fn remote_mode_serves_the_closure_beside_the_payload() {
             "https://203.0.113.7/x/mcd.gz",
             "--payload-out",
             payload.to_str().unwrap(),
+            "--json-out",
+            json_out.to_str().unwrap(),
         ],
     );
     assert_eq!(r.code, Some(0), "{}", r.describe());
+    // The payloads are served, but the closure's entries and the script that installs
+    // them make the config itself bigger than AWS's 16 KB of user data: the hand-over
+    // warning, for remote mode, once on stderr and in the report.
+    let size = fs::metadata(&out).unwrap().len();
+    assert!((16 * 1024..64 * 1024).contains(&size), "{size} bytes");
+    let report: Value = serde_json::from_slice(&fs::read(&json_out).unwrap()).unwrap();
+    let warnings = report["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{report:#}");
+    let w = &warnings[0];
+    assert_eq!(w["kind"], "inline-config-too-big-to-hand-over", "{w:#}");
+    assert_eq!(w["remote"], true, "{w:#}");
+    assert_eq!(w["bytes"], size, "{w:#}");
+    let exceeded: Vec<&str> = w["user_data_exceeded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["platform"].as_str().unwrap())
+        .collect();
+    assert_eq!(exceeded, ["AWS"], "{w:#}");
+    let message = w["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "the config is {:.0} kB with the payload served (remote mode): over the \
+             user-data limit of AWS 16 KB. ",
+            size as f64 / 1e3
+        )),
+        "{message}"
+    );
+    // Nothing about what its size does not touch: fw_cfg, Ignition v0.x's parsing, or
+    // remote mode, which it is in.
+    assert!(
+        !message.contains("fw_cfg") && !message.contains("--payload-url"),
+        "{message}"
+    );
+    assert_eq!(r.stderr.matches("warning: ").count(), 1, "{}", r.describe());
+    assert!(
+        r.stderr.contains(&format!("warning: {message}\n")),
+        "{}",
+        r.describe()
+    );
     let cfg = read_json(&out);
     let sources: BTreeMap<String, String> = cfg["storage"]["files"]
         .as_array()
@@ -304,7 +348,6 @@ fn remote_mode_serves_the_closure_beside_the_payload() {
     );
     let served = dir.path().join("mcd.libc.so.6.gz");
     assert!(served.is_file());
-    assert!(fs::metadata(&out).unwrap().len() < 64 * 1024);
     let r = mcd_inject([
         "verify",
         out.to_str().unwrap(),
@@ -314,6 +357,30 @@ fn remote_mode_serves_the_closure_beside_the_payload() {
     let text = String::from_utf8_lossy(&r.stdout).into_owned();
     assert_eq!(r.code, Some(0), "{}\n{text}", r.describe());
     assert!(text.contains("the 5 closure files decompress"), "{text}");
+    // The closure files' digests in verify's report: `sha256:HEX`, as in inject's.
+    let r = mcd_inject([
+        "verify",
+        out.to_str().unwrap(),
+        "--payload",
+        payload.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.describe());
+    let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let shown: Vec<&Value> = v["provenance"]["builds"][0]["closure"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["sha256"])
+        .collect();
+    let reported: Vec<&Value> = report["boots"]["first"]["closure"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["sha256"])
+        .collect();
+    assert_eq!(shown.len(), 5, "{v:#}");
+    assert_eq!(shown, reported, "{v:#}");
 }
 
 /// The install script, run on roots whose os-release is each boot's: RHCOS 4.2 (RHEL

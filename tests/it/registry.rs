@@ -1055,7 +1055,11 @@ fn a_damaged_cache_heals_online_and_offline_says_how_to_repair() {
     let image = format!("{}/mco/mco-4.16:v1", r.anon);
     let want = from_disk("mco-4.16", MCD, &[]);
     let cache = sb.cache();
-    sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    let quiet = sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    assert!(
+        quiet.stdout.is_empty() && quiet.stderr.is_empty(),
+        "{quiet:?}"
+    );
     let repair_hint =
         |err: &str| err.contains("without --offline") && err.contains("mcd-inject pull");
 
@@ -1066,12 +1070,25 @@ fn a_damaged_cache_heals_online_and_offline_says_how_to_repair() {
         err.contains("index.json") && err.contains("damaged") && repair_hint(&err),
         "{err}"
     );
-    let run = sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    // The warning is on stderr; under -q, only in the report.
+    let run = sb.ok(&["pull", "--image", &image, "--tls-verify=false"]);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         stderr.contains("warning:") && stderr.contains("rebuilt"),
         "{stderr}"
     );
+    fs::write(cache.join("index.json"), b"{ not json").unwrap();
+    let run = sb.ok(&[
+        "pull",
+        "--image",
+        &image,
+        "--tls-verify=false",
+        "-q",
+        "--json",
+    ]);
+    assert!(run.stderr.is_empty(), "{run:?}");
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(v["warnings"][0]["kind"], "cache-index-rebuilt", "{v:#}");
     let index: serde_json::Value =
         serde_json::from_slice(&fs::read(cache.join("index.json")).unwrap()).unwrap();
     assert_eq!(index["manifests"].as_array().unwrap().len(), 1, "{index}");
@@ -1097,7 +1114,7 @@ fn a_damaged_cache_heals_online_and_offline_says_how_to_repair() {
     // pull repairs a damaged layer that no other command reads.
     let bottom = manifest_layers("mco-4.16").remove(0);
     let bottom_path = damage(&cache, &bottom);
-    let run = sb.ok(&["pull", "--image", &image, "--tls-verify=false", "-q"]);
+    let run = sb.ok(&["pull", "--image", &image, "--tls-verify=false"]);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("fetching it again"), "{stderr}");
     let healed = fs::read(&bottom_path).unwrap();
