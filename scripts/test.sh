@@ -114,10 +114,11 @@ roots_pid=$!
 
 # nmstatectl, the oracle of the NIC-persisting pass in tests/it/persist_nics.rs and in the
 # VM case with predictable NIC names (tests/it/vm.rs), at persist_nics.rs's
-# NMSTATECTL_VERSION, built with cargo install while the lints run: some 6 minutes on 2
-# cores from nothing. The tests build it themselves when this did not.
+# NMSTATECTL_VERSION, built with cargo install while the lints run, unoptimised as the
+# tests build it (an oracle need not be fast). The tests build it themselves when this
+# did not.
 nmstatectl_root=$PWD/target/nmstatectl
-cargo install nmstatectl --version =2.2.62 --locked --no-default-features \
+CARGO_PROFILE_RELEASE_OPT_LEVEL=0 cargo install nmstatectl --version =2.2.62 --locked --no-default-features \
   --features query_apply --root "$nmstatectl_root" >"$nmstatectl_root.build.log" 2>&1 &
 nmstatectl_pid=$!
 

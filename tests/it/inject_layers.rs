@@ -293,6 +293,70 @@ fn the_top_layer_settles_an_mco_shaped_image() {
     );
 }
 
+/// An MCO 4.13-4.15 image (RHEL 8 base; a plain RHEL 8 build and its `.rhel9` twin in the
+/// top layer): the plain build's ELF (libcrypto.so.1.1) settles the first boot, and Red
+/// Hat's version label the cluster's OS (RHEL 9, whose build is the twin beside it): the
+/// top layer alone. Without the label the os-release and the absence of newer twins
+/// must be read, down to the bottom layer; the builds are the same.
+#[test]
+fn the_version_label_and_the_elf_settle_a_rhel8_image_in_its_top_layer() {
+    let fx = fixture("mco-4.14");
+    let img = transport::open(
+        &fx.reference("oci").parse().unwrap(),
+        &OpenOptions::default(),
+        &Default::default(),
+    )
+    .unwrap();
+    let spool = tempfile::tempdir().unwrap();
+    let ins = inspect::inspect(&img, spool.path()).unwrap();
+    let bytes = |p: &str| {
+        let b = ins.binaries.iter().find(|b| b.path == p).unwrap();
+        std::fs::read(b.file()).unwrap()
+    };
+    let (rhel8, rhel9) = (
+        bytes("/usr/bin/machine-config-daemon"),
+        bytes("/usr/bin/machine-config-daemon.rhel9"),
+    );
+    const RHEL8_OS: &[u8] = b"ID=\"rhel\"\nVERSION_ID=\"8.6\"\nRHEL_VERSION=8.6\n";
+    let base = layer(&[("usr/lib/os-release", Some(RHEL8_OS))]);
+    let middle = layer(&[("usr/share/doc/mco/README", Some(b"a package layer\n"))]);
+    let top = layer(&[
+        (MCD, Some(&rhel8)),
+        ("usr/bin/machine-config-daemon.rhel9", Some(&rhel9)),
+    ]);
+    let layers = [base, middle, top];
+    let run = |labels: &[(&str, &str)]| {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("image");
+        crate::harness::write_labelled_layout(&image, &layers, labels);
+        let reference = format!("oci:{}:latest", image.display());
+        let out = dir.path().join("out.ign");
+        let run = crate::harness::inject(&reference, "4.2", &out, &[]);
+        assert_eq!(run.code, Some(0), "{}", run.describe());
+        assert!(
+            run.stderr
+                .contains("chose /usr/bin/machine-config-daemon (sha256")
+                && run
+                    .stderr
+                    .contains("the config also carries /usr/bin/machine-config-daemon.rhel9"),
+            "{}",
+            run.describe()
+        );
+        run.stderr
+    };
+    let labelled = run(&[
+        ("io.openshift.release.operator", "true"),
+        ("version", "v4.14.0"),
+    ]);
+    assert!(labelled.contains("read 1 of 3 layers (3): "), "{labelled}");
+    // A base image's version label does not count: only MCO's image says its release.
+    let unlabelled = run(&[("version", "8.6")]);
+    assert!(
+        unlabelled.contains("read 3 of 3 layers (1, 2, 3): "),
+        "{unlabelled}"
+    );
+}
+
 #[test]
 fn a_build_in_a_lower_layer_is_still_read() {
     let (rhel9, rhel8) = builds();

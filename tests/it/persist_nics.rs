@@ -69,8 +69,10 @@ pub(crate) fn nmstatectl() -> &'static Path {
         };
         if version(&bin).as_deref() != Some(&format!("nmstatectl {NMSTATECTL_VERSION}")) {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            // persist-nic-names needs the query feature only.
+            // persist-nic-names needs the query feature only; an oracle need not be fast,
+            // so it is built unoptimised (about half the build time).
             let status = Command::new(cargo)
+                .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
                 .args(["install", "nmstatectl", "--locked", "--no-default-features"])
                 .args(["--features", "query_apply", "--version"])
                 .arg(format!("={NMSTATECTL_VERSION}"))

@@ -771,6 +771,11 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
 /// Writes an OCI image layout of these gzip layers (bottom first) in `dir`, its one
 /// manifest tagged `latest` (amd64); returns its reference.
 pub fn write_layout(dir: &Path, layers: &[Vec<u8>]) -> String {
+    write_labelled_layout(dir, layers, &[])
+}
+
+/// [`write_layout`], with labels in the image config (`config.Labels`).
+pub fn write_labelled_layout(dir: &Path, layers: &[Vec<u8>], labels: &[(&str, &str)]) -> String {
     let blobs = dir.join("blobs/sha256");
     fs::create_dir_all(&blobs).unwrap();
     let put = |b: &[u8]| {
@@ -788,8 +793,13 @@ pub fn write_layout(dir: &Path, layers: &[Vec<u8>]) -> String {
             format!("sha256:{}", sha256_hex(&tar))
         })
         .collect();
+    let labels: serde_json::Map<String, serde_json::Value> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+        .collect();
     let config = serde_json::to_vec(&serde_json::json!({
         "architecture": "amd64", "os": "linux",
+        "config": {"Labels": labels},
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
     }))
     .unwrap();
