@@ -708,9 +708,9 @@ impl<'a> Pass<'a> {
     }
 
     /// The cluster's OS: `--cluster-rhel`, the release, the image's version label, and
-    /// else, when `ask_image`, the image's os-release raised by a `.rhelN` twin of the
-    /// next RHEL (MCO 4.13-4.15 images are RHEL 8 with `.rhel9` twins for their RHEL 9
-    /// nodes), looked up by name.
+    /// else the image's os-release raised by a `.rhelN` twin of the next RHEL (MCO
+    /// 4.13-4.15 images are RHEL 8 with `.rhel9` twins for their RHEL 9 nodes), looked up
+    /// by name when `ask_image`, else from what was read only.
     fn cluster_os(
         &mut self,
         boot: &Target,
@@ -719,8 +719,17 @@ impl<'a> Pass<'a> {
     ) -> Result<Option<ClusterOs>> {
         let told = boots::cluster_os(hint.rhel, hint.release_version.as_deref(), None, &[])
             .or_else(|| boots::label_os(&self.r.image.info.labels, Some(boot)));
-        if told.is_some() || !ask_image {
+        if told.is_some() {
             return Ok(told);
+        }
+        if !ask_image {
+            // Not needed: given only as far as what was read tells it.
+            let os = self.os.clone().flatten();
+            return Ok(self
+                .os
+                .is_some()
+                .then(|| boots::from_image(boot, os.as_ref(), &self.candidates()))
+                .flatten());
         }
         let os = self.os()?;
         if let Some(image) = os.as_ref().and_then(rules::image_rhel) {

@@ -87,8 +87,14 @@ fn the_lazy_pass_is_the_full_views_on_every_fixture() {
                         let (want, got) = (outcome(&full), outcome(&lazy));
                         compared += 1;
                         let case = format!("{} {transport} {platform} {}", fx.name, row.id);
+                        // The cluster's OS is said where the pass needed it or read what
+                        // tells it: when the lazy pass says it, it is the full view's.
+                        let agree = |w: &(String, Option<String>, Option<String>),
+                                     g: &(String, Option<String>, Option<String>)| {
+                            (&w.0, &w.1) == (&g.0, &g.1) && (g.2.is_none() || w.2 == g.2)
+                        };
                         match (&want, &got) {
-                            (Ok(w), Ok(g)) if w == g => {
+                            (Ok(w), Ok(g)) if agree(w, g) => {
                                 chosen += 1;
                                 seconds += usize::from(w.1.is_some());
                                 let (ins, _) = lazy.as_ref().unwrap();
