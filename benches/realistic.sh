@@ -433,7 +433,7 @@ delivered() {
   "$bin" verify --json "$1" 2>/dev/null | jq -r '.provenance.builds[].binary_sha256' |
     while read -r d; do
       for b in mcd-main-rhel8 mcd-main-rhel9 mcd-4.12-rhel8; do
-        [ "sha256:$(sha256sum <"$work/bins/$b" | cut -d' ' -f1)" = "$d" ] && echo "$b"
+        if [ "sha256:$(sha256sum <"$work/bins/$b" | cut -d' ' -f1)" = "$d" ]; then echo "$b"; fi
       done
     done | paste -sd' '
 }

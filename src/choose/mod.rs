@@ -584,46 +584,23 @@ impl<'a> Pass<'a> {
         i.is_some_and(|i| self.binaries[i].candidate().verdict(t).compatible)
     }
 
-    /// The build MCO's order of names gives a host of `t`'s OS, when the builds named
-    /// for it settle that, read by name: the plain build and `.rhel{t}`. When the plain
-    /// build fits the bootimage, it comes first if the image's RHEL is `t`, which its
-    /// own ELF tells when it pins one ([`rules::pinned_rhel`]), else the os-release. On
-    /// the `cluster`'s OS a plain build that fits is the answer: MCO builds it for the
-    /// nodes of its release, and a twin serves the hosts it does not run on. `None` when
-    /// only the full view can tell.
-    fn by_name(&mut self, t: &Target, cluster: bool) -> Result<Option<usize>> {
+    /// The build its name settles for a host of `t`'s OS, read by name: the plain build
+    /// when its ELF fits there, else `.rhel{t}` when it fits. `None` when only the full
+    /// view can tell. The ELF proves that a build runs; the os-release only orders builds
+    /// that all do. MCO's re-exec would take `.rhel{t}` before a plain build that fits too
+    /// on a host whose RHEL is not the image's; MCO's images have no such pair (a twin
+    /// serves the hosts its plain build does not run on), and both would run.
+    fn by_name(&mut self, t: &Target) -> Result<Option<usize>> {
         let plain = self.build(&plain_path())?;
-        let Some(rhel) = t.os.rhel() else {
-            // Fedora CoreOS: the plain build, as MCO gives it.
-            return Ok(plain.filter(|_| self.fits(plain, t)));
-        };
-        let Some(p) = plain.filter(|_| self.fits(plain, t)) else {
-            let twin = self.build(&twin_path(rhel))?;
-            return Ok(twin.filter(|_| self.fits(twin, t)));
-        };
-        if cluster {
+        if self.fits(plain, t) {
             return Ok(plain);
         }
-        let pinned = self.binaries[p].elf.as_ref().and_then(rules::pinned_rhel);
-        let image = match pinned {
-            Some(r) => Some(r),
-            None => self.os()?.as_ref().and_then(rules::image_rhel),
+        let Some(rhel) = t.os.rhel() else {
+            // Fedora CoreOS: no `.rhelN` name is for it.
+            return Ok(None);
         };
-        Ok(match image {
-            // The plain build is first in its group whatever `.rhel{t}` holds.
-            Some(image) if image == rhel => plain,
-            // The twin comes first if it fits, else the plain build does.
-            Some(_) => {
-                let twin = self.build(&twin_path(rhel))?;
-                if self.fits(twin, t) {
-                    twin
-                } else {
-                    plain
-                }
-            }
-            // No RHEL: the plain build falls behind every `.rhelN`.
-            None => None,
-        })
+        let twin = self.build(&twin_path(rhel))?;
+        Ok(twin.filter(|_| self.fits(twin, t)))
     }
 
     /// Which build runs on a boot's OS (`t`: the bootimage's, or the `cluster`'s), and
@@ -653,7 +630,7 @@ impl<'a> Pass<'a> {
                 };
                 Some(i).filter(|_| self.fits(Some(i), t))
             }
-            None => self.by_name(t, cluster)?,
+            None => self.by_name(t)?,
         };
         if let Some(index) = settled {
             let verdict = self.binaries[index].candidate().verdict(t);

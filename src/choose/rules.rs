@@ -207,21 +207,6 @@ pub fn image_rhel(os: &OsRelease) -> Option<u32> {
     os.rhel_major()
 }
 
-/// The RHEL a build was linked on, when its ELF pins one: it links the `libcrypto` of
-/// exactly one RHEL major of the table (`libcrypto.so.1.1`: RHEL 8). A plain build is
-/// built on its image's own base, so this is the image's RHEL; `libcrypto.so.3` (RHEL 9
-/// and 10) and a build without libcrypto pin none.
-pub fn pinned_rhel(facts: &ElfFacts) -> Option<u32> {
-    let mut majors = facts.needed.iter().flat_map(|soname| {
-        crate::choose::target::RHEL
-            .iter()
-            .filter(move |b| b.libcrypto == soname)
-            .filter_map(|b| b.os.rhel())
-    });
-    let first = majors.next()?;
-    majors.all(|m| m == first).then_some(first)
-}
-
 /// The RHEL a build was made for, by its name: the plain name is built on the image's
 /// own base, `.rhelN` twins on RHEL N. MCO forms the twin's name from the host's major
 /// (`machine-config-daemon.rhel9`), so only a plain decimal counts (`.rhel09` and
@@ -754,18 +739,6 @@ mod tests {
         ));
         let ch = choose(&c, None, &target("4.2"), p, true).unwrap();
         assert!(ch.forced);
-    }
-
-    #[test]
-    fn a_build_pins_its_rhel_by_the_libcrypto_of_one_major() {
-        assert_eq!(pinned_rhel(&rhel8()), Some(8));
-        // libcrypto.so.3 is RHEL 9's and RHEL 10's.
-        assert_eq!(pinned_rhel(&rhel9()), None);
-        let mut none = rhel8();
-        none.needed = vec!["libc.so.6".into(), "libgpgme.so.11".into()];
-        assert_eq!(pinned_rhel(&none), None);
-        let rhel7 = dynamic("2.17", "libcrypto.so.10", "libcrypto.so.10");
-        assert_eq!(pinned_rhel(&rhel7), Some(7));
     }
 
     #[test]

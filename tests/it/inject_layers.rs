@@ -261,8 +261,8 @@ fn the_top_layer_settles_an_mco_shaped_image() {
     let r = layout(&dir.path().join("image"), &[base, top]);
     // RHEL 8 bootimage: the twin fits, the plain build does not: top layer only.
     assert_eq!(choose(&r, "4.2").unwrap(), (format!("/{RHEL8}"), vec![2]));
-    // RHEL 9 bootimage: the plain build fits; the os-release (base layer) decides.
-    assert_eq!(choose(&r, "4.16").unwrap(), (format!("/{MCD}"), vec![1, 2]));
+    // RHEL 9 bootimage: the plain build's ELF fits, which settles it: top layer only.
+    assert_eq!(choose(&r, "4.16").unwrap(), (format!("/{MCD}"), vec![2]));
 
     // inject reads the base layer too: the twin does not run on the cluster's OS,
     // which the os-release there names (RHEL 9), so the plain build goes with it.
