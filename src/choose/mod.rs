@@ -725,7 +725,7 @@ impl<'a> Pass<'a> {
 
 /// The builds for every boot of a node's first boot (docs/firstboot.md, "The three
 /// boots"), in one pass: the first boot runs the bootimage's OS, the later ones the
-/// cluster's. One question per OS, [`Pass::answer`]: which build runs there. The cluster's
+/// cluster's. One question per OS, `Pass::answer`: which build runs there. The cluster's
 /// OS is asked for only when the first boot's build does not run on every OS a node may
 /// update to, and a second build only when it does not run on the cluster's.
 pub fn select_boots(
