@@ -154,17 +154,17 @@ fn extra_name(extra: Option<&str>) -> Result<Option<String>> {
     }
 }
 
-/// The build [`select_boots`] most likely settles on, by its name in the image's tar
-/// (normalised): `binary_path` when given (checked here), else the twin for the
-/// target's RHEL, `machine-config-daemon.rhelN` (MCO's choice for a host of the other
-/// major, and the only build of an old target's major in current images); the plain
-/// build for a Fedora CoreOS target.
+/// The build [`select_boots`] most likely settles on for the first boot, by its name in
+/// the image's tar (normalised): `binary_path` when given (checked here); for a RHEL 8
+/// (or older) bootimage the twin `machine-config-daemon.rhelN`, which current images
+/// carry for it beside a plain build that does not run there; else the plain build,
+/// which current images build for RHEL 9 and which also runs on RHEL 10 and Fedora.
 pub fn likely(binary_path: Option<&str>, target: &Target) -> Result<String> {
     let dir = BIN_DIR.trim_start_matches('/');
     Ok(match (extra_name(binary_path)?, target.os.rhel()) {
         (Some(name), _) => name,
-        (None, Some(rhel)) => format!("{dir}/{MCD_NAME}.rhel{rhel}"),
-        (None, None) => format!("{dir}/{MCD_NAME}"),
+        (None, Some(rhel)) if rhel < 9 => format!("{dir}/{MCD_NAME}.rhel{rhel}"),
+        (None, _) => format!("{dir}/{MCD_NAME}"),
     })
 }
 
