@@ -153,9 +153,9 @@ fn layout(dir: &Path, layers: &[Vec<u8>]) -> ImageRef {
     crate::harness::write_layout(dir, layers).parse().unwrap()
 }
 
-/// The RHEL 9 and RHEL 8 builds of the mco-4.16 fixture (real dynamic ELF files).
-fn builds() -> (Vec<u8>, Vec<u8>) {
-    let fx = fixture("mco-4.16");
+/// The bytes of the plain build and of one twin of a fixture (real dynamic ELF files).
+fn fixture_builds(name: &str, twin: &str) -> (Vec<u8>, Vec<u8>) {
+    let fx = fixture(name);
     let img = transport::open(
         &fx.reference("oci").parse().unwrap(),
         &OpenOptions::default(),
@@ -170,8 +170,13 @@ fn builds() -> (Vec<u8>, Vec<u8>) {
     };
     (
         bytes("/usr/bin/machine-config-daemon"),
-        bytes("/usr/bin/machine-config-daemon.rhel8"),
+        bytes(&format!("/usr/bin/machine-config-daemon{twin}")),
     )
+}
+
+/// The RHEL 9 and RHEL 8 builds of the mco-4.16 fixture.
+fn builds() -> (Vec<u8>, Vec<u8>) {
+    fixture_builds("mco-4.16", ".rhel8")
 }
 
 const RHEL9_OS: &[u8] = b"ID=\"rhel\"\nVERSION_ID=\"9.4\"\nRHEL_VERSION=9.4\n";
@@ -306,23 +311,7 @@ fn the_top_layer_settles_an_mco_shaped_image() {
 /// must be read, down to the bottom layer; the builds are the same.
 #[test]
 fn the_version_label_and_the_elf_settle_a_rhel8_image_in_its_top_layer() {
-    let fx = fixture("mco-4.14");
-    let img = transport::open(
-        &fx.reference("oci").parse().unwrap(),
-        &OpenOptions::default(),
-        &Default::default(),
-    )
-    .unwrap();
-    let spool = tempfile::tempdir().unwrap();
-    let ins = inspect::inspect(&img, spool.path()).unwrap();
-    let bytes = |p: &str| {
-        let b = ins.binaries.iter().find(|b| b.path == p).unwrap();
-        std::fs::read(b.file()).unwrap()
-    };
-    let (rhel8, rhel9) = (
-        bytes("/usr/bin/machine-config-daemon"),
-        bytes("/usr/bin/machine-config-daemon.rhel9"),
-    );
+    let (rhel8, rhel9) = fixture_builds("mco-4.14", ".rhel9");
     const RHEL8_OS: &[u8] = b"ID=\"rhel\"\nVERSION_ID=\"8.6\"\nRHEL_VERSION=8.6\n";
     let base = layer(&[("usr/lib/os-release", Some(RHEL8_OS))]);
     let middle = layer(&[("usr/share/doc/mco/README", Some(b"a package layer\n"))]);
