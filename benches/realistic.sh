@@ -335,6 +335,12 @@ add_row "mcd-inject extract /usr/bin/machine-config-daemon of the RHEL 9-only im
   "$plain_ok" -- \
   "$bin" extract -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image9" \
   --path /usr/bin/machine-config-daemon -o "$work/out"
+# The closure case must read every layer (the twin's absence and the closure's files are
+# below the top): its bound reads them too, by the extract of a library of the closure.
+add_row "mcd-inject extract /usr/lib64/libc.so.6 of the RHEL 9-only image (every layer), cold cache" \
+  '[ "$(head -c4 "$work/out" | od -An -c | tr -d " ")" = 177ELF ]' -- \
+  "$bin" extract -q --tls-verify=false --cache-dir "$work/cache" --image "docker://$image9" \
+  --path /usr/lib64/libc.so.6 -o "$work/out"
 echo "measuring, $RUNS rounds of every command, interleaved ..." >&2
 measure_rows
 
@@ -452,8 +458,10 @@ compress_cpu() { # compress_cpu BUILD...: the summed median CPU of compressing e
 }
 echo "Against the two-core bound: \`bound = max(extract wall, (extract CPU + compress CPU" \
   "of every delivered build) / 2)\`, the extract being that of the boot-1 build from the same" \
-  "image, cold; compress CPU from the rows \`compress …\` above (for the closure case, the" \
-  "build alone: its 5 small closure files are not counted)."
+  "image, cold (for the closure case, which must read every layer, the extract of a library" \
+  "of its closure from the base layer, which reads every layer too); compress CPU from the" \
+  "rows \`compress …\` above (for the closure case, the build alone: its 5 small closure" \
+  "files are not counted)."
 echo
 echo "| case | builds delivered | layers cached (0 at the bottom) | inject wall (s) | bound (s) | ratio | goal <= 1.15x |"
 echo "| --- | --- | --- | ---: | ---: | ---: | --- |"
@@ -472,7 +480,7 @@ inject8_layers=$(grep '^inject8' "$fetched" | cut -d'|' -f3)
 bound_row "realistic image (RHEL 9 base), --bootimage 4.2" "$work/out42.ign" 2 1 "$inject_layers"
 bound_row "realistic image, --bootimage 4.16" "$work/a416.ign" 7 6 "-"
 bound_row "RHEL 8 image (three layers), --bootimage 4.2" "$work/b42.ign" 9 8 "$inject8_layers"
-bound_row "RHEL 9-only image, --bootimage 4.2 (closure)" "$work/closure.ign" 5 13 "-"
+bound_row "RHEL 9-only image, --bootimage 4.2 (closure)" "$work/closure.ign" 5 14 "-"
 echo
 echo "RHEL 9-only image (no RHEL 8 twin; the base layer also holds the loader and the libraries" \
   "of mcd-main-rhel9): \`inject --bootimage 4.2\`, which delivers the build with its closure of" \

@@ -432,8 +432,13 @@ impl Plan {
 fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Result<Plan> {
     let arch = cfg.open.platform.architecture.clone();
     let target = output_spec(&cfg.target, base, &arch)?;
-    let likely = choose::likely(cfg.binary_path.as_deref(), &target)?;
     let img = transport::open(&cfg.image, &cfg.open, warnings)?;
+    // The MCO release says which builds the image ships: its version label, else the
+    // release named.
+    let release = choose::boots::label_version(&img.info.labels)
+        .map(|(v, _)| v)
+        .or_else(|| choose::target::OcpVersion::of_release(&cfg.release.as_ref()?.version));
+    let likely = choose::likely(cfg.binary_path.as_deref(), &target, release)?;
     // Spool beside the output, not in a possibly memory-backed /tmp: the binary and its
     // compressed copy are as big as the MCD.
     let spool_in = cfg.ign.spool_dir()?;

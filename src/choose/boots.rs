@@ -39,8 +39,7 @@ impl Serialize for ClusterOs {
 /// The OS of a release's nodes, by its version: an OKD release (`4.7.0-0.okd-…`,
 /// `4.19.0-okd-scos.1`) by the OKD table, an OpenShift one by its RHCOS row.
 pub fn release_os(version: &str) -> Option<ClusterOs> {
-    let xy = version.split('.').take(2).collect::<Vec<_>>().join(".");
-    let xy = xy.parse::<OcpVersion>().ok()?;
+    let xy = OcpVersion::of_release(version)?;
     if version.contains("okd") {
         let r = target::okd_release(xy)?;
         let what = match r.nodes {
@@ -65,18 +64,10 @@ pub fn release_os(version: &str) -> Option<ClusterOs> {
 /// RHCOS row of that version names the nodes' OS. Not for a Fedora CoreOS `boot`: OKD's
 /// Fedora-era nodes run their release's Fedora CoreOS.
 pub fn label_os(labels: &BTreeMap<String, String>, boot: Option<&Target>) -> Option<ClusterOs> {
-    if boot.is_some_and(|b| b.os.rhel().is_none())
-        || labels
-            .get("io.openshift.release.operator")
-            .map(String::as_str)
-            != Some("true")
-    {
+    if boot.is_some_and(|b| b.os.rhel().is_none()) {
         return None;
     }
-    let label = labels.get("version")?;
-    let version = label.strip_prefix('v').unwrap_or(label);
-    let xy = version.split('.').take(2).collect::<Vec<_>>().join(".");
-    let xy = xy.parse::<OcpVersion>().ok()?;
+    let (xy, label) = label_version(labels)?;
     let row = target::bootimage(target::BootimageId::Rhcos(xy)).ok()?;
     Some(ClusterOs {
         os: row.os,
@@ -85,6 +76,21 @@ pub fn label_os(labels: &BTreeMap<String, String>, boot: Option<&Target>) -> Opt
             row.os
         ),
     })
+}
+
+/// The OpenShift version an MCO image's labels give (`version=v4.15.0` beside
+/// `io.openshift.release.operator=true`; a base image's labels lack the latter), with the
+/// label as written.
+pub fn label_version(labels: &BTreeMap<String, String>) -> Option<(OcpVersion, &str)> {
+    if labels
+        .get("io.openshift.release.operator")
+        .map(String::as_str)
+        != Some("true")
+    {
+        return None;
+    }
+    let label = labels.get("version")?;
+    Some((OcpVersion::of_release(label)?, label))
 }
 
 /// Where the cluster's OS is learnt from, best first: `--cluster-rhel`; the release

@@ -123,6 +123,22 @@ fn default_dirs(arch: &str) -> Vec<String> {
     d
 }
 
+/// Whether the file of a layer's tar named `name` (normalised) may be a library some
+/// closure on `arch` needs: a `lib*.so*` or the loader (`ld*.so*`) in one of the loader's
+/// default directories, where RHEL keeps its libraries. A pass that may need a closure
+/// captures them on its first read of their layer, so that the rounds of the fixed
+/// point read no layer again; a library elsewhere is still found, by another read.
+pub fn may_be_needed(name: &str, arch: &str) -> bool {
+    let Some((dir, file)) = name.rsplit_once('/') else {
+        return false;
+    };
+    (file.starts_with("lib") || file.starts_with("ld"))
+        && file.contains(".so")
+        && default_dirs(arch)
+            .iter()
+            .any(|d| d.trim_start_matches('/') == dir)
+}
+
 /// Parses an `ld.so.cache` (glibc's new format, after the old one when the file holds
 /// both), keeping the entries of `arch`'s ABI without hardware capabilities, in file
 /// order (the loader's preference). An unknown format gives no entries: the loader

@@ -155,16 +155,42 @@ fn extra_name(extra: Option<&str>) -> Result<Option<String>> {
 }
 
 /// The build [`select_boots`] most likely settles on for the first boot, by its name in
-/// the image's tar (normalised): `binary_path` when given (checked here); for a RHEL 8
-/// (or older) bootimage the twin `machine-config-daemon.rhelN`, which current images
-/// carry for it beside a plain build that does not run there; else the plain build,
-/// which current images build for RHEL 9 and which also runs on RHEL 10 and Fedora.
-pub fn likely(binary_path: Option<&str>, target: &Target) -> Result<String> {
+/// the image's tar (normalised): `binary_path` when given (checked here); else, when the
+/// MCO release is known (`release`: the image's version label, or `--release`), the twin
+/// that release ships for hosts like the bootimage, or its plain build; else, for a host
+/// like RHEL 8 (or older) the twin `machine-config-daemon.rhelN`, which current images
+/// carry for it beside a plain build that does not run there, and the plain build for
+/// the others, which current images build for RHEL 9. A Fedora CoreOS host is like RHEL 9
+/// from OpenSSL 3 on, like RHEL 8 before.
+pub fn likely(
+    binary_path: Option<&str>,
+    target: &Target,
+    release: Option<target::OcpVersion>,
+) -> Result<String> {
     let dir = BIN_DIR.trim_start_matches('/');
-    Ok(match (extra_name(binary_path)?, target.os.rhel()) {
+    let plain = format!("{dir}/{MCD_NAME}");
+    let rhel = target
+        .os
+        .rhel()
+        .unwrap_or(if target.libcrypto == "libcrypto.so.3" {
+            9
+        } else {
+            8
+        });
+    Ok(match (extra_name(binary_path)?, release) {
         (Some(name), _) => name,
-        (None, Some(rhel)) if rhel < 9 => format!("{dir}/{MCD_NAME}.rhel{rhel}"),
-        (None, _) => format!("{dir}/{MCD_NAME}"),
+        // The twin serves the hosts on its side of the plain build: older RHEL for an
+        // older twin, newer for a newer one.
+        (None, Some(v)) => match mco::builds_of_release(v) {
+            (home, Some(twin))
+                if (twin < home && rhel <= twin) || (twin > home && rhel >= twin) =>
+            {
+                format!("{plain}.rhel{twin}")
+            }
+            _ => plain,
+        },
+        (None, None) if rhel < 9 => format!("{plain}.rhel{rhel}"),
+        (None, None) => plain,
     })
 }
 
@@ -590,10 +616,24 @@ impl<'a> Pass<'a> {
     /// that all do. MCO's re-exec would take `.rhel{t}` before a plain build that fits too
     /// on a host whose RHEL is not the image's; MCO's images have no such pair (a twin
     /// serves the hosts its plain build does not run on), and both would run.
-    fn by_name(&mut self, t: &Target) -> Result<Option<usize>> {
+    ///
+    /// When the plain build is dynamic and does not fit `t` and `closure_ok`, it may have
+    /// to run there through its closure: the libraries of the layers read from then on
+    /// are captured as they stream (`closure::may_be_needed`).
+    fn by_name(&mut self, t: &Target, closure_ok: bool) -> Result<Option<usize>> {
         let plain = self.build(&plain_path())?;
         if self.fits(plain, t) {
             return Ok(plain);
+        }
+        let dynamic = plain
+            .and_then(|i| self.binaries[i].elf.as_ref())
+            .map(|f| f.linkage)
+            == Some(elf::Linkage::Dynamic);
+        if closure_ok && dynamic {
+            let arch = self.r.image.info.platform.architecture.clone();
+            self.r
+                .fs
+                .also_want(move |n| closure::may_be_needed(n, &arch));
         }
         let Some(rhel) = t.os.rhel() else {
             // Fedora CoreOS: no `.rhelN` name is for it.
@@ -630,7 +670,7 @@ impl<'a> Pass<'a> {
                 };
                 Some(i).filter(|_| self.fits(Some(i), t))
             }
-            None => self.by_name(t)?,
+            None => self.by_name(t, closure_ok)?,
         };
         if let Some(index) = settled {
             let verdict = self.binaries[index].candidate().verdict(t);

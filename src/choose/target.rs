@@ -64,6 +64,15 @@ fn rhcos_releases() -> impl Iterator<Item = OcpVersion> {
     BOOTIMAGES.iter().filter_map(|b| b.id.ocp())
 }
 
+impl OcpVersion {
+    /// The `X.Y` of a release's version (`4.15.0`, `v4.16.3`, `4.7.0-0.okd-…`).
+    pub fn of_release(version: &str) -> Option<OcpVersion> {
+        let version = version.strip_prefix('v').unwrap_or(version);
+        let xy = version.split('.').take(2).collect::<Vec<_>>().join(".");
+        xy.parse().ok()
+    }
+}
+
 impl FromStr for OcpVersion {
     type Err = VersionError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -133,6 +133,12 @@ impl<'a> MergedFs<'a> {
         }
     }
 
+    /// Captures also the files `more` accepts, in the layers read from now on.
+    pub fn also_want(&mut self, more: impl Fn(&str) -> bool + 'static) {
+        let wanted = std::mem::replace(&mut self.wanted, Box::new(|_| false));
+        self.wanted = Box::new(move |n| wanted(n) || more(n));
+    }
+
     /// Tells `tap` how far wanted entries are spooled as their layers stream.
     pub fn set_tap(&mut self, tap: Option<&'a dyn Tap>) {
         self.tap = tap;

@@ -98,7 +98,7 @@ fn a_rhel9_only_image_reaches_a_42_bootimage_with_the_closure_its_loader_resolve
     let image = rhel9_only_image(None);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.ign");
-    let r = inject(&image, "4.2", &out, &["--json"]);
+    let r = inject(&image, "4.2", &out, &["--json", "-v"]);
     assert_eq!(r.code, Some(0), "{}", r.describe());
     let report: Value = serde_json::from_slice(&r.stdout).unwrap();
     let first = &report["boots"]["first"];
@@ -112,6 +112,18 @@ fn a_rhel9_only_image_reaches_a_42_bootimage_with_the_closure_its_loader_resolve
         first["closure"][0]["name"], "ld-linux-x86-64.so.2",
         "{first}"
     );
+    // Each layer is read once (the log names each read): the libraries are captured by
+    // the read that proves the `.rhel8` twin absent, not read again in each round of the
+    // fixed point.
+    let log = &r.stderr;
+    let reads: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split_once("reading layer ").map(|(_, x)| x))
+        .filter_map(|x| x.split_whitespace().next())
+        .collect();
+    let unique: std::collections::BTreeSet<&&str> = reads.iter().collect();
+    assert!(unique.len() > 1, "{log}");
+    assert_eq!(reads.len(), unique.len(), "a layer read twice: {reads:?}");
     let cfg = read_json(&out);
     let files = config_files(&cfg);
     let prov: Value =

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::harness::{fixture, fixture_list};
 use mcd_inject::choose as inspect;
-use mcd_inject::choose::target::{Target, BOOTIMAGES};
+use mcd_inject::choose::target::{OcpVersion, Target, BOOTIMAGES};
 use mcd_inject::image::{ImageRef, Platform};
 use mcd_inject::transport::{self, OpenOptions};
 
@@ -128,6 +128,47 @@ fn the_lazy_pass_is_the_full_views_on_every_fixture() {
         fewer_layers > 300,
         "only {fewer_layers} choices read fewer bytes"
     );
+}
+
+/// The build `inject` compresses while the image streams (`choose::likely`, told the
+/// MCO release) is the one the pass chooses for the first boot, on each MCO-shaped
+/// fixture (4.6: one static build; 4.14: RHEL 8 and `.rhel9`; 4.16 and 4.18: RHEL 9
+/// and `.rhel8`) and every bootimage where a build runs natively. Without the release
+/// the guess misses where a RHEL 8 bootimage meets an image without `.rhel8`.
+#[test]
+fn the_likely_build_is_the_first_boots_choice_on_mco_images() {
+    let (mut checked, mut missed_unknown, mut wrong) = (0, 0, Vec::new());
+    for name in ["mco-4.6", "mco-4.14", "mco-4.16", "mco-4.18"] {
+        let release: OcpVersion = name.trim_start_matches("mco-").parse().unwrap();
+        let fx = fixture(name);
+        let reference: ImageRef = fx.reference("oci").parse().unwrap();
+        let img =
+            transport::open(&reference, &OpenOptions::default(), &Default::default()).unwrap();
+        for row in BOOTIMAGES {
+            let Ok(target) = Target::new(row.id, None, None, "amd64") else {
+                continue;
+            };
+            let spool = tempfile::tempdir().unwrap();
+            let hint = inspect::ClusterHint::default();
+            let Ok((ins, boots)) = pass(&img, &target, &hint, inspect::Reading::Lazy, spool.path())
+            else {
+                continue;
+            };
+            if boots.first.closure {
+                continue;
+            }
+            let chosen = ins.binaries[boots.first.index].path.trim_start_matches('/');
+            let likely = inspect::likely(None, &target, Some(release)).unwrap();
+            if likely != chosen {
+                wrong.push(format!("{name} on {}: {likely}, chose {chosen}", row.id));
+            }
+            checked += 1;
+            missed_unknown += usize::from(inspect::likely(None, &target, None).unwrap() != chosen);
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(checked > 40, "only {checked} choices checked");
+    assert!(missed_unknown > 0, "the release never changed the guess");
 }
 
 // --------------------------------------------------------------- hand-made layouts
