@@ -3,8 +3,7 @@
 //! `pkg/daemon/osrelease` is the spec; where this reading differs, it says why. The node
 //! scripts (`src/ignition/mco-mcd-install.sh`, `mco-persist-nics.sh`) read the same
 //! facts in shell; one table of real os-release files holds the three together
-//! (`tests/data/os-release/TABLE`, checked by this module's tests and by
-//! `tests/it/osrelease_table.rs`).
+//! (`tests/data/os-release/TABLE`, checked by `tests/it/osrelease_table.rs`).
 
 use std::collections::BTreeMap;
 
@@ -158,131 +157,6 @@ fn unquote(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choose::target::{from_os_release, BootimageId};
-    use std::path::{Path, PathBuf};
-
-    /// A row of `tests/data/os-release/TABLE`: a file and what it must yield.
-    #[derive(Debug)]
-    struct Row {
-        file: String,
-        rhel: Option<u32>,
-        bootimage: Option<BootimageId>,
-        el8: bool,
-    }
-
-    fn table_dir() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/os-release")
-    }
-
-    fn table() -> Vec<Row> {
-        let text = std::fs::read_to_string(table_dir().join("TABLE")).unwrap();
-        let dash = |v: &str| (v != "-").then(|| v.to_string());
-        text.lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
-                [file, rhel, bootimage, el8] => Row {
-                    file: file.into(),
-                    rhel: dash(rhel).map(|r| r.parse().unwrap()),
-                    bootimage: dash(bootimage).map(|b| b.parse().unwrap()),
-                    el8: match el8 {
-                        "yes" => true,
-                        "no" => false,
-                        other => panic!("TABLE: el8 is yes or no, not {other:?}"),
-                    },
-                },
-                _ => panic!("TABLE: a row is `file rhel bootimage el8`: {l:?}"),
-            })
-            .collect()
-    }
-
-    /// Where the readers of this crate part from a row, one message each.
-    fn disagreements(row: &Row, text: &str) -> Vec<String> {
-        let os = OsRelease::parse(text);
-        let (bootimage, target_rhel) = from_os_release(&os);
-        let mut wrong = Vec::new();
-        if os.rhel_major() != row.rhel {
-            wrong.push(format!(
-                "rhel_major {:?}, TABLE {:?}",
-                os.rhel_major(),
-                row.rhel
-            ));
-        }
-        if target_rhel != row.rhel {
-            wrong.push(format!(
-                "from_os_release's RHEL {target_rhel:?}, TABLE {:?}",
-                row.rhel
-            ));
-        }
-        if bootimage != row.bootimage {
-            wrong.push(format!(
-                "bootimage {bootimage:?}, TABLE {:?}",
-                row.bootimage
-            ));
-        }
-        if os.is_el8() != row.el8 {
-            wrong.push(format!("is_el8 {}, TABLE {}", os.is_el8(), row.el8));
-        }
-        wrong
-    }
-
-    #[test]
-    fn the_table_of_real_os_release_files_reads_as_mco_reads_it() {
-        let rows = table();
-        let mut files: Vec<String> = std::fs::read_dir(table_dir())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n != "TABLE")
-            .collect();
-        files.sort();
-        let mut listed: Vec<String> = rows.iter().map(|r| r.file.clone()).collect();
-        listed.sort();
-        assert_eq!(files, listed, "every file has one row, every row a file");
-        let mut wrong = Vec::new();
-        for row in &rows {
-            let text = std::fs::read_to_string(table_dir().join(&row.file)).unwrap();
-            for w in disagreements(row, &text) {
-                wrong.push(format!("{}: {w}", row.file));
-            }
-        }
-        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-        // The table covers what the readers tell apart.
-        for (what, covered) in [
-            ("no RHEL", rows.iter().any(|r| r.rhel.is_none())),
-            (
-                "RHEL 8, 9, 10",
-                [8, 9, 10]
-                    .iter()
-                    .all(|m| rows.iter().any(|r| r.rhel == Some(*m))),
-            ),
-            (
-                "EL8 and not",
-                rows.iter().any(|r| r.el8) && rows.iter().any(|r| !r.el8),
-            ),
-            ("no bootimage", rows.iter().any(|r| r.bootimage.is_none())),
-        ] {
-            assert!(covered, "the table has no file of {what}");
-        }
-    }
-
-    #[test]
-    fn a_wrong_expectation_is_reported() {
-        let text = std::fs::read_to_string(table_dir().join("scos-4.12")).unwrap();
-        let right = Row {
-            file: "scos-4.12".into(),
-            rhel: Some(9),
-            bootimage: Some(BootimageId::Scos(9)),
-            el8: false,
-        };
-        assert!(disagreements(&right, &text).is_empty());
-        // The reading of VERSION_ID's major, which the readers had before: RHEL 4.
-        let wrong = Row {
-            rhel: Some(4),
-            bootimage: Some(BootimageId::Scos(4)),
-            ..right
-        };
-        assert_eq!(disagreements(&wrong, &text).len(), 3, "{wrong:?}");
-    }
 
     #[test]
     fn versions_as_mco_forms_them() {

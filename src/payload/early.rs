@@ -178,6 +178,7 @@ impl Tap for Early {
         let mut st = self.shared.lock();
         if st.file.as_deref() != Some(file) {
             // Another capture of that name (a lower layer, or a second read): start over.
+            log::debug!("payload: {name} streams in; its pieces are compressed as it is spooled");
             st.file = Some(file.to_path_buf());
             st.generation += 1;
             st.next = 0;
