@@ -23,7 +23,11 @@
 # cores, is read the boot-1 build (a cold `extract` of it: wall and CPU) and compress
 # every build it delivers (the CPU of `inject` of a one-layer, uncompressed image holding
 # that build alone, measured here too):
-# bound = max(extract wall, (extract CPU + compress CPU of every build) / 2).
+# bound = max(extract wall, (extract CPU + compress CPU of every build) / 2); for the
+# closure case the extract is that of a library from the base, which reads every layer
+# as the case must. The floor adds when the delivered build begins to stream (`a`, from
+# an untimed -vv run), before which nothing can be compressed:
+# floor = max(extract wall, a + (extract CPU - a + compress CPU) / 2).
 # Prints Markdown.
 #
 #   bash benches/realistic.sh               # RUNS=5 by default
