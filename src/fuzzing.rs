@@ -132,6 +132,7 @@ pub fn layers(data: &[u8]) {
         reference: "fuzz".into(),
         name: None,
         manifest_digest: None,
+        tag_digest: None,
         config_digest: Digest::of(b""),
         platform: Platform::default(),
         layers,

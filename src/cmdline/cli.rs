@@ -223,7 +223,8 @@ pub struct ImageArgs {
         conflicts_with = "release"
     )]
     pub image: Option<ImageRef>,
-    /// An OpenShift release image, by digest (or a local layout of one): the
+    /// An OpenShift release image, by digest, or by tag when no mirror of --idms serves
+    /// it (the tag is resolved to its digest once); or a local layout of one: the
     /// machine-config-operator image it names is read.
     #[arg(long, value_name = "REF")]
     pub release: Option<ImageRef>,
@@ -654,7 +655,9 @@ pub struct PullArgs {
 pub struct TargetOpts {
     /// The bootimage the node boots from: its OpenShift version X.Y (a release of the
     /// table, 4.1 to 5.2; a newer one needs --target-rhel or --target-os-release, and
-    /// --spec), its RHCOS build ID (42.80.20191002.0) or its cloud image name
+    /// --spec) or the release X.Y.Z the cluster was installed with (4.2.36), its RHCOS
+    /// build ID (42.80.20191002.0; 9.6.20250121-0, which several releases share) or its
+    /// cloud image name
     /// (rhcos-42-80-20191002-0-gcp-x86-64); for OKD, its Fedora CoreOS build ID
     /// (33.20201201.3.0), its CentOS Stream CoreOS one (scos-9.0.20250222-0), or
     /// okd-X.Y for the bootimage that OKD release's installer pins.
@@ -744,6 +747,7 @@ impl TargetOpts {
                     within: "OPENSHIFT_VERSION or VERSION_ID".into(),
                 }),
                 version: b,
+                range: Vec::new(),
             },
             (None, None, _, Some(path)) => bail!(
                 "{}: it names no bootimage (OPENSHIFT_VERSION, an RHCOS VERSION_ID, ID=fedora \

@@ -329,6 +329,83 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
     assert_eq!(r["target"]["bootimage_named"]["file"], Value::Null);
 }
 
+/// The provenance record of a config, and the config without it.
+fn split_provenance(ign: &[u8]) -> (Value, Value) {
+    let mut cfg: Value = serde_json::from_slice(ign).unwrap();
+    let files = cfg["storage"]["files"].as_array_mut().unwrap();
+    let at = files
+        .iter()
+        .position(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
+        .expect("the config carries a provenance record");
+    let f = files.remove(at);
+    let bytes =
+        mcd_inject::ignition::decode_data_url(f["contents"]["source"].as_str().unwrap()).unwrap();
+    (serde_json::from_slice(&bytes).unwrap(), cfg)
+}
+
+/// A release's version as the cluster reports it (`4.2.36`) names its X.Y row: the same
+/// config, byte for byte. An RHCOS build ID of 4.19 on names RHEL 9.6, the bootimage of
+/// 4.19, 4.20 and 4.21, which give the same build and spec: the config of each, apart
+/// from the provenance's target, which records the range.
+#[test]
+fn release_versions_and_shared_build_ids_give_their_rows_config() {
+    let reference = fixture("mco-4.16").reference("oci");
+    let work = tempfile::tempdir().unwrap();
+    let config = |name: &str, extra: &[&str]| {
+        let out = work.path().join(format!("{name}.ign"));
+        let run = inject(&reference, name, &out, extra);
+        assert_eq!(run.code, Some(0), "{name}: {}", run.describe());
+        (fs::read(&out).unwrap(), run)
+    };
+    let (want, _) = config("4.2", &[]);
+    let (got, run) = config("4.2.36", &["--json"]);
+    assert!(got == want, "4.2.36 gives another config than 4.2");
+    let r: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(r["target"]["bootimage"], "4.2");
+    assert_eq!(r["target"]["bootimage_named"]["form"], "release-version");
+    assert_eq!(r["target"]["bootimage_named"]["value"], "4.2.36");
+
+    let rows = ["4.19", "4.20", "4.21"];
+    let (shared, run) = config("9.6.20250121-0", &["--json"]);
+    assert!(
+        run.stderr
+            .contains("for bootimage 4.19-4.21 (RHCOS build ID 9.6.20250121-0)"),
+        "{}",
+        run.stderr
+    );
+    let r: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        r["target"]["bootimage_named"]["range"],
+        serde_json::json!(rows)
+    );
+    let (p, rest) = split_provenance(&shared);
+    assert_eq!(p["target"]["bootimage"], "4.19");
+    assert_eq!(p["target"]["bootimage_range"], serde_json::json!(rows));
+    for row in rows {
+        let (bytes, _) = config(row, &[]);
+        let (mut row_p, row_rest) = split_provenance(&bytes);
+        assert!(
+            row_rest == rest,
+            "{row}: the config differs outside the provenance"
+        );
+        assert_eq!(row_p["target"]["bootimage"], row);
+        let mut shared_p = p.clone();
+        row_p.as_object_mut().unwrap().remove("target");
+        shared_p.as_object_mut().unwrap().remove("target");
+        assert_eq!(
+            row_p, shared_p,
+            "{row}: the provenance differs outside its target"
+        );
+    }
+    // RHEL 10.2 is the bootimage of 5.0 and 5.1.
+    let (_, run) = config("10.2.20260301-0", &["--json"]);
+    let r: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        r["target"]["bootimage_named"]["range"],
+        serde_json::json!(["5.0", "5.1"])
+    );
+}
+
 /// A damaged or truncated file of each kind, a file of no kind, a missing file: exit 1,
 /// a message naming the file, what it was read as and what is wrong, and no output.
 #[test]
@@ -510,10 +587,8 @@ fn bad_bootimage_names_are_command_line_errors() {
             "42.92.20191002.0",
             "RHCOS 4.2 is built on RHEL 8, but the build ID names RHEL 9",
         ),
-        (
-            "9.6.20250513-0",
-            "RHCOS 9.6 is the bootimage of OpenShift 4.19, 4.20, 4.21",
-        ),
+        ("9.1.20250513-0", "an RHCOS build ID (42.80.20191002.0"),
+        ("4.2.36.1", "an OpenShift version X.Y or X.Y.Z"),
         // A cloud image of another architecture than the node's (--platform).
         (
             "rhcos-410-84-202205191234-0-aws-aarch64",
