@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages=(gcc git libc6-dev python3 python3-venv skopeo umoci zstd xz-utils jq ignition systemd systemd-container
   debootstrap time docker-registry apache2-utils openssl curl gpg gpg-agent bsdutils
-  zsh fish man-db groff-base e2fsprogs gdisk xorriso buildah podman runc ca-certificates)
+  zsh fish man-db groff-base e2fsprogs gdisk xorriso isolinux buildah podman runc ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

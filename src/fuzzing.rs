@@ -31,6 +31,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ignition", ignition_config),
     ("data_url", data_url),
     ("keyless", keyless),
+    ("bootimage_file", bootimage_file),
 ];
 
 /// Image references and platforms: parse; what a reference prints parses again to the
@@ -132,6 +133,7 @@ pub fn layers(data: &[u8]) {
         reference: "fuzz".into(),
         name: None,
         manifest_digest: None,
+        tag_digest: None,
         config_digest: Digest::of(b""),
         platform: Platform::default(),
         layers,
@@ -226,6 +228,19 @@ pub fn ignition_config(data: &[u8]) {
     if let Some(spool) = spool() {
         let _ = verify::verify("fuzz", data, None, spool);
     }
+}
+
+/// A `--bootimage-file`: any file (an OVA, a VMDK, a tar archive, a VHD, a disk image,
+/// stream metadata) is read or refused cleanly, also when an AMI is looked up in it.
+pub fn bootimage_file(data: &[u8]) {
+    let Ok(mut file) = tempfile::NamedTempFile::new() else {
+        return;
+    };
+    if std::io::Write::write_all(&mut file, data).is_err() {
+        return;
+    }
+    let _ = crate::bootimage::read_file(file.path(), "amd64");
+    let _ = crate::bootimage::read_ami(file.path(), "amd64", "ami-0123456789abcdef0", None);
 }
 
 /// `data:` URLs: any string decodes or fails cleanly, and what [`ignition::data_url`]

@@ -204,6 +204,7 @@ fn provenance(
     image: &ImageRef,
     plan: &Plan,
     release: Option<&Release>,
+    named: &Named,
 ) -> Vec<u8> {
     let target = &plan.target;
     let first = plan.chosen();
@@ -227,6 +228,14 @@ fn provenance(
         },
         "tool": format!("mcd-inject {}", env!("CARGO_PKG_VERSION")),
     });
+    if !named.range.is_empty() {
+        // A name several releases share: each of them gives this config.
+        p["target"]["bootimage_range"] = json!(named
+            .range
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>());
+    }
     // Which build each host gets: the install script's choice, recorded.
     let mut builds = vec![json!({
         "payload": units::PAYLOAD_PATH,
@@ -494,6 +503,7 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
             bin.path
         );
     }
+    shared_name_agrees(cfg, base, &target, &img, &ins, &boots, spool.path())?;
     Ok(Plan {
         target,
         ins,
@@ -502,6 +512,72 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
         spool,
         early: Some(early),
     })
+}
+
+/// A name that several releases share (an RHCOS build ID of 4.19 on) is taken for the
+/// first of them when each gives the same target, apart from its name, and the same
+/// builds, chosen again from the image for each; else it is refused, naming what
+/// differs.
+#[allow(clippy::too_many_arguments)]
+fn shared_name_agrees(
+    cfg: &InjectConfig,
+    base: Option<&Document>,
+    first: &Target,
+    img: &crate::image::Image,
+    ins: &Inspection,
+    boots: &Boots,
+    spool: &std::path::Path,
+) -> Result<()> {
+    let named = &cfg.target.bootimage;
+    let builds = |ins: &Inspection, b: &Boots| {
+        let path = |c: &Choice| ins.binaries[c.index].path.clone();
+        (path(&b.first), b.first.closure, b.second.as_ref().map(path))
+    };
+    let want = builds(ins, boots);
+    for &other in named.range.iter().filter(|&&r| r != first.bootimage) {
+        let args = TargetArgs {
+            bootimage: Named {
+                version: other,
+                ..named.clone()
+            },
+            ..cfg.target.clone()
+        };
+        let t = output_spec(&args, base, &first.arch)?;
+        let mut differs = first.differences(&t);
+        if differs.is_empty() {
+            let hint = ClusterHint {
+                rhel: cfg.target.cluster_rhel,
+                release_version: cfg.release.as_ref().map(|r| r.version.clone()),
+            };
+            let query = choose::Query {
+                target: &t,
+                hint: &hint,
+                binary_path: cfg.binary_path.as_deref(),
+                force: cfg.force,
+            };
+            let dir = tempfile::tempdir_in(spool).context("creating a spool directory")?;
+            let (i, b) =
+                choose::select_boots(img, dir.path(), &query, choose::Reading::Lazy, None)?;
+            let got = builds(&i, &b);
+            if got != want {
+                differs.push(format!(
+                    "the build chosen: {} on {}, {} on {other}",
+                    want.0, first.bootimage, got.0
+                ));
+            }
+        }
+        if !differs.is_empty() {
+            bail!(
+                "bootimage {:?}: it may be the bootimage of OpenShift {}, which do not give \
+                 the same config: {}; give the release the cluster was installed with as \
+                 --bootimage X.Y",
+                named.value,
+                named.versions(),
+                differs.join("; ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Our config, before merging, and what it delivers.
@@ -584,7 +660,13 @@ fn render(cfg: &InjectConfig, plan: &mut Plan) -> Result<Rendered> {
                 .map(|f| crate::choose::boots::native_rhels(f, &plan.target))
                 .unwrap_or_default(),
         }),
-        provenance: provenance(&plan.ins, &cfg.image, plan, cfg.release.as_ref()),
+        provenance: provenance(
+            &plan.ins,
+            &cfg.image,
+            plan,
+            cfg.release.as_ref(),
+            &cfg.target.bootimage,
+        ),
         legacy_firstboot: plan.target.has_legacy_firstboot(),
     };
     Ok(Rendered {

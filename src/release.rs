@@ -34,7 +34,8 @@ pub struct Release {
     /// The release image's own name in its layout or archive, when read from disk.
     #[serde(skip)]
     pub name: Option<String>,
-    /// The digest the release reference names (an index for multi-arch releases).
+    /// The digest the release reference names, or its tag named when it was read (an
+    /// index for multi-arch releases).
     pub digest: Option<Digest>,
     /// The digest of the release's image manifest for the chosen platform.
     pub manifest_digest: Option<Digest>,
@@ -158,14 +159,19 @@ fn read_small(fs: &mut MergedFs, path: &str, release: &str) -> Result<Vec<u8>> {
 
 /// Reads a release image and returns what it says, with the MCO reference.
 pub fn resolve(release: &ImageRef, opts: &OpenOptions, warnings: &Warnings) -> Result<Release> {
-    let digest = match release {
-        ImageRef::Docker(d) => Some(d.digest.clone().ok_or_else(|| {
-            anyhow!(
-                "--release {release}: a release must be given by digest \
-                 (REPO@sha256:...), as `oc adm release info` prints it; mirrors only serve \
-                 pulls by digest"
-            )
-        })?),
+    // A tag is resolved to the digest it names now; mirrors of the OpenShift mirror
+    // objects serve pulls by digest only, so with them a tag would be asked of the source.
+    let given = match release {
+        ImageRef::Docker(d) => {
+            if let (None, Some(origin)) = (&d.digest, opts.registry.mirrors.digest_only_rule(d)) {
+                bail!(
+                    "--release {release}: a release must be given by digest \
+                     (REPO@sha256:...), as `oc adm release info` prints it, when mirrors are \
+                     in play ({origin}): they only serve pulls by digest"
+                );
+            }
+            d.digest.clone()
+        }
         _ => None,
     };
     let img = transport::open(release, opts, warnings)?;
@@ -180,7 +186,9 @@ pub fn resolve(release: &ImageRef, opts: &OpenOptions, warnings: &Warnings) -> R
     Ok(Release {
         reference: name,
         name: img.info.name.clone(),
-        digest: digest.or_else(|| img.info.manifest_digest.clone()),
+        digest: given
+            .or_else(|| img.info.tag_digest.clone())
+            .or_else(|| img.info.manifest_digest.clone()),
         manifest_digest: img.info.manifest_digest.clone(),
         version,
         mco_digest: mco.digest.clone().expect("checked above"),
@@ -249,12 +257,34 @@ mod tests {
     }
 
     #[test]
-    fn a_release_tag_is_refused_before_any_network() {
+    fn a_release_tag_is_refused_before_any_network_when_mirrors_serve_digests_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let idms = dir.path().join("idms.yaml");
+        std::fs::write(
+            &idms,
+            "apiVersion: config.openshift.io/v1\nkind: ImageDigestMirrorSet\n\
+             metadata:\n  name: m\nspec:\n  imageDigestMirrors:\n\
+             \x20 - source: 127.0.0.1:1/ocp/release\n    mirrors: [127.0.0.1:2/mirror/release]\n",
+        )
+        .unwrap();
+        let mut opts = OpenOptions::default();
+        opts.registry.mirrors.add_openshift_file(&idms).unwrap();
         let r: ImageRef = "docker://127.0.0.1:1/ocp/release:4.16".parse().unwrap();
         let e = format!(
             "{:#}",
-            resolve(&r, &OpenOptions::default(), &Warnings::default()).unwrap_err()
+            resolve(&r, &opts, &Warnings::default()).unwrap_err()
         );
-        assert!(e.contains("by digest"), "{e}");
+        assert!(
+            e.contains("by digest") && e.contains("idms.yaml") && e.contains("mirrors are in play"),
+            "{e}"
+        );
+        // Another repository's mirrors are not in play for it: the source is asked (and,
+        // here, refuses the connection).
+        let other: ImageRef = "docker://127.0.0.1:1/ocp/other:4.16".parse().unwrap();
+        let e = format!(
+            "{:#}",
+            resolve(&other, &opts, &Warnings::default()).unwrap_err()
+        );
+        assert!(!e.contains("by digest"), "{e}");
     }
 }

@@ -137,6 +137,7 @@ fn verify_target(cfg: &VerifyConfig, v: &verify::Verified, checks: &mut Checks) 
                 value: b.to_string(),
                 file: None,
                 version: b,
+                range: Vec::new(),
             },
             spec: Some(v.spec),
             rhel: v.provenance.as_ref().and_then(|p| {

@@ -1,19 +1,25 @@
 //! The bootimage a file holds, read only as far as the name it carries: stream metadata
 //! (the installer's `coreos print-stream-json`, its older `rhcos.json`, or the cluster's
-//! `coreos-bootimages` ConfigMap), a disk image (qcow2, or raw; either plain, gzip or
-//! xz), or a live ISO. The name found (a build ID, or an ISO's volume ID) is what
-//! `--bootimage` would be given; [`crate::choose::target::bootimage_name`] reads it.
+//! `coreos-bootimages` ConfigMap), a disk image (qcow2, raw, a fixed VHD, a VMDK, or a
+//! tar archive of `disk.raw`; either plain, gzip or xz), an OVA, or a live ISO. The name
+//! found (a build ID, or an ISO's volume ID) is what `--bootimage` would be given;
+//! [`crate::choose::target::bootimage_name`] reads it.
 //!
 //! Each reader is bounded: stream metadata and BLS entries are read whole up to a small
 //! limit, a disk image only through its partition table and its `boot` partition, a
 //! compressed one decompressed (into a sparse spool file) only as far as those reads
-//! reach, an ISO only its primary volume descriptor.
+//! reach, a VMDK one grain at a time, a tar archive's headers and the parts of its
+//! member that those reads reach, an ISO only its primary volume descriptor.
 
 mod disk;
 mod iso;
+mod ova;
 mod qcow2;
 mod spool;
 mod stream;
+mod tar;
+mod vhd;
+mod vmdk;
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -35,6 +41,14 @@ pub enum FileKind {
     RawDisk,
     /// A live ISO.
     LiveIso,
+    /// An OVA: a tar archive of an OVF descriptor and a VMDK (vSphere).
+    Ova,
+    /// A VMDK sparse extent (streamOptimized or monolithicSparse).
+    Vmdk,
+    /// A tar archive holding `disk.raw` (GCP's image archive, `.tar.gz`).
+    DiskArchive,
+    /// A fixed VHD: a raw disk with a footer (Azure).
+    FixedVhd,
 }
 
 impl FileKind {
@@ -45,6 +59,10 @@ impl FileKind {
             FileKind::Qcow2 => "qcow2 disk image",
             FileKind::RawDisk => "raw disk image",
             FileKind::LiveIso => "live ISO",
+            FileKind::Ova => "OVA",
+            FileKind::Vmdk => "VMDK disk image",
+            FileKind::DiskArchive => "tar archive",
+            FileKind::FixedVhd => "fixed VHD",
         }
     }
 }
@@ -88,8 +106,9 @@ pub enum FileError {
     #[error(
         "--bootimage-file {path}: not a bootimage file: expected stream metadata JSON (as \
          `openshift-install coreos print-stream-json` prints it, or the coreos-bootimages \
-         ConfigMap), a qcow2 or raw disk image (plain, .gz or .xz), or a live ISO; or give \
-         --bootimage with its version or build ID"
+         ConfigMap), a qcow2 or raw disk image (plain, .gz or .xz), a live ISO, an OVA or \
+         VMDK, a GCP image archive (.tar.gz of disk.raw) or a fixed VHD (plain or .gz); or \
+         give --bootimage with its version or build ID"
     )]
     Unknown {
         /// The file.
@@ -149,6 +168,15 @@ pub(crate) trait ReadAt {
 }
 
 impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        (**self).read_at(offset, buf)
+    }
+    fn size(&self) -> Option<u64> {
+        (**self).size()
+    }
+}
+
+impl<T: ReadAt + ?Sized> ReadAt for &mut T {
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         (**self).read_at(offset, buf)
     }
@@ -227,9 +255,13 @@ pub fn read_file(path: &Path, arch: &str) -> Result<Found, FileError> {
     };
     let (kind, found) = if let Some(c) = compression {
         let mut spooled = spool::Spool::new(file, c).map_err(io_err)?;
-        let mut inner = [0u8; 8];
-        let kind = match spooled.read_at(0, &mut inner) {
+        let mut inner = [0u8; 512];
+        let kind = match spooled.read_at(0, &mut inner[..8]) {
             Ok(()) if inner[..4] == *qcow2::MAGIC => FileKind::Qcow2,
+            // A stream shorter than a tar header holds no tar archive.
+            Ok(()) if spooled.read_at(0, &mut inner).is_ok() && tar::is_header(&inner) => {
+                FileKind::DiskArchive
+            }
             Ok(()) => FileKind::RawDisk,
             Err(e) => return Err(damaged(format!("{} data", compressed_name(c)), Bad::Io(e))),
         };
@@ -238,6 +270,22 @@ pub fn read_file(path: &Path, arch: &str) -> Result<Found, FileError> {
         (FileKind::LiveIso, iso::volume_id(&mut file))
     } else if head.starts_with(qcow2::MAGIC) {
         (FileKind::Qcow2, boot_entry(FileKind::Qcow2, Box::new(file)))
+    } else if head.starts_with(vmdk::MAGIC) {
+        (FileKind::Vmdk, boot_entry(FileKind::Vmdk, Box::new(file)))
+    } else if tar::is_header(&head) {
+        match ova::is_ova(&mut file) {
+            Ok(true) => (FileKind::Ova, ova::read(file)),
+            Ok(false) => (
+                FileKind::DiskArchive,
+                boot_entry(FileKind::DiskArchive, Box::new(file)),
+            ),
+            Err(e) => return Err(damaged(kind_label(FileKind::DiskArchive, None), e)),
+        }
+    } else if vhd::has_footer(&mut file).map_err(io_err)? {
+        (
+            FileKind::FixedVhd,
+            boot_entry(FileKind::FixedVhd, Box::new(file)),
+        )
     } else if disk::has_gpt(&mut file).map_err(io_err)? {
         (
             FileKind::RawDisk,
@@ -259,11 +307,27 @@ pub fn read_file(path: &Path, arch: &str) -> Result<Found, FileError> {
     })
 }
 
-/// The build ID in the BLS entries of a disk image, through its qcow2 layer if any.
+/// The build ID in the BLS entries of a disk image, through its qcow2, VMDK, VHD or tar
+/// layer if any.
 fn boot_entry(kind: FileKind, disk: Box<dyn ReadAt>) -> Result<(String, String), Bad> {
     match kind {
         FileKind::Qcow2 => {
             qcow2::Qcow2::open(disk).and_then(|q| disk::read_boot_entry(Box::new(q)))
+        }
+        FileKind::Vmdk => vmdk::Vmdk::open(disk).and_then(|v| disk::read_boot_entry(Box::new(v))),
+        FileKind::FixedVhd => vhd::open(disk).and_then(|d| disk::read_boot_entry(Box::new(d))),
+        FileKind::DiskArchive => {
+            let mut disk = disk;
+            let Some(raw) = tar::members(&mut disk, &|n| n == tar::DISK_RAW)?
+                .into_iter()
+                .find(|m| m.name == tar::DISK_RAW)
+            else {
+                return bad(
+                    "no disk.raw among its tar members (a GCP image archive holds its disk there)",
+                );
+            };
+            let (id, entry) = disk::read_boot_entry(Box::new(tar::MemberFile::new(disk, raw)))?;
+            Ok((id, format!("{entry} in {}", tar::DISK_RAW)))
         }
         _ => disk::read_boot_entry(disk),
     }
@@ -272,7 +336,58 @@ fn boot_entry(kind: FileKind, disk: Box<dyn ReadAt>) -> Result<(String, String),
 /// The bootimage `path` holds, named as `--bootimage` would name it, and with the file
 /// it came from.
 pub fn read_named(path: &Path, arch: &str) -> Result<Named, FileError> {
-    let found = read_file(path, arch)?;
+    named(path, read_file(path, arch)?)
+}
+
+/// The bootimage whose AWS image (AMI) is `ami`, as the installer's `rhcos.json` or
+/// stream metadata at `path` maps it (in `region`, when given).
+pub fn read_ami(
+    path: &Path,
+    arch: &str,
+    ami: &str,
+    region: Option<&str>,
+) -> Result<Named, FileError> {
+    let io_err = |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io_err)?;
+    let mut head = vec![0u8; 4096];
+    let n = read_up_to(&mut file, &mut head).map_err(io_err)?;
+    head.truncate(n);
+    let kind = FileKind::StreamMetadata;
+    if !stream::looks_like(&head) {
+        return Err(FileError::Damaged {
+            path: path.to_path_buf(),
+            kind: kind.describe().to_string(),
+            why: format!(
+                "not JSON nor YAML: {ami} is looked up in the installer's rhcos.json or stream \
+                 metadata (`openshift-install coreos print-stream-json`)"
+            ),
+        });
+    }
+    let (name, from) = stream::read_ami(&mut file, arch, ami, region).map_err(|e| match e {
+        Bad::Io(source) => FileError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        Bad::Content(why) => FileError::Damaged {
+            path: path.to_path_buf(),
+            kind: kind.describe().to_string(),
+            why,
+        },
+    })?;
+    let found = Found {
+        kind,
+        compression: None,
+        name,
+        from: format!("{from} (AMI {ami})"),
+    };
+    named(path, found)
+}
+
+/// A name found in `path`, read as `--bootimage` reads one.
+fn named(path: &Path, found: Found) -> Result<Named, FileError> {
     let kind = found.describe_kind();
     match bootimage_name(&found.name) {
         Ok(named) => Ok(Named {

@@ -41,8 +41,9 @@ fn coreos_arch(oci: &str) -> &str {
     }
 }
 
-/// The build the stream names for `arch`.
-pub(super) fn read(file: &mut File, arch: &str) -> Result<(String, String), Bad> {
+/// The stream metadata (or `rhcos.json`) a file holds, itself or in a ConfigMap; and
+/// where, for messages (`the ConfigMap's data.stream, `, or empty).
+fn document(file: &mut File) -> Result<(Value, &'static str), Bad> {
     file.seek(SeekFrom::Start(0))?;
     let mut text = String::new();
     if file.take(LIMIT + 1).read_to_string(&mut text).is_err() {
@@ -89,6 +90,12 @@ pub(super) fn read(file: &mut File, arch: &str) -> Result<(String, String), Bad>
         Some(_) => return bad("a Kubernetes object that is not a ConfigMap"),
         None => (doc, ""),
     };
+    Ok((doc, within))
+}
+
+/// The build the stream names for `arch`.
+pub(super) fn read(file: &mut File, arch: &str) -> Result<(String, String), Bad> {
+    let (doc, within) = document(file)?;
     if let Some(id) = doc.get("buildid").and_then(Value::as_str) {
         return checked(id, format!("{within}buildid"));
     }
@@ -124,6 +131,76 @@ pub(super) fn read(file: &mut File, arch: &str) -> Result<(String, String), Bad>
             "architectures.{name}.artifacts name {} releases, not one",
             releases.len()
         )),
+    }
+}
+
+/// The build whose AWS image `ami` is: the `buildid` of an `rhcos.json` whose `amis`
+/// (4.1 to 4.7) list it, or the `release` of the region of
+/// `architectures.ARCH.images.aws.regions` (stream metadata) whose `image` it is; only in
+/// `region`, when given.
+pub(super) fn read_ami(
+    file: &mut File,
+    arch: &str,
+    ami: &str,
+    region: Option<&str>,
+) -> Result<(String, String), Bad> {
+    let (doc, within) = document(file)?;
+    let name = coreos_arch(arch);
+    // (region, build, where)
+    let mut hits: Vec<(String, Option<String>, String)> = Vec::new();
+    if let Some(amis) = doc.get("amis").and_then(Value::as_object) {
+        let build = doc
+            .get("buildid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        for (r, e) in amis {
+            if e.get("hvm").and_then(Value::as_str) == Some(ami) {
+                hits.push((r.clone(), build.clone(), format!("{within}amis.{r}.hvm")));
+            }
+        }
+    } else if let Some(regions) = doc
+        .pointer(&format!("/architectures/{name}/images/aws/regions"))
+        .and_then(Value::as_object)
+    {
+        for (r, e) in regions {
+            if e.get("image").and_then(Value::as_str) == Some(ami) {
+                let build = e.get("release").and_then(Value::as_str).map(str::to_string);
+                hits.push((
+                    r.clone(),
+                    build,
+                    format!("{within}architectures.{name}.images.aws.regions.{r}"),
+                ));
+            }
+        }
+    } else {
+        return bad(format!(
+            "no AMIs in it: neither `amis` (rhcos.json) nor architectures.{name}.images.aws.regions (stream metadata)"
+        ));
+    }
+    hits.retain(|h| quotable(&h.0));
+    if let Some(r) = region {
+        let elsewhere: Vec<String> = hits.iter().map(|h| h.0.clone()).collect();
+        hits.retain(|h| h.0 == r);
+        if hits.is_empty() && !elsewhere.is_empty() {
+            return bad(format!(
+                "{ami} is not the AWS image of region {r} (--region) in it, but of {}",
+                elsewhere.join(", ")
+            ));
+        }
+    }
+    let mut builds: Vec<&Option<String>> = hits.iter().map(|h| &h.1).collect();
+    builds.sort();
+    builds.dedup();
+    match (builds.len(), hits.first()) {
+        (0, _) | (_, None) => bad(format!("no region's AWS image in it is {ami}")),
+        (1, Some((_, Some(id), at))) => checked(id, at.clone()),
+        (1, Some((_, None, at))) => bad(format!("{at} names no build")),
+        _ => {
+            bad(format!(
+            "{ami} is the AWS image of several regions naming different builds ({}): give --region",
+            hits.iter().map(|h| h.0.as_str()).collect::<Vec<_>>().join(", ")
+        ))
+        }
     }
 }
 

@@ -695,7 +695,8 @@ const fn row(
 pub enum NameError {
     /// None of the forms read.
     #[error(
-        "invalid bootimage {0:?}: expected an OpenShift version X.Y (4.2) or an OKD row \
+        "invalid bootimage {0:?}: expected an OpenShift version X.Y or X.Y.Z (4.2, \
+         4.2.36) or an OKD row \
          (fcos-33, scos-9), an RHCOS build ID \
          (42.80.20191002.0, 410.84.202205191234-0), an RHCOS cloud image name \
          (rhcos-42-80-20191002-0-gcp-x86-64), a Fedora CoreOS build ID (33.20201201.3.0, \
@@ -718,19 +719,6 @@ pub enum NameError {
         /// The RHEL major of the table's row.
         table_rhel: u32,
     },
-    /// An RHEL-based build ID (4.19 on), which several releases share.
-    #[error(
-        "bootimage {given:?}: RHCOS {rhel_release} is the bootimage of OpenShift {rows}; give \
-         the one the cluster was installed with as --bootimage X.Y"
-    )]
-    Shared {
-        /// The name given.
-        given: String,
-        /// Its RHEL release.
-        rhel_release: String,
-        /// The rows that share it, `4.19, 4.20, 4.21`.
-        rows: String,
-    },
     /// An OKD bootimage or release the table lacks.
     #[error("bootimage {given:?}: {what}")]
     UnknownOkd {
@@ -748,6 +736,8 @@ pub enum NameForm {
     /// A row of the table by its name: an OpenShift version, `4.2`, or an OKD row,
     /// `fcos-33`, `scos-9`.
     Version,
+    /// An OpenShift release's version, `4.2.36`, as a cluster reports it: its `X.Y`'s row.
+    ReleaseVersion,
     /// An RHCOS build ID, `42.80.20191002.0`, also `rhcos-` prefixed (a live ISO's
     /// volume ID).
     BuildId,
@@ -769,6 +759,7 @@ impl NameForm {
     pub fn describe(self) -> &'static str {
         match self {
             NameForm::Version => "OpenShift version",
+            NameForm::ReleaseVersion => "OpenShift release",
             NameForm::BuildId => "RHCOS build ID",
             NameForm::CloudImageName => "RHCOS cloud image name",
             NameForm::FcosBuildId => "Fedora CoreOS build ID",
@@ -801,15 +792,28 @@ pub struct Named {
     pub value: String,
     /// The file it was read from, if any.
     pub file: Option<NamedFile>,
-    /// The bootimage it names.
+    /// The bootimage it names: the first of `range` when several releases share it.
     pub version: BootimageId,
+    /// The releases a name shared by several (an RHCOS build ID of 4.19 on, which names
+    /// a RHEL release) may be; empty for a name of one release. It is accepted when each
+    /// gives the same build and spec (checked by `inject`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub range: Vec<BootimageId>,
 }
 
 impl Named {
+    /// `4.19-4.21` for a shared name, else the bootimage.
+    pub fn versions(&self) -> String {
+        match (self.range.first(), self.range.last()) {
+            (Some(a), Some(b)) if a != b => format!("{a}-{b}"),
+            _ => self.version.to_string(),
+        }
+    }
+
     /// `4.2`, or `4.2 (RHCOS build ID 42.80.20191002.0 in loader/entries/x.conf of FILE)`.
     pub fn describe(&self) -> String {
         let what = match (&self.file, self.form) {
-            (None, NameForm::Version) => return self.version.to_string(),
+            (None, NameForm::Version) => return self.versions(),
             (None, form) => format!("{} {}", form.describe(), self.value),
             (Some(f), NameForm::OsRelease) => format!("from os-release {}", f.path),
             (Some(f), form) => format!(
@@ -821,7 +825,7 @@ impl Named {
                 f.path
             ),
         };
-        format!("{} ({what})", self.version)
+        format!("{} ({what})", self.versions())
     }
 }
 
@@ -871,18 +875,25 @@ fn okd_rows() -> String {
 /// `fedora-coreos-`); a CentOS Stream CoreOS one (`scos-9.0.20250222-0`, also bare); or
 /// `okd-X.Y`, the bootimage an OKD release's installer pins. An RHCOS build ID's RHEL must
 /// be its row's. The RHEL-based RHCOS IDs of 4.19 on (`9.6.20250513-0`) name a RHEL
-/// release that several rows share: refused, naming them.
+/// release that several rows share: the first, with all of them in [`Named::range`].
 pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
     let named = |form, version| Named {
         form,
         value: s.to_string(),
         file: None,
         version,
+        range: Vec::new(),
     };
     if let Ok(v) = s.parse::<OcpVersion>() {
         return Ok(named(NameForm::Version, BootimageId::Rhcos(v)));
     }
     let bad = || NameError::Syntax(s.to_string());
+    // `4.2.36`: a z-stream of the 4.2 row (a build ID has four fields).
+    if let Some((xy, z)) = s.rsplit_once('.') {
+        if let (Ok(v), Some(_)) = (xy.parse::<OcpVersion>(), digits(z, 1, 4)) {
+            return Ok(named(NameForm::ReleaseVersion, BootimageId::Rhcos(v)));
+        }
+    }
     if let Ok(id @ (BootimageId::Fcos(_) | BootimageId::Scos(_))) = s.parse::<BootimageId>() {
         return match bootimage(id) {
             Ok(_) => Ok(named(NameForm::Version, id)),
@@ -956,21 +967,20 @@ pub fn bootimage_name(s: &str) -> Result<Named, NameError> {
         digits(ocp, 1, 3).ok_or_else(bad)?,
         digits(rhel, 1, 3).ok_or_else(bad)?,
     );
-    if ocp.len() == 1 {
-        // RHEL-based: `9.6.STAMP-N`, RHEL 9.6.
+    // OpenShift 4's IDs start with its `4Y`; RHEL-based ones with the RHEL major.
+    if !ocp.starts_with('4') {
+        // RHEL-based: `9.6.STAMP-N`, RHEL 9.6 (`10.2.STAMP-N`), the bootimage of several
+        // releases.
         let rhel_release = format!("{ocp}.{rhel}");
-        let rows: Vec<String> = BOOTIMAGES
+        let range: Vec<BootimageId> = BOOTIMAGES
             .iter()
             .filter(|b| b.rhel_release == rhel_release)
-            .map(|b| b.id.to_string())
+            .map(|b| b.id)
             .collect();
-        if rows.is_empty() {
-            return Err(bad());
-        }
-        return Err(NameError::Shared {
-            given: s.to_string(),
-            rhel_release,
-            rows: rows.join(", "),
+        let first = *range.first().ok_or_else(bad)?;
+        return Ok(Named {
+            range,
+            ..named(NameForm::BuildId, first)
         });
     }
     let num = |x: &str| x.parse::<u32>().map_err(|_| bad());
@@ -1197,6 +1207,40 @@ impl Target {
     /// Whether the bootimage's Ignition reads `spec`.
     pub fn reads(&self, spec: SpecVersion) -> bool {
         check_spec(self.bootimage, self.ignition, self.max_spec, spec).is_ok()
+    }
+
+    /// What a binary or a config meets differently on `other` than on this target:
+    /// `glibc 2.28 on 4.12, 2.34 on 4.19`; empty when only their names differ.
+    pub fn differences(&self, other: &Target) -> Vec<String> {
+        let (a, b) = (self, other);
+        let ignition = |t: &Target| match t.ignition {
+            IgnitionGeneration::V0 => "v0.x".to_string(),
+            IgnitionGeneration::V2 => "v2.x".to_string(),
+        };
+        [
+            ("OS", a.os.to_string(), b.os.to_string()),
+            ("glibc", a.glibc.clone(), b.glibc.clone()),
+            ("libcrypto", a.libcrypto.clone(), b.libcrypto.clone()),
+            ("libssl", a.libssl.clone(), b.libssl.clone()),
+            ("kernel", a.kernel.clone(), b.kernel.clone()),
+            ("Ignition", ignition(a), ignition(b)),
+            (
+                "newest spec read",
+                a.max_spec.to_string(),
+                b.max_spec.to_string(),
+            ),
+            ("spec written", a.spec.to_string(), b.spec.to_string()),
+            ("architecture", a.arch.clone(), b.arch.clone()),
+            (
+                "first-boot paths switched off (pivot.service)",
+                a.has_legacy_firstboot().to_string(),
+                b.has_legacy_firstboot().to_string(),
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, x, y)| x != y)
+        .map(|(what, x, y)| format!("{what} {x} on {}, {y} on {}", a.bootimage, b.bootimage))
+        .collect()
     }
 }
 
@@ -1481,7 +1525,8 @@ mod tests {
             "fcos-33.2020.3.0",
             "scos-9.6.20250222-0",
             "okd-4",
-            "4.2.1",
+            "4.2.1.0",
+            "4.2.x",
         ] {
             assert_eq!(
                 bootimage_name(bad),
@@ -1525,10 +1570,22 @@ mod tests {
             read.describe(),
             "4.2 (RHCOS build ID 42.80.20191002.0 in loader/entries/ostree-1-rhcos.conf of qcow2 disk image disk.qcow2)"
         );
-        let Err(NameError::Shared { rows, .. }) = bootimage_name("9.6.20250513-0") else {
-            panic!("a RHEL-based ID names no single row");
-        };
-        assert_eq!(rows, "4.19, 4.20, 4.21");
+        let shared = bootimage_name("9.6.20250513-0").unwrap();
+        assert_eq!(shared.version, BootimageId::Rhcos(v(4, 19)));
+        assert_eq!(
+            shared.range,
+            [v(4, 19), v(4, 20), v(4, 21)].map(BootimageId::Rhcos)
+        );
+        assert_eq!(
+            shared.describe(),
+            "4.19-4.21 (RHCOS build ID 9.6.20250513-0)"
+        );
+        let z = bootimage_name("4.2.36").unwrap();
+        assert_eq!(
+            (z.form, z.version),
+            (NameForm::ReleaseVersion, BootimageId::Rhcos(v(4, 2)))
+        );
+        assert_eq!(z.describe(), "4.2 (OpenShift release 4.2.36)");
         assert_eq!(
             cloud_image_arch("rhcos-42-80-20191002-0-gcp-x86-64"),
             Some("amd64")
@@ -1542,6 +1599,25 @@ mod tests {
             bootimage_name("9.1.20250513-0"),
             Err(NameError::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn targets_differ_in_what_a_build_or_config_meets() {
+        let t = |m| Target::new(BootimageId::Rhcos(v(4, m)), None, None, "amd64").unwrap();
+        assert!(t(19).differences(&t(21)).is_empty());
+        let d = t(12).differences(&t(19));
+        assert_eq!(
+            d[..3],
+            [
+                "OS RHEL 8 on 4.12, RHEL 9 on 4.19",
+                "glibc 2.28 on 4.12, 2.34 on 4.19",
+                "libcrypto libcrypto.so.1.1 on 4.12, libcrypto.so.3 on 4.19",
+            ]
+        );
+        assert!(t(5)
+            .differences(&t(6))
+            .iter()
+            .any(|d| d.starts_with("spec written 2.2.0 on 4.5, 3.1.0 on 4.6")));
     }
 
     #[test]

@@ -223,7 +223,8 @@ pub struct ImageArgs {
         conflicts_with = "release"
     )]
     pub image: Option<ImageRef>,
-    /// An OpenShift release image, by digest (or a local layout of one): the
+    /// An OpenShift release image, by digest, or by tag when no mirror of --idms serves
+    /// it (the tag is resolved to its digest once); or a local layout of one: the
     /// machine-config-operator image it names is read.
     #[arg(long, value_name = "REF")]
     pub release: Option<ImageRef>,
@@ -654,24 +655,32 @@ pub struct PullArgs {
 pub struct TargetOpts {
     /// The bootimage the node boots from: its OpenShift version X.Y (a release of the
     /// table, 4.1 to 5.2; a newer one needs --target-rhel or --target-os-release, and
-    /// --spec), its RHCOS build ID (42.80.20191002.0) or its cloud image name
+    /// --spec) or the release X.Y.Z the cluster was installed with (4.2.36), its RHCOS
+    /// build ID (42.80.20191002.0; 9.6.20250121-0, which several releases share) or its
+    /// cloud image name
     /// (rhcos-42-80-20191002-0-gcp-x86-64); for OKD, its Fedora CoreOS build ID
     /// (33.20201201.3.0), its CentOS Stream CoreOS one (scos-9.0.20250222-0), or
-    /// okd-X.Y for the bootimage that OKD release's installer pins.
+    /// okd-X.Y for the bootimage that OKD release's installer pins. On AWS, its AMI
+    /// (ami-0123456789abcdef0) with --bootimage-file naming the installer's rhcos.json or
+    /// stream metadata, which map it to its build.
     #[arg(
         long,
         value_name = "BOOTIMAGE",
-        value_parser = bootimage_version,
-        required_unless_present_any = ["target_os_release", "bootimage_file"],
-        conflicts_with = "bootimage_file"
+        value_parser = bootimage_or_ami,
+        required_unless_present_any = ["target_os_release", "bootimage_file"]
     )]
-    pub bootimage: Option<Named>,
+    pub bootimage: Option<BootimageName>,
     /// The bootimage as a file, read for the build it names: stream metadata JSON (as
     /// `openshift-install coreos print-stream-json` prints it, or the coreos-bootimages
-    /// ConfigMap; the entry of --platform's arch), a qcow2 or raw disk image (plain, .gz
-    /// or .xz), or a live ISO.
+    /// ConfigMap; the entry of --platform's arch), a qcow2, raw or VMDK disk image or a
+    /// fixed VHD (plain, .gz or .xz), an OVA, a GCP image archive (.tar.gz of disk.raw),
+    /// or a live ISO. With --bootimage ami-…: the installer's rhcos.json or stream
+    /// metadata, where that AMI is looked up.
     #[arg(long, value_name = "FILE")]
     pub bootimage_file: Option<PathBuf>,
+    /// The AWS region of --bootimage ami-… (else the region whose image it is).
+    #[arg(long, value_name = "REGION", requires = "bootimage")]
+    pub region: Option<String>,
     /// The bootimage's os-release file: its OpenShift version, or its Fedora CoreOS or
     /// CentOS Stream CoreOS major (unless --bootimage says), and RHEL major (unless
     /// --target-rhel says) are read from it, as MCO reads them.
@@ -694,8 +703,27 @@ impl TargetOpts {
     /// The target these flags make, checked against the table when they say all of it
     /// (with --target-os-release the file may say the rest: checked when it is read).
     fn check(&self, arch: &str) -> Result<Option<crate::choose::target::Target>, String> {
-        let Some(b) = &self.bootimage else {
-            return Ok(None);
+        let b = match (&self.bootimage, &self.bootimage_file) {
+            (None, _) => return Ok(None),
+            (Some(BootimageName::Ami(ami)), None) => {
+                return Err(format!(
+                    "--bootimage {ami}: an AMI names its build only through the installer's \
+                     rhcos.json or stream metadata (`openshift-install coreos \
+                     print-stream-json`): give that file with --bootimage-file"
+                ))
+            }
+            (Some(BootimageName::Ami(_)), Some(_)) => return Ok(None),
+            (Some(BootimageName::Named(b)), Some(_)) => {
+                return Err(format!(
+                    "--bootimage {} and --bootimage-file both name the bootimage: give one \
+                     (with a file, --bootimage takes only an AMI, which the file maps)",
+                    b.value
+                ))
+            }
+            (Some(BootimageName::Named(_)), None) if self.region.is_some() => {
+                return Err("--region is read only with --bootimage ami-…".into())
+            }
+            (Some(BootimageName::Named(b)), None) => b,
         };
         if b.form == NameForm::CloudImageName {
             match crate::choose::target::cloud_image_arch(&b.value) {
@@ -733,7 +761,13 @@ impl TargetOpts {
             from_file,
             &self.target_os_release,
         ) {
-            (Some(b), _, _, _) => b.clone(),
+            (Some(BootimageName::Named(b)), _, _, _) => b.clone(),
+            (Some(BootimageName::Ami(ami)), Some(file), _, _) => {
+                crate::bootimage::read_ami(file, arch, ami, self.region.as_deref())?
+            }
+            (Some(BootimageName::Ami(ami)), None, _, _) => {
+                bail!("--bootimage {ami}: give the file that maps it with --bootimage-file")
+            }
             (None, Some(file), _, _) => crate::bootimage::read_named(file, arch)?,
             (None, None, Some(b), Some(path)) => Named {
                 form: NameForm::OsRelease,
@@ -744,6 +778,7 @@ impl TargetOpts {
                     within: "OPENSHIFT_VERSION or VERSION_ID".into(),
                 }),
                 version: b,
+                range: Vec::new(),
             },
             (None, None, _, Some(path)) => bail!(
                 "{}: it names no bootimage (OPENSHIFT_VERSION, an RHCOS VERSION_ID, ID=fedora \
@@ -1010,6 +1045,28 @@ impl VerifyArgs {
             payload: self.payload.clone(),
             arch: self.platform.architecture.clone(),
         })
+    }
+}
+
+/// What `inject --bootimage` names: a bootimage, or an AMI that a file maps to one.
+#[derive(Clone, Debug)]
+pub enum BootimageName {
+    /// A bootimage, as [`bootimage_version`] reads it.
+    Named(Named),
+    /// An AWS AMI ID, `ami-` and 8 or 17 hex digits.
+    Ami(String),
+}
+
+/// An AMI ID, else a bootimage version.
+fn bootimage_or_ami(s: &str) -> Result<BootimageName, String> {
+    match s.strip_prefix("ami-") {
+        Some(hex) if [8, 17].contains(&hex.len()) && hex.bytes().all(|c| c.is_ascii_hexdigit()) => {
+            Ok(BootimageName::Ami(s.to_string()))
+        }
+        Some(_) => Err(format!(
+            "{s:?} is not an AMI ID (ami- and 8 or 17 hexadecimal digits)"
+        )),
+        None => bootimage_version(s).map(BootimageName::Named),
     }
 }
 

@@ -160,6 +160,7 @@ pub(crate) fn open(
         reference: reference.to_string(),
         name,
         manifest_digest: None,
+        tag_digest: None,
         config_digest,
         platform: facts.checked_platform(platform, &what)?,
         layers,

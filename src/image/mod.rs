@@ -85,6 +85,10 @@ pub struct ImageInfo {
     pub name: Option<String>,
     /// Digest of the image manifest (absent for docker-archive, which has none).
     pub manifest_digest: Option<Digest>,
+    /// Digest of what a registry reference's tag names (an index for a multi-arch image,
+    /// else the manifest); `None` for images read from disk.
+    #[serde(skip)]
+    pub tag_digest: Option<Digest>,
     /// Digest of the image configuration (the image ID).
     pub config_digest: Digest,
     /// The platform of the image read (an index's entry for `--platform`).

@@ -380,6 +380,7 @@ pub(crate) fn open<T: FileTree + 'static>(
         reference: reference.to_string(),
         name,
         manifest_digest: Some(manifest_digest),
+        tag_digest: None,
         config_digest,
         platform: facts.checked_platform(platform, &tree.describe())?,
         layers,

@@ -482,6 +482,17 @@ impl Mirrors {
         }
     }
 
+    /// Where the rule that mirrors `r`'s repository was read, when one of its mirrors
+    /// serves pulls by digest only (as every ImageDigestMirrorSet and
+    /// ImageContentSourcePolicy mirror does): a pull of `r` by tag would pass it by.
+    pub fn digest_only_rule(&self, r: &DockerRef) -> Option<&str> {
+        let (rule, _) = self.rule_for(&format!("{}/{}", r.registry, r.repository))?;
+        rule.mirrors
+            .iter()
+            .any(|m| !m.pull_from.serves(false))
+            .then_some(rule.origin.as_str())
+    }
+
     /// Where to pull `r` from, in order. An error when every way is closed.
     pub fn endpoints(&self, r: &DockerRef) -> Result<Vec<Endpoint>> {
         let name = format!("{}/{}", r.registry, r.repository);

@@ -340,7 +340,7 @@ fn open_with(
         size: top_bytes.len() as u64,
     };
     let (manifest_digest, manifest, manifest_bytes) =
-        resolve(&fetcher, top_digest, top_doc, top_bytes, platform)?;
+        resolve(&fetcher, top_digest.clone(), top_doc, top_bytes, platform)?;
     // The policy is checked on the image manifest of the platform, with the signatures
     // of its digest, before anything else of the image is read: as containers/image
     // copies one instance of a list (copy.go, `copySingleImage` on the instance
@@ -374,6 +374,7 @@ fn open_with(
         reference: reference.to_string(),
         name: None,
         manifest_digest: Some(manifest_digest),
+        tag_digest: Some(top_digest),
         config_digest,
         platform: facts.checked_platform(platform, &what)?,
         layers,

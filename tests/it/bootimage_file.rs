@@ -67,19 +67,63 @@ fn builds() -> &'static (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
             .status()
             .unwrap();
         assert!(gz.success());
-        // The installer's rhcos.json of 4.2 (before stream metadata).
+        // The installer's data/data/rhcos.json of 4.2 (before stream metadata), its
+        // shape: an AMI per region, the build, its images. (The AMI IDs are made up.)
         fs::write(
             b42.join("rhcos.json"),
             r#"{
-  "amis": {"us-east-1": {"hvm": "ami-01e7fdcb66157b224"}},
-  "baseURI": "https://example.com/art/storage/releases/rhcos-4.2/42.80.20191002.0/",
-  "buildid": "42.80.20191002.0",
-  "images": {
-    "qemu": {"path": "rhcos-42.80.20191002.0-qemu.qcow2", "sha256": "3c5a3a7ac3f5b7b52e2c6d1f6f8b1b1f3a2a7c1d5e4f3b2a1c0d9e8f7a6b5c4d"},
-    "metal-bios": {"path": "rhcos-42.80.20191002.0-metal-bios.raw.gz"}
-  },
-  "ostree-commit": "1a2b3c",
-  "ostree-version": "42.80.20191002.0"
+    "amis": {
+        "ap-northeast-1": {
+            "hvm": "ami-0c63b39219b8123e5"
+        },
+        "eu-west-1": {
+            "hvm": "ami-01ba4be3b4bbc9fc8"
+        },
+        "us-east-1": {
+            "hvm": "ami-01e7fdcb66157b224"
+        },
+        "us-west-2": {
+            "hvm": "ami-08e10b201e19fd5e7"
+        }
+    },
+    "azure": {
+        "image": "rhcos-42.80.20191002.0.vhd",
+        "url": "https://example.com/imagebucket/rhcos-42.80.20191002.0.vhd"
+    },
+    "baseURI": "https://example.com/art/storage/releases/rhcos-4.2/42.80.20191002.0/",
+    "buildid": "42.80.20191002.0",
+    "gcp": {
+        "image": "rhcos-42-80-20191002-0",
+        "url": "https://example.com/rhcos/rhcos/42.80.20191002.0.tar.gz"
+    },
+    "images": {
+        "aws": {
+            "path": "rhcos-42.80.20191002.0-aws.vmdk.gz",
+            "sha256": "3c5a3a7ac3f5b7b52e2c6d1f6f8b1b1f3a2a7c1d5e4f3b2a1c0d9e8f7a6b5c4d",
+            "size": 779389954,
+            "uncompressed-sha256": "4c5a3a7ac3f5b7b52e2c6d1f6f8b1b1f3a2a7c1d5e4f3b2a1c0d9e8f7a6b5c4d",
+            "uncompressed-size": 799152128
+        },
+        "metal-bios": {
+            "path": "rhcos-42.80.20191002.0-metal-bios.raw.gz",
+            "sha256": "5c5a3a7ac3f5b7b52e2c6d1f6f8b1b1f3a2a7c1d5e4f3b2a1c0d9e8f7a6b5c4d"
+        },
+        "qemu": {
+            "path": "rhcos-42.80.20191002.0-qemu.qcow2",
+            "sha256": "6c5a3a7ac3f5b7b52e2c6d1f6f8b1b1f3a2a7c1d5e4f3b2a1c0d9e8f7a6b5c4d"
+        },
+        "vmware": {
+            "path": "rhcos-42.80.20191002.0-vmware.ova",
+            "sha256": "7c5a3a7ac3f5b7b52e2c6d1f6f8b1b1f3a2a7c1d5e4f3b2a1c0d9e8f7a6b5c4d",
+            "size": 817879040
+        }
+    },
+    "oscontainer": {
+        "digest": "sha256:8c5a3a7ac3f5b7b52e2c6d1f6f8b1b1f3a2a7c1d5e4f3b2a1c0d9e8f7a6b5c4d",
+        "image": "example.com/openshift-release-dev/ocp-v4.0-art-dev"
+    },
+    "ostree-commit": "1a2b3c",
+    "ostree-version": "42.80.20191002.0"
 }
 "#,
         )
@@ -105,6 +149,53 @@ fn builds() -> &'static (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
 }
 "#;
         fs::write(b410.join("stream.json"), stream).unwrap();
+        // The installer's data/data/coreos/rhcos.json (4.8 and later) in its shape: the
+        // artifacts per platform and the cloud images, AWS's per region.
+        fs::write(
+            b410.join("installer-stream.json"),
+            r#"{
+  "stream": "rhcos-4.10",
+  "metadata": {
+    "last-modified": "2022-05-19T12:34:56Z",
+    "generator": "plume cosa2stream 0.12.0+69-gf7ee53ab"
+  },
+  "architectures": {
+    "aarch64": {
+      "artifacts": {
+        "aws": {"release": "410.84.202205191023-0", "formats": {"vmdk.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191023-0-aws.aarch64.vmdk.gz", "sha256": "a1", "uncompressed-sha256": "a2"}}}}
+      },
+      "images": {
+        "aws": {"regions": {"us-east-1": {"release": "410.84.202205191023-0", "image": "ami-0b2bc8b2d9eb2a0b1"}}}
+      }
+    },
+    "x86_64": {
+      "artifacts": {
+        "aws": {"release": "410.84.202205191234-0", "formats": {"vmdk.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-aws.x86_64.vmdk.gz", "sha256": "b1", "uncompressed-sha256": "b2"}}}},
+        "azure": {"release": "410.84.202205191234-0", "formats": {"vhd.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-azure.x86_64.vhd.gz", "sha256": "c1", "uncompressed-sha256": "c2"}}}},
+        "gcp": {"release": "410.84.202205191234-0", "formats": {"tar.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-gcp.x86_64.tar.gz", "sha256": "d1"}}}},
+        "metal": {"release": "410.84.202205191234-0", "formats": {"4k.raw.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-metal4k.x86_64.raw.gz", "sha256": "e1", "uncompressed-sha256": "e2"}}, "iso": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-live.x86_64.iso", "sha256": "e3"}}, "raw.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-metal.x86_64.raw.gz", "sha256": "e4", "uncompressed-sha256": "e5"}}}},
+        "qemu": {"release": "410.84.202205191234-0", "formats": {"qcow2.gz": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-qemu.x86_64.qcow2.gz", "sha256": "f1", "uncompressed-sha256": "f2"}}}},
+        "vmware": {"release": "410.84.202205191234-0", "formats": {"ova": {"disk": {"location": "https://example.com/rhcos-410.84.202205191234-0-vmware.x86_64.ova", "sha256": "f3"}}}}
+      },
+      "images": {
+        "aws": {
+          "regions": {
+            "ap-northeast-1": {"release": "410.84.202205191234-0", "image": "ami-0b0eb4e1b5ac6ec4b"},
+            "eu-west-1": {"release": "410.84.202205191234-0", "image": "ami-0e9c8e1b2f0e4a1c2"},
+            "us-east-1": {"release": "410.84.202205191234-0", "image": "ami-0722eb0819717090f"}
+          }
+        },
+        "gcp": {"release": "410.84.202205191234-0", "project": "rhcos-cloud", "name": "rhcos-410-84-202205191234-0-gcp-x86-64"}
+      },
+      "rhel-coreos-extensions": {
+        "azure-disk": {"release": "410.84.202205191234-0", "url": "https://example.com/rhcos-410.84.202205191234-0-azure.x86_64.vhd"}
+      }
+    }
+  }
+}
+"#,
+        )
+        .unwrap();
         // The cluster's coreos-bootimages ConfigMap, as `oc get -o yaml` prints it.
         let indented: String = stream.lines().map(|l| format!("    {l}\n")).collect();
         fs::write(
@@ -153,6 +244,7 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
             "{q} has no compressed cluster"
         );
     }
+    assert_made_as_real_ones_are(b42);
     let entry = "loader/entries/ostree-1-fedora-coreos.conf";
     for (release, form, image, names, files) in [
         (
@@ -197,6 +289,37 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
                     "loader/entries/ostree-1-rhcos.conf",
                 ),
                 ("live.iso", "live ISO", "the ISO 9660 volume ID"),
+                ("disk.ova", "OVA", "the OVF's ProductSection Version"),
+                (
+                    "noversion.ova",
+                    "OVA",
+                    "loader/entries/ostree-1-rhcos.conf in disk.vmdk",
+                ),
+                (
+                    "disk.vmdk",
+                    "VMDK disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "gcp.tar.gz",
+                    "gzip-compressed tar archive",
+                    "loader/entries/ostree-1-rhcos.conf in disk.raw",
+                ),
+                (
+                    "disk.vhd",
+                    "fixed VHD",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk.vhd.gz",
+                    "gzip-compressed raw disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk-4kn.raw",
+                    "raw disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
             ][..],
         ),
         (
@@ -229,6 +352,33 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
                     "loader/entries/ostree-1-rhcos.conf",
                 ),
                 ("live.iso", "live ISO", "the ISO 9660 volume ID"),
+                ("disk.ova", "OVA", "the OVF's ProductSection Version"),
+                (
+                    "noversion.ova",
+                    "OVA",
+                    "loader/entries/ostree-1-rhcos.conf in disk.vmdk",
+                ),
+                (
+                    "gcp.tar.gz",
+                    "gzip-compressed tar archive",
+                    "loader/entries/ostree-1-rhcos.conf in disk.raw",
+                ),
+                (
+                    "disk.vhd",
+                    "fixed VHD",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                (
+                    "disk-4kn.raw",
+                    "raw disk image",
+                    "loader/entries/ostree-1-rhcos.conf",
+                ),
+                // The installer's stream metadata of 4.12 and later, and an AMI of it.
+                (
+                    "installer-stream.json",
+                    "stream metadata",
+                    "architectures.x86_64.artifacts",
+                ),
             ][..],
         ),
         // OKD: an FCOS build, as its ID, its okd- release and its files, with an OKD
@@ -327,6 +477,244 @@ fn every_name_and_file_of_a_build_gives_the_same_config() {
     let r: Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(r["target"]["bootimage_named"]["form"], "version");
     assert_eq!(r["target"]["bootimage_named"]["file"], Value::Null);
+}
+
+/// `--bootimage ami-…` with the installer's file that maps it: rhcos.json's `amis` (4.1
+/// to 4.7), stream metadata's `architectures.ARCH.images.aws.regions`; the region the
+/// one that holds the AMI, or `--region`. The config is the release's, byte for byte.
+#[test]
+fn an_ami_with_the_installers_file_gives_its_releases_config() {
+    let (_dir, b42, b410, _) = builds();
+    let reference = fixture("mco-4.16").reference("oci");
+    let work = tempfile::tempdir().unwrap();
+    for (release, ami, file, within) in [
+        (
+            "4.2",
+            "ami-01e7fdcb66157b224",
+            b42.join("rhcos.json"),
+            "amis.us-east-1.hvm (AMI ami-01e7fdcb66157b224)",
+        ),
+        (
+            "4.10",
+            "ami-0e9c8e1b2f0e4a1c2",
+            b410.join("installer-stream.json"),
+            "architectures.x86_64.images.aws.regions.eu-west-1 (AMI ami-0e9c8e1b2f0e4a1c2)",
+        ),
+    ] {
+        let want = work.path().join(format!("{release}.ign"));
+        let run = inject(&reference, release, &want, &[]);
+        assert_eq!(run.code, Some(0), "{}", run.describe());
+        let out = work.path().join("ami.ign");
+        let run = inject_file(&reference, &file, &out, &["--bootimage", ami, "--json"]);
+        assert_eq!(run.code, Some(0), "{ami}: {}", run.describe());
+        assert!(
+            fs::read(&out).unwrap() == fs::read(&want).unwrap(),
+            "{ami} gives another config than {release}"
+        );
+        let r: Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(r["target"]["bootimage"], release);
+        assert_eq!(r["target"]["bootimage_named"]["file"]["within"], within);
+        assert_eq!(
+            r["target"]["bootimage_named"]["file"]["kind"],
+            "stream metadata"
+        );
+        let path = within.split(' ').next().unwrap();
+        let region = path
+            .split('.')
+            .nth(if release == "4.2" { 1 } else { 5 })
+            .unwrap();
+        let run = inject_file(
+            &reference,
+            &file,
+            &out,
+            &["--bootimage", ami, "--region", region],
+        );
+        assert_eq!(run.code, Some(0), "{ami} in {region}: {}", run.describe());
+    }
+    // Refused: an AMI of another region than --region, an AMI the file does not hold
+    // (exit 1, nothing written); an AMI without its file, an AMI ID of the wrong form, a
+    // --region without an AMI (exit 2).
+    let rhcos = b42.join("rhcos.json");
+    for (extra, code, says) in [
+        (
+            &["--bootimage", "ami-01e7fdcb66157b224", "--region", "eu-west-1"][..],
+            1,
+            "ami-01e7fdcb66157b224 is not the AWS image of region eu-west-1 (--region) in it, but of us-east-1",
+        ),
+        (
+            &["--bootimage", "ami-0123456789abcdef0"][..],
+            1,
+            "no region's AWS image in it is ami-0123456789abcdef0",
+        ),
+    ] {
+        let out = work.path().join("refused.ign");
+        let run = inject_file(&reference, &rhcos, &out, extra);
+        assert_eq!(run.code, Some(code), "{extra:?}: {}", run.describe());
+        assert!(run.stderr.contains(says), "{}", run.stderr);
+        assert!(run.stderr.contains(&format!("--bootimage-file {}", rhcos.display())));
+        assert!(!out.exists());
+    }
+    let out = work.path().join("refused.ign");
+    let run = inject_file(
+        &reference,
+        &b42.join("disk.qcow2"),
+        &out,
+        &["--bootimage", "ami-01e7fdcb66157b224"],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("is looked up in the installer's rhcos.json"),
+        "{}",
+        run.stderr
+    );
+    for (args, says) in [
+        (
+            &["--bootimage", "ami-01e7fdcb66157b224"][..],
+            "give that file with --bootimage-file",
+        ),
+        (&["--bootimage", "ami-xyz"][..], "is not an AMI ID"),
+        (
+            &["--bootimage", "4.2", "--region", "us-east-1"][..],
+            "--region is read only with --bootimage ami-",
+        ),
+    ] {
+        let mut all = vec![
+            "inject",
+            "--image",
+            &reference,
+            "--ign",
+            out.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        let run = mcd_inject(all);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.describe());
+        assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
+    }
+}
+
+/// The test images are what the platforms ship: an isohybrid ISO with an El Torito boot
+/// record, a GPT on 4096-byte sectors, an OVA with its OVF first and a streamOptimized
+/// VMDK, a GNU sparse tar (oldgnu) of disk.raw, a fixed VHD.
+fn assert_made_as_real_ones_are(dir: &Path) {
+    let iso = fs::read(dir.join("live.iso")).unwrap();
+    assert_eq!(&iso[510..512], b"\x55\xaa", "no isohybrid MBR");
+    // The boot record volume descriptor (ECMA-119 8.2) follows the primary one.
+    assert_eq!(&iso[0x8800..0x8800 + 6], b"\x00CD001");
+    assert_eq!(&iso[0x8807..0x8807 + 23], b"EL TORITO SPECIFICATION");
+    let head = |name: &str, n: usize| {
+        let mut f = fs::File::open(dir.join(name)).unwrap();
+        let mut b = vec![0u8; n];
+        std::io::Read::read_exact(&mut f, &mut b).unwrap();
+        b
+    };
+    let kn = head("disk-4kn.raw", 8192);
+    assert_eq!(&kn[4096..4104], b"EFI PART");
+    assert_ne!(&kn[512..520], b"EFI PART");
+    let ova = head("disk.ova", 1024);
+    assert!(ova.starts_with(b"disk.ovf\0"), "the OVF is not first");
+    let vmdk = head("disk.vmdk", 512);
+    assert_eq!(&vmdk[..4], b"KDMV");
+    assert_eq!(
+        vmdk[10], 3,
+        "not streamOptimized (compressed grains with markers)"
+    );
+    let tar = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "gzip -dc {} | head -c 512",
+            dir.join("gcp.tar.gz").display()
+        ))
+        .output()
+        .unwrap()
+        .stdout;
+    assert_eq!(&tar[..8], b"disk.raw");
+    assert_eq!(tar[156], b'S', "disk.raw is not a GNU sparse member");
+    assert_eq!(&tar[257..265], b"ustar  \0", "not the oldgnu format");
+    let size = fs::metadata(dir.join("disk.vhd")).unwrap().len();
+    let mut f = fs::File::open(dir.join("disk.vhd")).unwrap();
+    let mut footer = [0u8; 512];
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(size - 512)).unwrap();
+    std::io::Read::read_exact(&mut f, &mut footer).unwrap();
+    assert_eq!(&footer[..8], b"conectix");
+    assert_eq!(&footer[60..64], &2u32.to_be_bytes(), "not a fixed VHD");
+}
+
+/// The provenance record of a config, and the config without it.
+fn split_provenance(ign: &[u8]) -> (Value, Value) {
+    let mut cfg: Value = serde_json::from_slice(ign).unwrap();
+    let files = cfg["storage"]["files"].as_array_mut().unwrap();
+    let at = files
+        .iter()
+        .position(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
+        .expect("the config carries a provenance record");
+    let f = files.remove(at);
+    let bytes =
+        mcd_inject::ignition::decode_data_url(f["contents"]["source"].as_str().unwrap()).unwrap();
+    (serde_json::from_slice(&bytes).unwrap(), cfg)
+}
+
+/// A release's version as the cluster reports it (`4.2.36`) names its X.Y row: the same
+/// config, byte for byte. An RHCOS build ID of 4.19 on names RHEL 9.6, the bootimage of
+/// 4.19, 4.20 and 4.21, which give the same build and spec: the config of each, apart
+/// from the provenance's target, which records the range.
+#[test]
+fn release_versions_and_shared_build_ids_give_their_rows_config() {
+    let reference = fixture("mco-4.16").reference("oci");
+    let work = tempfile::tempdir().unwrap();
+    let config = |name: &str, extra: &[&str]| {
+        let out = work.path().join(format!("{name}.ign"));
+        let run = inject(&reference, name, &out, extra);
+        assert_eq!(run.code, Some(0), "{name}: {}", run.describe());
+        (fs::read(&out).unwrap(), run)
+    };
+    let (want, _) = config("4.2", &[]);
+    let (got, run) = config("4.2.36", &["--json"]);
+    assert!(got == want, "4.2.36 gives another config than 4.2");
+    let r: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(r["target"]["bootimage"], "4.2");
+    assert_eq!(r["target"]["bootimage_named"]["form"], "release-version");
+    assert_eq!(r["target"]["bootimage_named"]["value"], "4.2.36");
+
+    let rows = ["4.19", "4.20", "4.21"];
+    let (shared, run) = config("9.6.20250121-0", &["--json"]);
+    assert!(
+        run.stderr
+            .contains("for bootimage 4.19-4.21 (RHCOS build ID 9.6.20250121-0)"),
+        "{}",
+        run.stderr
+    );
+    let r: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        r["target"]["bootimage_named"]["range"],
+        serde_json::json!(rows)
+    );
+    let (p, rest) = split_provenance(&shared);
+    assert_eq!(p["target"]["bootimage"], "4.19");
+    assert_eq!(p["target"]["bootimage_range"], serde_json::json!(rows));
+    for row in rows {
+        let (bytes, _) = config(row, &[]);
+        let (mut row_p, row_rest) = split_provenance(&bytes);
+        assert!(
+            row_rest == rest,
+            "{row}: the config differs outside the provenance"
+        );
+        assert_eq!(row_p["target"]["bootimage"], row);
+        let mut shared_p = p.clone();
+        row_p.as_object_mut().unwrap().remove("target");
+        shared_p.as_object_mut().unwrap().remove("target");
+        assert_eq!(
+            row_p, shared_p,
+            "{row}: the provenance differs outside its target"
+        );
+    }
+    // RHEL 10.2 is the bootimage of 5.0 and 5.1.
+    let (_, run) = config("10.2.20260301-0", &["--json"]);
+    let r: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        r["target"]["bootimage_named"]["range"],
+        serde_json::json!(["5.0", "5.1"])
+    );
 }
 
 /// A damaged or truncated file of each kind, a file of no kind, a missing file: exit 1,
@@ -463,6 +851,75 @@ fn damaged_bootimage_files_are_refused_naming_what_is_wrong() {
             work.path().join("missing.qcow2"),
             &["missing.qcow2", "No such file"],
         ),
+        (
+            made("far.vmdk", &b42.join("disk.vmdk"), &|b| {
+                // The first grain the first grain table maps, moved past the end.
+                let le = |b: &[u8], at: usize, n: usize| {
+                    b[at..at + n]
+                        .iter()
+                        .rev()
+                        .fold(0u64, |v, &x| v << 8 | u64::from(x))
+                };
+                let gd = le(b, 56, 8) as usize * 512;
+                let gt = le(b, gd, 4) as usize * 512;
+                let first = (0..512)
+                    .map(|i| gt + 4 * i)
+                    .find(|&at| le(b, at, 4) != 0)
+                    .expect("an allocated grain");
+                b[first..first + 4].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+            }),
+            &["VMDK disk image", "past the end of the extent"],
+        ),
+        (
+            made("short.ova", &b42.join("disk.ova"), &|b| {
+                b.truncate(b.len() / 2)
+            }),
+            &[
+                "OVA",
+                "tar member disk.vmdk",
+                "past the end of the archive",
+                "(truncated?)",
+            ],
+        ),
+        (
+            {
+                // A sparse copy (the disk is 640 MiB, mostly holes), one footer byte
+                // changed.
+                let p = work.path().join("sum.vhd");
+                let cp = Command::new("cp")
+                    .arg("--sparse=always")
+                    .arg(b42.join("disk.vhd"))
+                    .arg(&p)
+                    .status()
+                    .unwrap();
+                assert!(cp.success());
+                let len = fs::metadata(&p).unwrap().len();
+                let mut f = fs::OpenOptions::new().write(true).open(&p).unwrap();
+                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(len - 512 + 47)).unwrap();
+                std::io::Write::write_all(&mut f, b"\x01").unwrap();
+                p
+            },
+            &["fixed VHD", "footer's checksum does not match"],
+        ),
+        (
+            {
+                // The archive cut inside disk.raw's data, gzip again: a whole gzip
+                // stream of a truncated tar.
+                let p = work.path().join("short.tar.gz");
+                let cut = Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "gzip -dc '{}' | head -c 65536 | gzip -1 >'{}'",
+                        b42.join("gcp.tar.gz").display(),
+                        p.display()
+                    ))
+                    .status()
+                    .unwrap();
+                assert!(cut.success());
+                p
+            },
+            &["gzip-compressed tar archive", "(truncated?)"],
+        ),
     ];
     for (path, says) in cases {
         let out = work.path().join("out.ign");
@@ -510,10 +967,8 @@ fn bad_bootimage_names_are_command_line_errors() {
             "42.92.20191002.0",
             "RHCOS 4.2 is built on RHEL 8, but the build ID names RHEL 9",
         ),
-        (
-            "9.6.20250513-0",
-            "RHCOS 9.6 is the bootimage of OpenShift 4.19, 4.20, 4.21",
-        ),
+        ("9.1.20250513-0", "an RHCOS build ID (42.80.20191002.0"),
+        ("4.2.36.1", "an OpenShift version X.Y or X.Y.Z"),
         // A cloud image of another architecture than the node's (--platform).
         (
             "rhcos-410-84-202205191234-0-aws-aarch64",

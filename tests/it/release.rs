@@ -922,10 +922,79 @@ fn release_from_the_source_and_a_mirror_down() {
     let err = w.fails(&w.rel_noauth("inspect", &["--creds", &w.source_creds.user]));
     assert!(err.contains("no password given"), "{err}");
 
-    // A release given by tag is refused, before anything is fetched.
+    // A release by tag, as release notes print it: resolved to its digest (the index's),
+    // which the report and the config's provenance record; the config is the one the
+    // digest gives, apart from the reference recorded.
     let by_tag = format!("{}/ocp/release:4.16.3-multi", w.source);
-    let err = w.fails(&["inspect", "--release", &by_tag, "--authfile", &secret]);
-    assert!(err.contains("by digest"), "{err}");
+    let tag_dir = tempfile::tempdir_in(w.dir.path()).unwrap();
+    let (tag_ign, digest_ign) = (
+        tag_dir.path().join("tag.ign"),
+        tag_dir.path().join("digest.ign"),
+    );
+    let mut reports = Vec::new();
+    for (release, ign) in [(&by_tag, &tag_ign), (&w.release, &digest_ign)] {
+        let ign_s = ign.display().to_string();
+        let out = w.ok(&[
+            "inject",
+            "--release",
+            release,
+            "--authfile",
+            &secret,
+            "--bootimage",
+            "4.2",
+            "--ign",
+            &ign_s,
+            "--json",
+        ]);
+        reports.push(serde_json::from_slice::<Value>(&out.stdout).unwrap());
+    }
+    assert_eq!(
+        reports[0]["release"]["reference"],
+        format!("docker://{by_tag}")
+    );
+    assert_eq!(reports[0]["release"]["digest"], w.release_digest);
+    assert_eq!(reports[0]["binary"], reports[1]["binary"]);
+    let provenance = |ign: &Path| {
+        let cfg: Value = serde_json::from_slice(&fs::read(ign).unwrap()).unwrap();
+        let f = cfg["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == "/var/lib/mcd-inject/provenance.json")
+            .unwrap()
+            .clone();
+        let bytes =
+            mcd_inject::ignition::decode_data_url(f["contents"]["source"].as_str().unwrap())
+                .unwrap();
+        serde_json::from_slice::<Value>(&bytes).unwrap()
+    };
+    let (mut by_tag_p, mut by_digest_p) = (provenance(&tag_ign), provenance(&digest_ign));
+    assert_eq!(by_tag_p["release"]["digest"], w.release_digest);
+    assert_eq!(
+        by_tag_p["release"]["reference"],
+        format!("docker://{by_tag}")
+    );
+    by_tag_p["release"]["reference"] = Value::Null;
+    by_digest_p["release"]["reference"] = Value::Null;
+    assert_eq!(by_tag_p, by_digest_p);
+    // With mirrors of the OpenShift mirror objects, which serve pulls by digest only, a
+    // tag is refused before anything is fetched, naming the file.
+    let idms = w.idms("tag-idms.yaml", &[&w.mirror], "");
+    let err = w.fails(&[
+        "inspect",
+        "--release",
+        &by_tag,
+        "--authfile",
+        &secret,
+        "--idms",
+        &idms,
+    ]);
+    assert!(
+        err.contains("by digest")
+            && err.contains("tag-idms.yaml")
+            && err.contains("mirrors are in play"),
+        "{err}"
+    );
     // --image and --release together are a usage error.
     let out = w.run(&["inspect", "--release", &w.release, "--image", &w.release]);
     assert_eq!(out.status.code(), Some(2));
