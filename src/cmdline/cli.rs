@@ -674,11 +674,11 @@ pub struct TargetOpts {
     /// `openshift-install coreos print-stream-json` prints it, or the coreos-bootimages
     /// ConfigMap; the entry of --platform's arch), a qcow2, raw or VMDK disk image or a
     /// fixed VHD (plain, .gz or .xz), an OVA, a GCP image archive (.tar.gz of disk.raw),
-    /// or a live ISO. With --bootimage ami-…: the installer's rhcos.json or stream
+    /// or a live ISO. With --bootimage ami-ID: the installer's rhcos.json or stream
     /// metadata, where that AMI is looked up.
     #[arg(long, value_name = "FILE")]
     pub bootimage_file: Option<PathBuf>,
-    /// The AWS region of --bootimage ami-… (else the region whose image it is).
+    /// The AWS region of --bootimage ami-ID (else the region whose image it is).
     #[arg(long, value_name = "REGION", requires = "bootimage")]
     pub region: Option<String>,
     /// The bootimage's os-release file: its OpenShift version, or its Fedora CoreOS or
@@ -721,7 +721,7 @@ impl TargetOpts {
                 ))
             }
             (Some(BootimageName::Named(_)), None) if self.region.is_some() => {
-                return Err("--region is read only with --bootimage ami-…".into())
+                return Err("--region is read only with --bootimage ami-ID".into())
             }
             (Some(BootimageName::Named(b)), None) => b,
         };
