@@ -52,6 +52,22 @@ if ! cmp -s tests/oracle/requirements.txt "$oracle_venv/requirements.txt"; then
   cp tests/oracle/requirements.txt "$oracle_venv/requirements.txt"
 fi
 
+# The Tekton linter of tests/it/deploy.rs (@ibm/tekton-lint, with its dependencies from
+# npm), under target/, kept while it is the pinned version. npm is Debian's where the
+# machine has none.
+if ! command -v npm >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+tekton_lint=$PWD/target/tekton-lint
+tekton_lint_version=1.1.0
+if [[ $(cat "$tekton_lint/version" 2>/dev/null) != "$tekton_lint_version" ]]; then
+  rm -rf "$tekton_lint"
+  npm install --prefix "$tekton_lint" --no-audit --no-fund --loglevel=error \
+    "@ibm/tekton-lint@$tekton_lint_version" >/dev/null
+  echo "$tekton_lint_version" >"$tekton_lint/version"
+fi
+
 # qemu-system-x86 for the VM boot tests (tests/it/vm.rs), from bookworm-backports: the
 # machine's qemu-utils may come from there, and bookworm's own qemu-system-x86 does not go
 # with it. A private apt configuration adds that suite to the URI of the machine's own
