@@ -200,8 +200,8 @@ pub(crate) fn verify_set(
     p.require::<String>("logID")
         .map_err(|e| anyhow!("parsing Rekor SET payload: {e}"))?;
 
-    // The entry's keys are matched after folding (all levels: the names of each level's
-    // struct are distinct from the others').
+    // The entry's keys are folded at every level against the names of all its structs:
+    // a key that folds to another level's name is one no struct reads there.
     let entry: Hashedrekord = serde_json::from_slice::<serde_json::Value>(&body)
         .map(go_field_names)
         .and_then(serde_json::from_value)
@@ -318,6 +318,31 @@ mod tests {
         let check = |set: &[u8]| verify_set(&keys, set, KEY_PEM.as_bytes(), &sig, payload);
         // Unknown keys of the body are ignored (Go's encoding/json); the time comes back.
         assert_eq!(check(&set(&sk, &entry(&good, ""))).unwrap(), 1_700_000_000);
+        // The body's keys match its fields as Go's encoding/json matches them: exactly,
+        // else under case folding (the long s folds to s); the later of two wins.
+        let decoded = |b: &str| {
+            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b).unwrap()).unwrap()
+        };
+        for spelling in [r#""Spec""#, r#""SPEC""#, "\"\u{17f}pec\"", r#""PublicKey""#] {
+            let from = if spelling.contains("ublic") {
+                r#""publicKey""#
+            } else {
+                r#""spec""#
+            };
+            let folded = b64(decoded(&good).replacen(from, spelling, 1).as_bytes());
+            assert_eq!(
+                check(&set(&sk, &entry(&folded, ""))).unwrap(),
+                1_700_000_000,
+                "{spelling}"
+            );
+        }
+        let shadowed = decoded(&good).replacen(r#""spec":"#, r#""spec":{},"Spec":"#, 1);
+        assert_eq!(
+            check(&set(&sk, &entry(&b64(shadowed.as_bytes()), ""))).unwrap(),
+            1_700_000_000
+        );
+        let not_folded = decoded(&good).replacen(r#""spec""#, r#""spec_""#, 1);
+        assert!(check(&set(&sk, &entry(&b64(not_folded.as_bytes()), ""))).is_err());
 
         let why = |set: &[u8]| format!("{:#}", check(set).unwrap_err());
         // The SET and its payload: exactly their keys (ParanoidUnmarshalJSONObjectExactFields).

@@ -227,14 +227,17 @@ fn gated_fields(task: &Value) -> Vec<String> {
             }
         }
     }
+    // Artifacts: `$(step.artifacts.path)`, `$(steps.NAME.outputs...)` and
+    // `$(steps.NAME.inputs...)` (step results, `$(steps.NAME.results...)`, are stable).
     let text = serde_json::to_string(task).unwrap();
-    for (reference, flag) in [
-        ("$(step.artifacts.", "enable-artifacts"),
-        ("$(steps.", "enable-artifacts"),
-    ] {
-        if text.contains(reference) {
-            found.push(format!("a {reference}...) reference ({flag})"));
-        }
+    let artifacts = text.contains("$(step.artifacts.")
+        || text.match_indices("$(steps.").any(|(i, _)| {
+            let rest = &text[i + "$(steps.".len()..];
+            let rest = rest.split_once('.').map_or("", |(_, r)| r);
+            rest.starts_with("outputs") || rest.starts_with("inputs")
+        });
+    if artifacts {
+        found.push("an artifacts reference (enable-artifacts)".into());
     }
     found
 }
