@@ -52,6 +52,22 @@ if ! cmp -s tests/oracle/requirements.txt "$oracle_venv/requirements.txt"; then
   cp tests/oracle/requirements.txt "$oracle_venv/requirements.txt"
 fi
 
+# The Tekton linter of tests/it/deploy.rs (@ibm/tekton-lint, with its dependencies from
+# npm), under target/, kept while it is the pinned version. npm is Debian's where the
+# machine has none.
+if ! command -v npm >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+tekton_lint=$PWD/target/tekton-lint
+tekton_lint_version=1.1.0
+if [[ $(cat "$tekton_lint/version" 2>/dev/null) != "$tekton_lint_version" ]]; then
+  rm -rf "$tekton_lint"
+  npm install --prefix "$tekton_lint" --no-audit --no-fund --loglevel=error \
+    "@ibm/tekton-lint@$tekton_lint_version" >/dev/null
+  echo "$tekton_lint_version" >"$tekton_lint/version"
+fi
+
 # qemu-system-x86 for the VM boot tests (tests/it/vm.rs), from bookworm-backports: the
 # machine's qemu-utils may come from there, and bookworm's own qemu-system-x86 does not go
 # with it. A private apt configuration adds that suite to the URI of the machine's own
@@ -111,6 +127,11 @@ shared_program() { # shared_program COMPONENT NAME: prints the path of the check
   bash tests/support/vm-root.sh spec2x "$vm_base" "$shared/ignition-dracut-spec2x/dracut" \
     "$(shared_program ignition-v0.35 ignition-selinux)" "$vm_spec2x") >"$vm_base.build.log" 2>&1 &
 roots_pid=$!
+# The trixie root of the sigstore judges (skopeo 1.18, cosign) of
+# tests/it/sigstore_conformance.rs, beside them; that test waits for it the same way.
+trixie_root=${MCD_INJECT_TRIXIE_ROOT:-$PWD/target/trixie-root}
+bash tests/support/trixie-root.sh "$trixie_root" >"$trixie_root.build.log" 2>&1 &
+trixie_pid=$!
 
 # nmstatectl, the oracle of the NIC-persisting pass in tests/it/persist_nics.rs and in the
 # VM case with predictable NIC names (tests/it/vm.rs), at persist_nics.rs's
@@ -149,6 +170,7 @@ wait "$nmstatectl_pid" || echo "building nmstatectl failed: $nmstatectl_root.bui
 cargo test --release --all-targets 2>&1 | tee "$log"
 # The roots were made (or failed, and the boot tests said so).
 wait "$roots_pid" || echo "making the boot roots failed: $vm_base.build.log"
+wait "$trixie_pid" || echo "making the trixie root failed: $trixie_root.build.log"
 
 # The fuzz targets, briefly (a fixed number of runs each), where a nightly toolchain and
 # cargo-fuzz are installed; their kept inputs are replayed on stable by

@@ -21,13 +21,19 @@
 //!   SANs for an address);
 //! - the certificate's public key then verifies the signature ([`super::sigstore`]).
 //!
-//! Where WebPKI is stricter than Go (a leaf that is itself a CA, ECDSA P-521 or RSA keys
-//! under 2048 bits in the chain), such a chain is refused.
+//! The certificates' signatures are verified as Go verifies them ([`CHAIN_ALGORITHMS`]):
+//! WebPKI's algorithms, and before them RSA PKCS #1 v1.5 with keys from 1024 bits (Go's
+//! floor; WebPKI's is 2048) and ECDSA P-224 and P-521 (which WebPKI lacks), with RustCrypto.
+//! Where WebPKI is stricter than Go otherwise (a leaf that is itself a CA, a critical
+//! certificatePolicies extension), such a chain is refused; docs/release.md says so.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Result};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{
+    alg_id, AlgorithmIdentifier, CertificateDer, InvalidSignature, ServerName,
+    SignatureVerificationAlgorithm, UnixTime,
+};
 use x509_cert::der::{Decode as _, Encode as _};
 
 use super::keys::PublicKey;
@@ -138,7 +144,7 @@ impl Certificate {
             .collect();
         let at = UnixTime::since_unix_epoch(Duration::from_secs(time.max(0) as u64));
         ee.verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
+            CHAIN_ALGORITHMS,
             &anchors,
             &inter,
             at,
@@ -169,7 +175,194 @@ fn chain_error(e: &webpki::Error) -> String {
         E::UnsupportedCriticalExtension => {
             "a certificate has an unhandled critical extension".into()
         }
-        other => format!("{other:?}").chars().take(120).collect(),
+        E::InvalidSignatureForPublicKey => {
+            "a certificate's signature does not verify with its issuer's public key".into()
+        }
+        E::UnsupportedSignatureAlgorithmContext(_)
+        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => {
+            "a certificate is signed with an algorithm or an issuer key mcd-inject does not \
+             support (RSA of 1024 to 16384 bits, ECDSA P-224/P-256/P-384/P-521, Ed25519 are)"
+                .into()
+        }
+        // The variant's name only: the context some carry can quote the certificate.
+        other => {
+            let name: String = format!("{other:?}")
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            format!("the certificate path is refused by WebPKI ({name})")
+        }
+    }
+}
+
+/// The algorithms a certificate path is verified with: Go's that WebPKI lacks first
+/// (the first whose identifiers match decides), then WebPKI's own.
+static CHAIN_ALGORITHMS: &[&dyn SignatureVerificationAlgorithm] = &[
+    &RsaPkcs1 { hash: Hash::Sha256 },
+    &RsaPkcs1 { hash: Hash::Sha384 },
+    &RsaPkcs1 { hash: Hash::Sha512 },
+    &Ecdsa {
+        curve: Curve::P224,
+        hash: Hash::Sha256,
+    },
+    &Ecdsa {
+        curve: Curve::P224,
+        hash: Hash::Sha384,
+    },
+    &Ecdsa {
+        curve: Curve::P224,
+        hash: Hash::Sha512,
+    },
+    &Ecdsa {
+        curve: Curve::P521,
+        hash: Hash::Sha256,
+    },
+    &Ecdsa {
+        curve: Curve::P521,
+        hash: Hash::Sha384,
+    },
+    &Ecdsa {
+        curve: Curve::P521,
+        hash: Hash::Sha512,
+    },
+    webpki::ring::ECDSA_P256_SHA256,
+    webpki::ring::ECDSA_P256_SHA384,
+    webpki::ring::ECDSA_P384_SHA256,
+    webpki::ring::ECDSA_P384_SHA384,
+    webpki::ring::ED25519,
+    webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY,
+    webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY,
+    webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY,
+];
+
+#[derive(Debug, Clone, Copy)]
+enum Hash {
+    Sha256,
+    Sha384,
+    Sha512,
+}
+
+impl Hash {
+    /// The DER DigestInfo prefix of a hash of this kind (RFC 8017, 9.2).
+    fn digest_info_prefix(self) -> &'static [u8] {
+        match self {
+            Hash::Sha256 => &[
+                0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02,
+                0x01, 0x05, 0x00, 0x04, 0x20,
+            ],
+            Hash::Sha384 => &[
+                0x30, 0x41, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02,
+                0x02, 0x05, 0x00, 0x04, 0x30,
+            ],
+            Hash::Sha512 => &[
+                0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02,
+                0x03, 0x05, 0x00, 0x04, 0x40,
+            ],
+        }
+    }
+
+    fn digest(self, message: &[u8]) -> Vec<u8> {
+        use sha2::Digest as _;
+        match self {
+            Hash::Sha256 => sha2::Sha256::digest(message).to_vec(),
+            Hash::Sha384 => sha2::Sha384::digest(message).to_vec(),
+            Hash::Sha512 => sha2::Sha512::digest(message).to_vec(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Curve {
+    P224,
+    P521,
+}
+
+/// RSA PKCS #1 v1.5 as Go's crypto/x509 verifies it: keys of 1024 to 16384 bits.
+#[derive(Debug)]
+struct RsaPkcs1 {
+    hash: Hash,
+}
+
+impl SignatureVerificationAlgorithm for RsaPkcs1 {
+    fn verify_signature(
+        &self,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), InvalidSignature> {
+        let key = match PublicKey::rsa_from_pkcs1(public_key) {
+            Ok(PublicKey::Rsa(k)) => k,
+            _ => return Err(InvalidSignature),
+        };
+        let digest = self.hash.digest(message);
+        let scheme = rsa::Pkcs1v15Sign {
+            hash_len: Some(digest.len()),
+            prefix: self.hash.digest_info_prefix().into(),
+        };
+        key.verify(scheme, &digest, signature)
+            .map_err(|_| InvalidSignature)
+    }
+
+    fn public_key_alg_id(&self) -> AlgorithmIdentifier {
+        alg_id::RSA_ENCRYPTION
+    }
+
+    fn signature_alg_id(&self) -> AlgorithmIdentifier {
+        match self.hash {
+            Hash::Sha256 => alg_id::RSA_PKCS1_SHA256,
+            Hash::Sha384 => alg_id::RSA_PKCS1_SHA384,
+            Hash::Sha512 => alg_id::RSA_PKCS1_SHA512,
+        }
+    }
+}
+
+/// ECDSA on the curves Go has and WebPKI lacks.
+#[derive(Debug)]
+struct Ecdsa {
+    curve: Curve,
+    hash: Hash,
+}
+
+/// The AlgorithmIdentifier contents of an EC key on P-224 (id-ecPublicKey, secp224r1).
+const ECDSA_P224: AlgorithmIdentifier = AlgorithmIdentifier::from_slice(&[
+    0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x21,
+]);
+
+impl SignatureVerificationAlgorithm for Ecdsa {
+    fn verify_signature(
+        &self,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), InvalidSignature> {
+        let key = match self.curve {
+            Curve::P224 => ecdsa17::VerifyingKey::<p224::NistP224>::from_sec1_bytes(public_key)
+                .map(PublicKey::P224)
+                .map_err(|_| InvalidSignature)?,
+            Curve::P521 => p521::ecdsa::VerifyingKey::from_sec1_bytes(public_key)
+                .map(PublicKey::P521)
+                .map_err(|_| InvalidSignature)?,
+        };
+        if key.verifies_ecdsa_hash(&self.hash.digest(message), signature) {
+            Ok(())
+        } else {
+            Err(InvalidSignature)
+        }
+    }
+
+    fn public_key_alg_id(&self) -> AlgorithmIdentifier {
+        match self.curve {
+            Curve::P224 => ECDSA_P224,
+            Curve::P521 => alg_id::ECDSA_P521,
+        }
+    }
+
+    fn signature_alg_id(&self) -> AlgorithmIdentifier {
+        match self.hash {
+            Hash::Sha256 => alg_id::ECDSA_SHA256,
+            Hash::Sha384 => alg_id::ECDSA_SHA384,
+            Hash::Sha512 => alg_id::ECDSA_SHA512,
+        }
     }
 }
 

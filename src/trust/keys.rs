@@ -1,7 +1,7 @@
 //! Public keys sigstore signatures and Rekor SETs are verified with, read as sigstore's
 //! `cryptoutils.UnmarshalPEMToPublicKey` reads them: PEM `PUBLIC KEY` (PKIX) or `RSA
-//! PUBLIC KEY` (PKCS #1); ECDSA P-256 and P-384, Ed25519 and RSA. ECDSA P-224 and P-521
-//! keys are refused by name.
+//! PUBLIC KEY` (PKCS #1); ECDSA P-224, P-256, P-384 and P-521 (the curves Go's
+//! crypto/ecdsa has), Ed25519 and RSA.
 
 use anyhow::{anyhow, bail, Result};
 use spki::der::{asn1::BitString, Encode as _};
@@ -9,10 +9,12 @@ use spki::der::{asn1::BitString, Encode as _};
 use super::pem;
 
 /// A public key a sigstore signature can be verified with.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) enum PublicKey {
+    P224(ecdsa17::VerifyingKey<p224::NistP224>),
     P256(p256::ecdsa::VerifyingKey),
     P384(p384::ecdsa::VerifyingKey),
+    P521(p521::ecdsa::VerifyingKey),
     Ed25519(ed25519_dalek::VerifyingKey),
     Rsa(rsa::RsaPublicKey),
 }
@@ -58,6 +60,11 @@ fn rsa_key(der: &[u8]) -> Result<rsa::RsaPublicKey> {
 }
 
 impl PublicKey {
+    /// A PKCS #1 RSA key (a certificate's `subjectPublicKey`), as Go reads one.
+    pub(crate) fn rsa_from_pkcs1(der: &[u8]) -> Result<PublicKey> {
+        rsa_key(der).map(PublicKey::Rsa)
+    }
+
     /// A key as `cryptoutils.UnmarshalPEMToPublicKey` reads it.
     pub(crate) fn from_pem(pem: &[u8]) -> Result<PublicKey> {
         let (kind, der) = first_pem_block(pem)?;
@@ -95,9 +102,13 @@ impl PublicKey {
                     OID_P384 => p384::ecdsa::VerifyingKey::from_sec1_bytes(bits)
                         .map(PublicKey::P384)
                         .map_err(|_| anyhow!("not a valid ECDSA P-384 point")),
-                    OID_P224 => bail!("ECDSA P-224 keys are not supported by mcd-inject (P-256, P-384, Ed25519 and RSA are)"),
-                    OID_P521 => bail!("ECDSA P-521 keys are not supported by mcd-inject (P-256, P-384, Ed25519 and RSA are)"),
-                    other => bail!("ECDSA curve {other} is not supported"),
+                    OID_P224 => ecdsa17::VerifyingKey::<p224::NistP224>::from_sec1_bytes(bits)
+                        .map(PublicKey::P224)
+                        .map_err(|_| anyhow!("not a valid ECDSA P-224 point")),
+                    OID_P521 => p521::ecdsa::VerifyingKey::from_sec1_bytes(bits)
+                        .map(PublicKey::P521)
+                        .map_err(|_| anyhow!("not a valid ECDSA P-521 point")),
+                    other => bail!("ECDSA curve {other} is not supported (P-224, P-256, P-384 and P-521 are)"),
                 }
             }
             OID_ED25519 => {
@@ -109,15 +120,17 @@ impl PublicKey {
                     .map_err(|_| anyhow!("not a valid Ed25519 key"))
             }
             OID_RSA => rsa_key(bits).map(PublicKey::Rsa),
-            other => bail!("public key algorithm {other} is not supported (ECDSA P-256/P-384, Ed25519, RSA are)"),
+            other => bail!("public key algorithm {other} is not supported (ECDSA P-224/P-256/P-384/P-521, Ed25519, RSA are)"),
         }
     }
 
     /// The kind of key, for messages.
     pub(crate) fn kind(&self) -> &'static str {
         match self {
+            PublicKey::P224(_) => "ECDSA P-224",
             PublicKey::P256(_) => "ECDSA P-256",
             PublicKey::P384(_) => "ECDSA P-384",
+            PublicKey::P521(_) => "ECDSA P-521",
             PublicKey::Ed25519(_) => "Ed25519",
             PublicKey::Rsa(_) => "RSA",
         }
@@ -130,15 +143,8 @@ impl PublicKey {
         use sha2::Digest as _;
         let hash = sha2::Sha256::digest(payload);
         match self {
-            PublicKey::P256(k) => {
-                use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
-                p256::ecdsa::Signature::from_der(sig)
-                    .is_ok_and(|s| k.verify_prehash(&hash, &s).is_ok())
-            }
-            PublicKey::P384(k) => {
-                use p384::ecdsa::signature::hazmat::PrehashVerifier as _;
-                p384::ecdsa::Signature::from_der(sig)
-                    .is_ok_and(|s| k.verify_prehash(&hash, &s).is_ok())
+            PublicKey::P224(_) | PublicKey::P256(_) | PublicKey::P384(_) | PublicKey::P521(_) => {
+                self.verifies_ecdsa_hash(&hash, sig)
             }
             // Go's ed25519.Verify: cofactorless, S canonical; small-order keys are not
             // refused (so not verify_strict).
@@ -155,6 +161,12 @@ impl PublicKey {
                 k.verify(scheme, &hash, sig).is_ok()
             }
         }
+    }
+}
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PublicKey({})", self.kind())
     }
 }
 
@@ -191,9 +203,19 @@ impl PublicKey {
         let oid = ObjectIdentifier::new_unwrap;
         let curve = |c: &str| Some(Any::encode_from(&oid(c)).expect("an OID encodes"));
         let (alg, parameters, key) = match self {
+            PublicKey::P224(k) => (
+                OID_EC,
+                curve(OID_P224),
+                k.to_sec1_point(false).as_bytes().to_vec(),
+            ),
             PublicKey::P256(k) => (
                 OID_EC,
                 curve(OID_P256),
+                k.to_encoded_point(false).as_bytes().to_vec(),
+            ),
+            PublicKey::P521(k) => (
+                OID_EC,
+                curve(OID_P521),
                 k.to_encoded_point(false).as_bytes().to_vec(),
             ),
             PublicKey::P384(k) => (
@@ -220,20 +242,45 @@ impl PublicKey {
     }
 
     /// Whether `sig` (ASN.1 DER) is this ECDSA key's signature of the hash `hash`, as
-    /// Go's `ecdsa.VerifyASN1` decides (Rekor SETs); always false for other keys.
+    /// Go's `ecdsa.VerifyASN1` decides (signatures, Rekor SETs); always false for other
+    /// keys. Go takes the hash as an integer of at most the order's bits (its leftmost
+    /// ones); a hash shorter than half a P-521 scalar, which the ecdsa crate refuses, is
+    /// the same integer with leading zero bytes.
     pub(crate) fn verifies_ecdsa_hash(&self, hash: &[u8], sig: &[u8]) -> bool {
         use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
         match self {
+            PublicKey::P224(k) => {
+                use ecdsa17::signature::hazmat::PrehashVerifier as _;
+                ecdsa17::der::Signature::<p224::NistP224>::try_from(sig)
+                    .ok()
+                    .and_then(|s| ecdsa17::Signature::<p224::NistP224>::try_from(s).ok())
+                    .is_some_and(|s| k.verify_prehash(hash, &s).is_ok())
+            }
             PublicKey::P256(k) => p256::ecdsa::Signature::from_der(sig)
                 .is_ok_and(|s| k.verify_prehash(hash, &s).is_ok()),
             PublicKey::P384(k) => p384::ecdsa::Signature::from_der(sig)
                 .is_ok_and(|s| k.verify_prehash(hash, &s).is_ok()),
+            PublicKey::P521(k) => {
+                const SCALAR: usize = 66;
+                let mut padded = [0u8; SCALAR];
+                let hash = if hash.len() < SCALAR {
+                    padded[SCALAR - hash.len()..].copy_from_slice(hash);
+                    &padded[..]
+                } else {
+                    hash
+                };
+                p521::ecdsa::Signature::from_der(sig)
+                    .is_ok_and(|s| k.verify_prehash(hash, &s).is_ok())
+            }
             _ => false,
         }
     }
 
     /// Whether this is an ECDSA key (the only kind a Rekor key may be).
     pub(crate) fn is_ecdsa(&self) -> bool {
-        matches!(self, PublicKey::P256(_) | PublicKey::P384(_))
+        matches!(
+            self,
+            PublicKey::P224(_) | PublicKey::P256(_) | PublicKey::P384(_) | PublicKey::P521(_)
+        )
     }
 }

@@ -38,7 +38,7 @@ struct Hashedrekord {
     #[serde(rename = "apiVersion", default)]
     api_version: Option<String>,
     #[serde(default)]
-    spec: Option<Box<serde_json::value::RawValue>>,
+    spec: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -82,6 +82,58 @@ fn go_bytes_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::
         None => Ok(Vec::new()),
         Some(s) => pem::go_base64(s.as_bytes())
             .ok_or_else(|| serde::de::Error::custom("a []byte field is not base64")),
+    }
+}
+
+/// The field names of the hashedrekord entry's Go structs.
+const FIELDS: &[&str] = &[
+    "kind",
+    "apiVersion",
+    "spec",
+    "data",
+    "hash",
+    "algorithm",
+    "value",
+    "signature",
+    "content",
+    "publicKey",
+];
+
+/// `value` with its object keys spelled as the struct fields Go's encoding/json decodes
+/// them into: an exact name, else one equal under Unicode case folding (`Spec`,
+/// `SPEC`, `ſpec` are `spec`), the later of two keys for one field winning.
+fn go_field_names(value: serde_json::Value) -> serde_json::Value {
+    fn fold(c: char) -> Option<char> {
+        match c {
+            '\u{17f}' => Some('s'),
+            '\u{212a}' => Some('k'),
+            c if c.is_ascii() => Some(c.to_ascii_lowercase()),
+            _ => None,
+        }
+    }
+    let folded = |s: &str| -> Option<String> { s.chars().map(fold).collect() };
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (key, v) in map {
+                let name = if FIELDS.contains(&key.as_str()) {
+                    key
+                } else {
+                    let f = folded(&key);
+                    FIELDS
+                        .iter()
+                        .find(|n| f.is_some() && folded(n) == f)
+                        .map_or(key, |n| n.to_string())
+                };
+                out.remove(&name);
+                out.insert(name, go_field_names(v));
+            }
+            serde_json::Value::Object(out)
+        }
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(go_field_names).collect())
+        }
+        other => other,
     }
 }
 
@@ -148,7 +200,11 @@ pub(crate) fn verify_set(
     p.require::<String>("logID")
         .map_err(|e| anyhow!("parsing Rekor SET payload: {e}"))?;
 
-    let entry: Hashedrekord = serde_json::from_slice(&body)
+    // The entry's keys are folded at every level against the names of all its structs:
+    // a key that folds to another level's name is one no struct reads there.
+    let entry: Hashedrekord = serde_json::from_slice::<serde_json::Value>(&body)
+        .map(go_field_names)
+        .and_then(serde_json::from_value)
         .map_err(|e| anyhow!("decoding the body of a Rekor SET payload: {}", brief(&e)))?;
     if entry.kind.as_deref() != Some("hashedrekord") {
         bail!("decoding the body of a Rekor SET payload: invalid kind value (not hashedrekord)");
@@ -165,7 +221,7 @@ pub(crate) fn verify_set(
     let spec = entry
         .spec
         .ok_or_else(|| anyhow!("decoding hashedrekord spec: no spec"))?;
-    let spec: Spec = serde_json::from_str(spec.get())
+    let spec: Spec = serde_json::from_value(spec)
         .map_err(|e| anyhow!("decoding hashedrekord spec: {}", brief(&e)))?;
     let sig = spec
         .signature
@@ -262,6 +318,31 @@ mod tests {
         let check = |set: &[u8]| verify_set(&keys, set, KEY_PEM.as_bytes(), &sig, payload);
         // Unknown keys of the body are ignored (Go's encoding/json); the time comes back.
         assert_eq!(check(&set(&sk, &entry(&good, ""))).unwrap(), 1_700_000_000);
+        // The body's keys match its fields as Go's encoding/json matches them: exactly,
+        // else under case folding (the long s folds to s); the later of two wins.
+        let decoded = |b: &str| {
+            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b).unwrap()).unwrap()
+        };
+        for spelling in [r#""Spec""#, r#""SPEC""#, "\"\u{17f}pec\"", r#""PublicKey""#] {
+            let from = if spelling.contains("ublic") {
+                r#""publicKey""#
+            } else {
+                r#""spec""#
+            };
+            let folded = b64(decoded(&good).replacen(from, spelling, 1).as_bytes());
+            assert_eq!(
+                check(&set(&sk, &entry(&folded, ""))).unwrap(),
+                1_700_000_000,
+                "{spelling}"
+            );
+        }
+        let shadowed = decoded(&good).replacen(r#""spec":"#, r#""spec":{},"Spec":"#, 1);
+        assert_eq!(
+            check(&set(&sk, &entry(&b64(shadowed.as_bytes()), ""))).unwrap(),
+            1_700_000_000
+        );
+        let not_folded = decoded(&good).replacen(r#""spec""#, r#""spec_""#, 1);
+        assert!(check(&set(&sk, &entry(&b64(not_folded.as_bytes()), ""))).is_err());
 
         let why = |set: &[u8]| format!("{:#}", check(set).unwrap_err());
         // The SET and its payload: exactly their keys (ParanoidUnmarshalJSONObjectExactFields).

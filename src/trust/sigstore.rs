@@ -9,9 +9,8 @@
 //!   when the policy is loaded.
 //! - Public keys are PEM (`PUBLIC KEY`, or `RSA PUBLIC KEY`), as sigstore's
 //!   `cryptoutils.UnmarshalPEMToPublicKey` reads them: ECDSA P-256 (what `cosign
-//!   generate-key-pair` makes) and P-384, Ed25519 and RSA (PKCS #1 v1.5), each over
-//!   SHA-256 as sigstore's `LoadVerifier(key, crypto.SHA256)` verifies. ECDSA P-224 and
-//!   P-521 keys are refused by name.
+//!   generate-key-pair` makes), P-224, P-384 and P-521, Ed25519 and RSA (PKCS #1 v1.5),
+//!   each over SHA-256 as sigstore's `LoadVerifier(key, crypto.SHA256)` verifies.
 //! - Signatures come from the image's sigstore attachments (the OCI manifest at tag
 //!   `sha256-HEX.sig` in the repository of the endpoint that served the image, when
 //!   registries.d says `use-sigstore-attachments: true` for it), and from the lookaside
@@ -1124,8 +1123,9 @@ MCowBQYDK2VwAyEA41Ge5byhAWWVzGn+pUHRFKYt5OfXxGXPLHCSdVOkbHo=
             bad[last] ^= 1;
             assert!(!k.verifies(PAYLOAD, &bad), "{kind}");
         }
-        // P-521 and P-224 are refused by name; other PEM blocks are not keys.
-        for (pem, want) in [
+        // P-521 and P-224 keys (Go's crypto/ecdsa has them; cosign signs with SHA-256 on
+        // any curve) are read, and written back as PKIX as they were.
+        for (pem, kind) in [
             (
                 "-----BEGIN PUBLIC KEY-----
 MIGbMBAGByqGSM49AgEGBSuBBAAjA4GGAAQBGU4bIjVQ4aMTAw+O1Vd+k38Wv8q8
@@ -1134,7 +1134,7 @@ ISxlspJgAXIJE0NLz8jGk0L0RAFVQ17ydVnha9qoiB0YxiQUj47ZooTL9Q3fWwB1
 AZ5FewYMTjaXhd44k7I=
 -----END PUBLIC KEY-----
 ",
-                "ECDSA P-521 keys are not supported",
+                "ECDSA P-521",
             ),
             (
                 "-----BEGIN PUBLIC KEY-----
@@ -1142,8 +1142,16 @@ ME4wEAYHKoZIzj0CAQYFK4EEACEDOgAE81NaKZv7lPoJnlRGJbzkxNqRysXJeRq2
 cOW6vWRDLtyrJG6bY+h5f8tXQEre/9eGr3U54XMhWJQ=
 -----END PUBLIC KEY-----
 ",
-                "ECDSA P-224 keys are not supported",
+                "ECDSA P-224",
             ),
+        ] {
+            let k = PublicKey::from_pem(pem.as_bytes()).unwrap();
+            assert_eq!(k.kind(), kind);
+            let (block, _) = crate::trust::pem::decode(pem.as_bytes()).unwrap();
+            assert_eq!(k.pkix_der(), block.bytes, "{kind}");
+        }
+        // Other PEM blocks are not keys; small RSA keys are refused.
+        for (pem, want) in [
             (
                 "-----BEGIN PUBLIC KEY-----
 MHwwDQYJKoZIhvcNAQEBBQADawAwaAJhAMpu5+glFMHe9wVM/R6hIv3HYbADaD5y

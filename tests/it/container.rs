@@ -21,7 +21,9 @@ use base64::Engine as _;
 use crate::harness::registry::registries;
 use crate::harness::{crate_root, fixtures_dir, require_tools};
 
-const TAG: &str = "localhost/mcd-inject:test";
+/// The tag `scripts/container-image.sh` is given in docs/usage.md, which the TaskRun there
+/// runs.
+pub(crate) const TAG: &str = concat!("localhost/mcd-inject:", env!("CARGO_PKG_VERSION"));
 
 /// The binary the image is made of: the one every test runs (the release build under
 /// `cargo test --release`, as scripts/test.sh runs the suite).
@@ -53,7 +55,7 @@ fn storage_args() -> Vec<String> {
 }
 
 /// The image, built once.
-fn image() -> &'static str {
+pub(crate) fn image() -> &'static str {
     static IMAGE: OnceLock<String> = OnceLock::new();
     IMAGE.get_or_init(|| {
         require_tools(&["buildah", "podman", "runc"]);
@@ -83,7 +85,7 @@ fn podman(args: &[&str]) -> Output {
 }
 
 /// `podman run` of the image with these podman options and mcd-inject arguments.
-fn run(options: &[&str], args: &[&str]) -> Output {
+pub(crate) fn run(options: &[&str], args: &[&str]) -> Output {
     let mut a = vec![
         "run",
         "--rm",

@@ -188,3 +188,233 @@ fn the_ci_step_runs_the_binary_with_its_environment() {
     assert_eq!(report["release"]["version"], "4.16.3", "{report:#}");
     assert!(shared.join("worker.ign").is_file());
 }
+
+/// The Task's fields that Tekton (pkg/apis/pipeline/v1 of tektoncd/pipeline) admits only
+/// behind a feature flag that is off by default (config/config-feature-flags.yaml:
+/// `enable-api-fields: beta`, every individual alpha flag false): a default Tekton's
+/// webhook refuses a Task that uses one.
+const GATED_STEP_FIELDS: &[(&str, &str)] = &[
+    ("stdoutConfig", "enable-api-fields: alpha"),
+    ("stderrConfig", "enable-api-fields: alpha"),
+];
+
+/// Every field of `task` that a default Tekton refuses, with the flag it needs.
+fn gated_fields(task: &Value) -> Vec<String> {
+    let spec = &task["spec"];
+    let mut found = Vec::new();
+    for p in spec["params"].as_array().into_iter().flatten() {
+        if p.get("enum").is_some() {
+            found.push(format!("params[{}].enum (enable-param-enum)", p["name"]));
+        }
+    }
+    for key in ["steps", "sidecars", "stepTemplate"] {
+        let items: Vec<&Value> = match &spec[key] {
+            Value::Array(a) => a.iter().collect(),
+            Value::Null => vec![],
+            one => vec![one],
+        };
+        for s in items {
+            for (field, flag) in GATED_STEP_FIELDS {
+                if s.get(*field).is_some() {
+                    found.push(format!("{key}[{}].{field} ({flag})", s["name"]));
+                }
+            }
+            if s["script"].as_str().is_some_and(|t| t.starts_with("#!win")) {
+                found.push(format!(
+                    "{key}[{}].script for Windows (enable-api-fields: alpha)",
+                    s["name"]
+                ));
+            }
+        }
+    }
+    // Artifacts: `$(step.artifacts.path)`, `$(steps.NAME.outputs...)` and
+    // `$(steps.NAME.inputs...)` (step results, `$(steps.NAME.results...)`, are stable).
+    let text = serde_json::to_string(task).unwrap();
+    let artifacts = text.contains("$(step.artifacts.")
+        || text.match_indices("$(steps.").any(|(i, _)| {
+            let rest = &text[i + "$(steps.".len()..];
+            let rest = rest.split_once('.').map_or("", |(_, r)| r);
+            rest.starts_with("outputs") || rest.starts_with("inputs")
+        });
+    if artifacts {
+        found.push("an artifacts reference (enable-artifacts)".into());
+    }
+    found
+}
+
+/// The TaskRun of docs/usage.md: the YAML block that holds `kind: TaskRun`.
+fn usage_taskrun() -> (String, Value) {
+    let doc = fs::read_to_string(crate_root().join("docs/usage.md")).unwrap();
+    let block = doc
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("kind: TaskRun"))
+        .expect("docs/usage.md shows a TaskRun")
+        .to_string();
+    let value = serde_yaml_ng::from_str(&block).unwrap();
+    (block, value)
+}
+
+/// Runs the Tekton linter (@ibm/tekton-lint, installed by scripts/test.sh) on these
+/// files; its problems, as its JSON output lists them.
+fn tekton_lint(files: &[&std::path::Path]) -> Vec<Value> {
+    let lint = std::env::var_os("MCD_INJECT_TEKTON_LINT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate_root().join("target/tekton-lint/node_modules/.bin/tekton-lint"));
+    assert!(
+        lint.is_file(),
+        "no Tekton linter at {} (scripts/test.sh installs @ibm/tekton-lint there with npm; \
+         or set MCD_INJECT_TEKTON_LINT)",
+        lint.display()
+    );
+    // Its configuration and cache live in the directory it runs in.
+    let cwd = tempfile::tempdir().unwrap();
+    let out = Command::new(&lint)
+        .args(["--format", "json", "--color", "false"])
+        .args(files)
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = &stdout[stdout.find('[').unwrap_or_else(|| {
+        panic!(
+            "tekton-lint printed no JSON: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })..];
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("tekton-lint's output: {e}: {json}"))
+}
+
+/// A default Tekton admits the Task: no gated field, and the Tekton linter finds nothing
+/// in it and the TaskRun of docs/usage.md (while it does find a parameter the Task does
+/// not declare, so it read them). The TaskRun runs the image the suite builds (the tag
+/// docs/usage.md gives scripts/container-image.sh): its step, run in that image as Tekton
+/// runs it, with the workspaces mounted, writes the config and the report.
+#[test]
+fn a_default_tekton_admits_the_task_and_the_taskrun_runs_the_suites_image() {
+    let task = yaml("deploy/tekton/mcd-inject-task.yaml");
+    assert_eq!(gated_fields(&task), Vec::<String>::new());
+    let mut with_enum = task.clone();
+    with_enum["spec"]["params"][1]["enum"] = serde_json::json!(["release", "image"]);
+    assert_eq!(gated_fields(&with_enum).len(), 1);
+
+    let (taskrun_text, taskrun) = usage_taskrun();
+    assert_eq!(taskrun["spec"]["taskRef"]["name"], task["metadata"]["name"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (task_file, run_file) = (dir.path().join("task.yaml"), dir.path().join("run.yaml"));
+    fs::copy(
+        crate_root().join("deploy/tekton/mcd-inject-task.yaml"),
+        &task_file,
+    )
+    .unwrap();
+    fs::write(&run_file, &taskrun_text).unwrap();
+    let problems = tekton_lint(&[&task_file, &run_file]);
+    assert!(problems.is_empty(), "tekton-lint: {problems:#?}");
+    let bad = dir.path().join("bad.yaml");
+    let text = fs::read_to_string(&task_file).unwrap();
+    fs::write(
+        &bad,
+        text.replace("$(params.bootimage)", "$(params.boot-image)"),
+    )
+    .unwrap();
+    let problems = tekton_lint(&[&bad]);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.to_string().contains("boot-image")),
+        "tekton-lint did not report an undeclared parameter: {problems:#?}"
+    );
+
+    let param = |name: &str| -> String {
+        taskrun["spec"]["params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .and_then(|p| p["value"].as_str())
+            .unwrap_or_else(|| panic!("the TaskRun gives no {name}"))
+            .to_string()
+    };
+    assert_eq!(param("mcd-inject-image"), crate::container::TAG);
+    let image = crate::container::image();
+    assert_eq!(image, param("mcd-inject-image"));
+
+    // The step as Tekton runs it: workspaces under /workspace, params substituted (the
+    // source is a fixture, the TaskRun's is a placeholder for the cluster's release).
+    let spec = &task["spec"];
+    let step = &spec["steps"][0];
+    assert_eq!(step["image"], "$(params.mcd-inject-image)");
+    let (secret, out) = (dir.path().join("secret"), dir.path().join("out"));
+    fs::create_dir_all(&secret).unwrap();
+    fs::create_dir_all(&out).unwrap();
+    fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let auth = secret.join(".dockerconfigjson");
+    fs::write(&auth, r#"{"auths":{}}"#).unwrap();
+    fs::set_permissions(&auth, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let value = |name: &str| -> String {
+        match name {
+            "source-kind" => "image".into(),
+            "source" => "oci:/in/mco-4.16:latest".into(),
+            "bootimage" => param("bootimage"),
+            other => spec["params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == other)
+                .and_then(|p| p["default"].as_str())
+                .unwrap_or_else(|| panic!("no value for param {other}"))
+                .to_string(),
+        }
+    };
+    let fill = |s: &str| -> String {
+        let mut s = s
+            .replace("$(workspaces.pull-secret.path)", "/workspace/pull-secret")
+            .replace("$(workspaces.output.path)", "/workspace/output");
+        for p in references(&s.clone(), "params") {
+            s = s.replace(&format!("$(params.{p})"), &value(&p));
+        }
+        s
+    };
+    let args: Vec<String> = step["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| fill(a.as_str().unwrap()))
+        .collect();
+    let mounts = [
+        format!(
+            "{}:/in:ro",
+            crate::harness::fixtures_dir().join("layouts").display()
+        ),
+        format!("{}:/workspace/pull-secret:ro", secret.display()),
+        format!("{}:/workspace/output", out.display()),
+    ];
+    let mut options: Vec<String> = Vec::new();
+    for m in &mounts {
+        options.extend(["-v".into(), m.clone()]);
+    }
+    for e in step["env"].as_array().unwrap() {
+        options.extend([
+            "-e".into(),
+            format!(
+                "{}={}",
+                e["name"].as_str().unwrap(),
+                fill(e["value"].as_str().unwrap())
+            ),
+        ]);
+    }
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = crate::container::run(&options, &args);
+    assert!(
+        r.status.success(),
+        "the Task's step in {image}: {:?}\n{}",
+        r.status,
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let report: Value =
+        serde_json::from_slice(&fs::read(out.join("mcd-inject.json")).unwrap()).unwrap();
+    assert_eq!(report["target"]["bootimage"], param("bootimage"));
+    assert!(out.join("worker.ign").is_file());
+}

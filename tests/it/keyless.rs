@@ -10,10 +10,11 @@
 //! (the leaf), `dev.sigstore.cosign/chain` (intermediate, then root) and
 //! `dev.sigstore.cosign/bundle` (the SET: `SignedEntryTimestamp`, an ECDSA signature of
 //! the RFC 8785 form of `Payload`, written here not canonical as cosign writes it, whose
-//! body is the hashedrekord entry of the signature). No verifier of these outside
-//! mcd-inject runs here (Debian's skopeo has sigstore compiled out): each case is decided
-//! as containers/image's code decides it, and the function that decides is named. The
-//! keyless cases are also judged by sigstore-python in `keyless_oracle.rs`.
+//! body is the hashedrekord entry of the signature). What is checked here is the reason
+//! each refusal gives (the containers/image function that decides named) and the image
+//! policy objects' paths; containers/image itself (trixie's skopeo) judges the verdicts
+//! of Fulcio, PKI and Rekor cases in `sigstore_conformance.rs`, and sigstore-python the
+//! keyless ones in `keyless_oracle.rs`.
 
 use std::fs;
 use std::time::{SystemTime, UNIX_EPOCH};

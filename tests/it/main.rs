@@ -38,6 +38,7 @@ mod reproducible;
 mod secret_manifest;
 mod secrets;
 mod sigstore;
+mod sigstore_conformance;
 mod stand_ins;
 mod translation;
 mod vm;
