@@ -436,6 +436,14 @@ impl Plan {
     }
 }
 
+/// What the command line says of the cluster before the image is read.
+fn cluster_hint(cfg: &InjectConfig) -> ClusterHint {
+    ClusterHint {
+        rhel: cfg.target.cluster_rhel,
+        release_version: cfg.release.as_ref().map(|r| r.version.clone()),
+    }
+}
+
 /// The plan: the target (the base may raise its spec), the image and the build chosen
 /// for the target.
 fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Result<Plan> {
@@ -456,10 +464,7 @@ fn plan(cfg: &InjectConfig, base: Option<&Document>, warnings: &Warnings) -> Res
     let early = Early::start(&likely, spool.path());
     // The choice of the full view, from as few layers as settle it; the build it is
     // likely to settle on is compressed while its layer streams.
-    let hint = ClusterHint {
-        rhel: cfg.target.cluster_rhel,
-        release_version: cfg.release.as_ref().map(|r| r.version.clone()),
-    };
+    let hint = cluster_hint(cfg);
     let query = choose::Query {
         target: &target,
         hint: &hint,
@@ -545,10 +550,7 @@ fn shared_name_agrees(
         let t = output_spec(&args, base, &first.arch)?;
         let mut differs = first.differences(&t);
         if differs.is_empty() {
-            let hint = ClusterHint {
-                rhel: cfg.target.cluster_rhel,
-                release_version: cfg.release.as_ref().map(|r| r.version.clone()),
-            };
+            let hint = cluster_hint(cfg);
             let query = choose::Query {
                 target: &t,
                 hint: &hint,
