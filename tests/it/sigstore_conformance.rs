@@ -598,7 +598,13 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             args.extend(["--certificate-chain".into(), c.display().to_string()]);
         }
         if let Some(b) = &s.bundle {
-            let f = m.write("bundle.json", b);
+            // cosign reads the Rekor response as its LocalSignedPayload (fetch.go), whose
+            // `rekorBundle` it attaches.
+            let local = json!({
+                "base64Signature": s.signature,
+                "rekorBundle": serde_json::from_str::<Value>(b).unwrap(),
+            });
+            let f = m.write("bundle.json", local.to_string());
             args.extend(["--rekor-response".into(), f.display().to_string()]);
         }
         args.push(format!("{reg}/{repo}@{at}"));
@@ -927,6 +933,53 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
                     pulled,
                 );
             }
+        }
+        // The index signed, each instance's signature in a layer of another media type
+        // (and, as the control, of the signature's own type): the instances are judged
+        // too.
+        let k = m.key("prime256v1");
+        for (what, media_type) in [
+            (
+                "an index signed, its instances' signatures in layers of another media type",
+                "application/vnd.dsse.envelope.v1+json",
+            ),
+            ("an index signed, its instances signed", SIG_MEDIA_TYPE),
+        ] {
+            let repo = format!("sigc-{uniq}/index-{}", m.n.get());
+            copy(
+                &format!("{reg}/mco/multiarch:v1"),
+                &format!("{reg}/{repo}:v1"),
+                true,
+            );
+            let list = run_ok(
+                Command::new("skopeo")
+                    .args(["inspect", "--raw", "--tls-verify=false"])
+                    .arg(format!("docker://{reg}/{repo}:v1")),
+            )
+            .stdout;
+            let list_digest = format!("sha256:{}", sha256_hex(&list));
+            let p = payload(&list_digest, &format!("{reg}/{repo}"));
+            attach(
+                &repo,
+                &list_digest,
+                &Sig {
+                    signature: k.sign(&dir, &p),
+                    payload: p,
+                    ..Default::default()
+                },
+            );
+            let list: Value = serde_json::from_slice(&list).unwrap();
+            for instance in list["manifests"].as_array().unwrap() {
+                let d = instance["digest"].as_str().unwrap();
+                let p = payload(d, &format!("{reg}/{repo}"));
+                let annotations = json!({"dev.cosignproject.cosign/signature": k.sign(&dir, &p)});
+                push.attachment(&repo, d, &[(p, media_type, annotations)]);
+            }
+            case(
+                what.into(),
+                json!({"type": "sigstoreSigned", "keyPath": k.public, "signedIdentity": {"type": "matchRepository"}}),
+                format!("{reg}/{repo}:v1"),
+            );
         }
     }
 
@@ -1463,6 +1516,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
     // --- judge every case with both tools.
     let mut divergences = Vec::new();
     let (mut accepted, mut refused, mut object_cases) = (0, 0, 0);
+    let mut accepted_names: Vec<&str> = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let cdir = dir.join(format!("case-{i}"));
         let regd = cdir.join("registries.d");
@@ -1549,6 +1603,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         }
         if skopeo.0 {
             accepted += 1;
+            accepted_names.push(&c.name);
         } else {
             refused += 1;
         }
@@ -1672,4 +1727,19 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         accepted >= 20 && refused >= 20,
         "accepted {accepted}, refused {refused}"
     );
+    // Each family has verdicts of acceptance too: a refusal of every case of a family
+    // (a bundle or chain neither tool can read) would judge nothing.
+    for family in [
+        "a key with Rekor",
+        "Fulcio:",
+        "PKI:",
+        "cosign sign",
+        "through a mirror",
+    ] {
+        assert!(
+            accepted_names.iter().any(|n| n.starts_with(family)),
+            "containers/image accepts no case of \"{family}\": the signatures made for them \
+             are not ones it can read"
+        );
+    }
 }
