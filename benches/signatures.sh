@@ -4,18 +4,21 @@
 # signature in a lookaside store (signedBy), a cosign signature by a public key, a
 # keyless signature (a Fulcio certificate and a Rekor SET) under a `fulcio` requirement,
 # and the same keyless root of trust given as a ClusterImagePolicy (--image-policy);
-# against `skopeo copy` of the same image under no requirement and under the signedBy
-# policy (Debian's skopeo has sigstore compiled out). Prints a Markdown table for
+# against `skopeo copy` of the same image under the same policies: Debian bookworm's
+# skopeo for no requirement and signedBy, trixie's skopeo 1.18 (containers/image with
+# sigstore) for no requirement and the two sigstore ones. Prints a Markdown table for
 # BENCHMARKS.md.
 #
 #   bash benches/signatures.sh          # RUNS=7 by default
 #
-# The keyless material comes from tests/oracle/keyless_cases.py (its "valid" case), run
-# with the Python of the venv scripts/test.sh makes (target/oracle-venv, or
-# MCD_INJECT_ORACLE_VENV); the public key signature and key from openssl, the GPG key and
-# signature from gpg and `skopeo standalone-sign`.
+# trixie's skopeo runs with chroot in the root tests/support/trixie-root.sh makes
+# (target/trixie-root, or MCD_INJECT_TRIXIE_ROOT; made here if missing, which needs root
+# and a Debian mirror). The keys, certificates and SET are made with openssl in the forms
+# Fulcio, Rekor and cosign give them; the GPG key and signature with gpg and `skopeo
+# standalone-sign`.
 #
-# Needs: cargo, skopeo, docker-registry, curl, jq, gpg, openssl, /usr/bin/time, that venv.
+# Needs: cargo, skopeo, docker-registry, curl, jq, gpg, openssl, python3, /usr/bin/time,
+# and the trixie root (debootstrap, root).
 set -euo pipefail
 
 RUNS=${RUNS:-7}
@@ -25,12 +28,18 @@ REPEAT=${REPEAT:-20}
 
 cd "$(dirname "$0")/.."
 root=$PWD
+troot=${MCD_INJECT_TRIXIE_ROOT:-$root/target/trixie-root}
+bash tests/support/trixie-root.sh "$troot"
+troot=$(realpath "$troot")
+# The scratch directory is inside the trixie root, whose own path, inside it, leads back
+# to its top: every path names the same file in and out of the chroot.
+mkdir -p "$troot/tmp" "$troot$(dirname "$troot")"
+[ -e "$troot$troot" ] || ln -s / "$troot$troot"
+export TMPDIR=$troot/tmp
 # shellcheck source=benches/lib.sh
 . benches/lib.sh
-bench_setup benches/signatures.sh skopeo docker-registry curl jq gpg openssl /usr/bin/time
+bench_setup benches/signatures.sh skopeo docker-registry curl jq gpg openssl python3 /usr/bin/time
 bench=benches/signatures.sh
-py=${MCD_INJECT_ORACLE_VENV:-$root/target/oracle-venv}/bin/python
-[ -x "$py" ] || { echo "$bench: no $py (scripts/test.sh makes the venv)" >&2; exit 1; }
 cleanup() {
   bash "$root/scripts/registry-services.sh" stop "$work/registry" || true
   rm -rf "$work"
@@ -44,14 +53,63 @@ printf '{"critical":{"identity":{"docker-reference":"%s"},"image":{"docker-manif
   "$image" "$digest" >"$work/payload.json"
 
 echo "making the signatures ..." >&2
-"$py" tests/oracle/keyless_cases.py "$work/payload.json" "$work/keyless" >/dev/null
-openssl ecparam -name prime256v1 -genkey -noout -out "$work/cosign.key" 2>/dev/null
-openssl ec -in "$work/cosign.key" -pubout -out "$work/cosign.pub" 2>/dev/null
+ec_key() { # PATH: PATH.key and PATH.pub, P-256
+  openssl ecparam -name prime256v1 -genkey -noout -out "$1.key" 2>/dev/null
+  openssl ec -in "$1.key" -pubout -out "$1.pub" 2>/dev/null
+}
+ec_key "$work/cosign"
 openssl dgst -sha256 -sign "$work/cosign.key" "$work/payload.json" | base64 -w0 >"$work/cosign.sig"
+# Keyless: a Fulcio-like root; a leaf of it with the e-mail SAN, the OIDC issuer
+# extensions and the code-signing usage; its signature of the payload; and a Rekor SET
+# (ECDSA over the RFC 8785 form of the log entry: keys sorted, no spaces) of the
+# hashedrekord entry of that signature, integrated after the leaf was made.
+kl=$work/keyless
+mkdir "$kl"
+issuer=https://oidc.example.com
+cat >"$kl/x509.cnf" <<EOF
+[req]
+distinguished_name = dn
+x509_extensions = ca
+[dn]
+[ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+[leaf]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = codeSigning
+subjectAltName = email:release@example.com
+1.3.6.1.4.1.57264.1.1 = DER:$(printf %s "$issuer" | od -An -tx1 | tr -d ' \n')
+1.3.6.1.4.1.57264.1.8 = ASN1:UTF8String:$issuer
+EOF
+ec_key "$kl/root"
+ec_key "$kl/leaf"
+ec_key "$kl/rekor"
+openssl req -x509 -new -config "$kl/x509.cnf" -key "$kl/root.key" -subj /CN=fulcio-root \
+  -days 365 -out "$kl/fulcio-root.pem"
+openssl req -new -config "$kl/x509.cnf" -key "$kl/leaf.key" -subj /CN=leaf |
+  openssl x509 -req -CA "$kl/fulcio-root.pem" -CAkey "$kl/root.key" -days 1 \
+    -extfile "$kl/x509.cnf" -extensions leaf -out "$kl/leaf.pem" 2>/dev/null
+leaf_sig=$(openssl dgst -sha256 -sign "$kl/leaf.key" "$work/payload.json" | base64 -w0)
+body=$(printf '{"apiVersion":"0.0.1","kind":"hashedrekord","spec":{"data":{"hash":{"algorithm":"sha256","value":"%s"}},"signature":{"content":"%s","publicKey":{"content":"%s"}}}}' \
+  "$(sha256sum <"$work/payload.json" | cut -d' ' -f1)" "$leaf_sig" "$(base64 -w0 "$kl/leaf.pem")" |
+  base64 -w0)
+log_id=c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d
+sleep 1
+t=$(date +%s)
+set_sig=$(printf '{"body":"%s","integratedTime":%s,"logID":"%s","logIndex":1}' "$body" "$t" "$log_id" |
+  openssl dgst -sha256 -sign "$kl/rekor.key" | base64 -w0)
+bundle=$(printf '{"SignedEntryTimestamp":"%s","Payload":{"body":"%s","integratedTime":%s,"logIndex":1,"logID":"%s"}}' \
+  "$set_sig" "$body" "$t" "$log_id")
+jq -n --arg sig "$leaf_sig" --rawfile cert "$kl/leaf.pem" --rawfile chain "$kl/fulcio-root.pem" \
+  --arg bundle "$bundle" \
+  '{"dev.cosignproject.cosign/signature": $sig, "dev.sigstore.cosign/certificate": $cert,
+    "dev.sigstore.cosign/chain": $chain, "dev.sigstore.cosign/bundle": $bundle}' >"$kl/annotations.json"
 
 # The attachment manifest at sha256-HEX.sig: the public key's signature, then the
 # keyless one (each requirement tries both, in that order).
-"$py" - "$reg" "$digest" "$work" <<'PY'
+python3 - "$reg" "$digest" "$work" <<'PY'
 import hashlib
 import json
 import sys
@@ -75,11 +133,10 @@ def push_blob(data: bytes) -> str:
 
 
 payload = open(f"{work}/payload.json", "rb").read()
-valid = next(c for c in json.load(open(f"{work}/keyless/cases.json"))["cases"] if c["name"] == "valid")
 layers = []
 for annotations in (
     {"dev.cosignproject.cosign/signature": open(f"{work}/cosign.sig").read()},
-    valid["annotations"],
+    json.load(open(f"{work}/keyless/annotations.json")),
 ):
     layers.append({"mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
                    "size": len(payload), "digest": push_blob(payload), "annotations": annotations})
@@ -161,10 +218,17 @@ inject "sigstoreSigned, public key" "$work/key.json" "$work/registries.d"
 inject "sigstoreSigned, Fulcio and Rekor" "$work/keyless.json" "$work/registries.d"
 inject "--image-policy FulcioCAWithRekor" "$work/reject.json" "$work/registries.d-none" \
   --image-policy "$work/cluster-image-policy.yaml"
-repeated "skopeo copy, insecureAcceptAnything" "$copy_ok" -- skopeo copy -q --remove-signatures --src-tls-verify=false \
+repeated "bookworm skopeo copy, insecureAcceptAnything" "$copy_ok" -- skopeo copy -q --remove-signatures --src-tls-verify=false \
   --policy "$work/accept.json" --registries.d "$work/registries.d" "docker://$image" "oci:$work/copy:x"
-repeated "skopeo copy, signedBy (GPG, lookaside)" "$copy_ok" -- skopeo copy -q --remove-signatures --src-tls-verify=false \
+repeated "bookworm skopeo copy, signedBy (GPG, lookaside)" "$copy_ok" -- skopeo copy -q --remove-signatures --src-tls-verify=false \
   --policy "$work/signedby.json" --registries.d "$work/registries.d" "docker://$image" "oci:$work/copy:x"
+trixie_skopeo() { # NAME POLICY: trixie's skopeo (1.18) copies the image under POLICY
+  repeated "trixie skopeo copy, $1" "$copy_ok" -- chroot "$troot" skopeo copy -q --remove-signatures \
+    --src-tls-verify=false --policy "$2" --registries.d "$work/registries.d" "docker://$image" "oci:$work/copy:x"
+}
+trixie_skopeo "insecureAcceptAnything" "$work/accept.json"
+trixie_skopeo "sigstoreSigned, public key" "$work/key.json"
+trixie_skopeo "sigstoreSigned, Fulcio and Rekor" "$work/keyless.json"
 
 # Each policy must refuse without its signature: the same inject on an unsigned tag.
 skopeo copy -q --dest-tls-verify=false "oci:$root/fixtures/mco-small:latest" "docker://$reg/bench/unsigned:v1"
@@ -172,6 +236,11 @@ for p in signedby key keyless; do
   if "$bin" inject -q --tls-verify=false --cache-dir "$work/cache-x" --image "docker://$reg/bench/unsigned:v1" \
     --bootimage 4.2 --ign "$work/x.ign" --signature-policy "$work/$p.json" --registries.d "$work/registries.d" 2>/dev/null; then
     echo "$bench: the $p policy accepts an unsigned image" >&2
+    exit 1
+  fi
+  if [[ $p != signedby ]] && chroot "$troot" skopeo copy -q --src-tls-verify=false --policy "$work/$p.json" \
+    --registries.d "$work/registries.d" "docker://$reg/bench/unsigned:v1" "oci:$work/copy-x:x" 2>/dev/null; then
+    echo "$bench: trixie's skopeo accepts an unsigned image under the $p policy" >&2
     exit 1
   fi
 done

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc git libc6-dev python3 python3-venv skopeo umoci zstd xz-utils jq ignition systemd systemd-container
+packages=(gcc git libc6-dev python3 skopeo umoci zstd xz-utils jq ignition systemd systemd-container
   debootstrap time docker-registry apache2-utils openssl curl gpg gpg-agent bsdutils
   zsh fish man-db groff-base e2fsprogs gdisk xorriso isolinux buildah podman runc ca-certificates)
 missing=()
@@ -39,17 +39,6 @@ fi
 if ! command -v kubectl >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kubernetes-client
-fi
-
-# sigstore-python, the independent verifier of tests/it/keyless_oracle.rs, in a venv under
-# target/ with the pinned versions of tests/oracle/requirements.txt (some 10 seconds from
-# PyPI; kept while the requirements are the ones it was made from).
-oracle_venv=$PWD/target/oracle-venv
-if ! cmp -s tests/oracle/requirements.txt "$oracle_venv/requirements.txt"; then
-  rm -rf "$oracle_venv"
-  /usr/bin/python3 -m venv "$oracle_venv"
-  "$oracle_venv/bin/pip" install -q --disable-pip-version-check -r tests/oracle/requirements.txt
-  cp tests/oracle/requirements.txt "$oracle_venv/requirements.txt"
 fi
 
 # The Tekton linter of tests/it/deploy.rs (@ibm/tekton-lint, with its dependencies from

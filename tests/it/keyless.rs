@@ -13,8 +13,7 @@
 //! body is the hashedrekord entry of the signature). What is checked here is the reason
 //! each refusal gives (the containers/image function that decides named) and the image
 //! policy objects' paths; containers/image itself (trixie's skopeo) judges the verdicts
-//! of Fulcio, PKI and Rekor cases in `sigstore_conformance.rs`, and sigstore-python the
-//! keyless ones in `keyless_oracle.rs`.
+//! of Fulcio, PKI and Rekor cases in `sigstore_conformance.rs`.
 
 use std::fs;
 use std::time::{SystemTime, UNIX_EPOCH};

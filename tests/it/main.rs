@@ -23,7 +23,6 @@ mod inject_layers;
 mod inject_merge;
 mod inject_select;
 mod keyless;
-mod keyless_oracle;
 mod layering;
 mod mcs_renders;
 mod node_view;
