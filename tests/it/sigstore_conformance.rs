@@ -892,13 +892,9 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
 
     // --- an index and its instances: `cosign sign --recursive`, and the index alone.
     {
-        let key = dir.join("cosign.key");
-        let public = dir.join("cosign.pub");
-        for (what, recursive) in [
-            ("cosign sign --recursive", true),
-            ("cosign sign of the index alone", false),
-        ] {
-            let repo = format!("sigc-{uniq}/index{}", recursive as u8);
+        // A copy of the multi-arch image: its repository, its index and the index's digest.
+        let new_index = |name: &str| -> (String, Vec<u8>, String) {
+            let repo = format!("sigc-{uniq}/{name}");
             copy(
                 &format!("{reg}/mco/multiarch:v1"),
                 &format!("{reg}/{repo}:v1"),
@@ -910,7 +906,16 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
                     .arg(format!("docker://{reg}/{repo}:v1")),
             )
             .stdout;
-            let list_digest = format!("sha256:{}", sha256_hex(&list));
+            let digest = format!("sha256:{}", sha256_hex(&list));
+            (repo, list, digest)
+        };
+        let key = dir.join("cosign.key");
+        let public = dir.join("cosign.pub");
+        for (what, recursive) in [
+            ("cosign sign --recursive", true),
+            ("cosign sign of the index alone", false),
+        ] {
+            let (repo, _, list_digest) = new_index(&format!("index{}", recursive as u8));
             let mut args = vec![
                 "sign",
                 "--key",
@@ -945,19 +950,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             ),
             ("an index signed, its instances signed", SIG_MEDIA_TYPE),
         ] {
-            let repo = format!("sigc-{uniq}/index-{}", m.n.get());
-            copy(
-                &format!("{reg}/mco/multiarch:v1"),
-                &format!("{reg}/{repo}:v1"),
-                true,
-            );
-            let list = run_ok(
-                Command::new("skopeo")
-                    .args(["inspect", "--raw", "--tls-verify=false"])
-                    .arg(format!("docker://{reg}/{repo}:v1")),
-            )
-            .stdout;
-            let list_digest = format!("sha256:{}", sha256_hex(&list));
+            let (repo, list, list_digest) = new_index(&format!("index-{}", m.n.get()));
             let p = payload(&list_digest, &format!("{reg}/{repo}"));
             attach(
                 &repo,
@@ -1173,76 +1166,65 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             req(json!({"caPath": other_root, "oidcIssuer": ISSUER, "subjectEmail": EMAIL})),
             image,
         );
-        let image = keyless(
-            "fulcio-late",
-            &ok_ext,
-            (-1, 1),
-            (&inter, &inter_key),
-            Some(&chain),
-            now - 3 * 86_400,
-            "spec",
-        );
-        case(
-            "Fulcio: integrated before the certificate's validity".into(),
-            req(fulcio.clone()),
-            image,
-        );
-        let image = keyless(
-            "fulcio-expired",
-            &ok_ext,
-            (-3, -2),
-            (&inter, &inter_key),
-            Some(&chain),
-            now - 60,
-            "spec",
-        );
-        case(
-            "Fulcio: certificate expired at the integrated time".into(),
-            req(fulcio.clone()),
-            image,
-        );
-        let image = keyless(
-            "fulcio-other-issuer",
-            &leaf_ext("https://other.example.com", EMAIL),
-            (-1, 1),
-            (&inter, &inter_key),
-            Some(&chain),
-            now - 60,
-            "spec",
-        );
-        case(
-            "Fulcio: the certificate names another issuer".into(),
-            req(fulcio.clone()),
-            image,
-        );
-        let image = keyless(
-            "fulcio-no-chain",
-            &ok_ext,
-            (-1, 1),
-            (&inter, &inter_key),
-            None,
-            now - 60,
-            "spec",
-        );
-        case(
-            "Fulcio: no chain attached".into(),
-            req(fulcio.clone()),
-            image,
-        );
-        let image = keyless(
-            "fulcio-from-root",
-            &ok_ext,
-            (-1, 1),
-            (&root_ca, &root_key),
-            None,
-            now - 60,
-            "spec",
-        );
-        case(
-            "Fulcio: a leaf of the root".into(),
-            req(fulcio.clone()),
-            image,
-        );
+        let other_issuer = leaf_ext("https://other.example.com", EMAIL);
+        for (name, ext, days, ca, chain, time, what) in [
+            (
+                "fulcio-late",
+                &ok_ext,
+                (-1, 1),
+                (&inter, &inter_key),
+                Some(&chain),
+                now - 3 * 86_400,
+                "Fulcio: integrated before the certificate's validity",
+            ),
+            (
+                "fulcio-expired",
+                &ok_ext,
+                (-3, -2),
+                (&inter, &inter_key),
+                Some(&chain),
+                now - 60,
+                "Fulcio: certificate expired at the integrated time",
+            ),
+            (
+                "fulcio-other-issuer",
+                &other_issuer,
+                (-1, 1),
+                (&inter, &inter_key),
+                Some(&chain),
+                now - 60,
+                "Fulcio: the certificate names another issuer",
+            ),
+            (
+                "fulcio-no-chain",
+                &ok_ext,
+                (-1, 1),
+                (&inter, &inter_key),
+                None,
+                now - 60,
+                "Fulcio: no chain attached",
+            ),
+            (
+                "fulcio-from-root",
+                &ok_ext,
+                (-1, 1),
+                (&root_ca, &root_key),
+                None,
+                now - 60,
+                "Fulcio: a leaf of the root",
+            ),
+        ] {
+            let image = keyless(
+                name,
+                ext,
+                days,
+                (ca.0.as_path(), ca.1),
+                chain.map(|c| c.as_path()),
+                time,
+                "spec",
+            );
+            case(what.into(), req(fulcio.clone()), image);
+        }
         // SET tampering: the bundle's integrated time changed after signing.
         let repo = new_repo("fulcio-set-tampered");
         let leaf_key = m.key("prime256v1");
@@ -1361,74 +1343,52 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             pki(&root_ca, None),
             image,
         );
-        let image = pki_case(
-            "pki-expired",
-            &plain_leaf,
-            (-30, -1),
-            (&root_ca, &root_key),
-            None,
-        );
-        case("PKI: an expired leaf".into(), pki(&root_ca, None), image);
-        let image = pki_case(
-            "pki-future",
-            &plain_leaf,
-            (1, 30),
-            (&root_ca, &root_key),
-            None,
-        );
-        case(
-            "PKI: a leaf not yet valid".into(),
-            pki(&root_ca, None),
-            image,
-        );
-        let image = pki_case(
-            "pki-server-auth",
-            &plain_leaf.replace("codeSigning", "serverAuth"),
-            (-1, 30),
-            (&root_ca, &root_key),
-            None,
-        );
-        case(
-            "PKI: a leaf for serverAuth only".into(),
-            pki(&root_ca, None),
-            image,
-        );
-        let image = pki_case(
-            "pki-no-eku",
-            &plain_leaf.replace("extendedKeyUsage=codeSigning\n", ""),
-            (-1, 30),
-            (&root_ca, &root_key),
-            None,
-        );
-        case(
-            "PKI: a leaf without extended key usage".into(),
-            pki(&root_ca, None),
-            image,
-        );
-        let image = pki_case(
-            "pki-ca-leaf",
-            &format!("{CA_EXT}\nextendedKeyUsage=codeSigning\nsubjectAltName=email:{EMAIL}"),
-            (-1, 30),
-            (&root_ca, &root_key),
-            None,
-        );
-        case(
-            "PKI: a leaf that is itself a CA".into(),
-            pki(&root_ca, None),
-            image,
-        );
-        let image = pki_case(
-            "pki-critical-policies",
-            &format!("{plain_leaf}\ncertificatePolicies=critical,1.2.3.4"),
-            (-1, 30),
-            (&root_ca, &root_key),
-            None,
-        );
-        case(
-            "PKI: a leaf with critical certificatePolicies".into(),
-            pki(&root_ca, None),
-            image,
-        );
+        let server_auth = plain_leaf.replace("codeSigning", "serverAuth");
+        let no_eku = plain_leaf.replace("extendedKeyUsage=codeSigning\n", "");
+        let ca_leaf =
+            format!("{CA_EXT}\nextendedKeyUsage=codeSigning\nsubjectAltName=email:{EMAIL}");
+        let critical = format!("{plain_leaf}\ncertificatePolicies=critical,1.2.3.4");
+        for (name, ext, days, what) in [
+            (
+                "pki-expired",
+                &plain_leaf,
+                (-30, -1),
+                "PKI: an expired leaf",
+            ),
+            (
+                "pki-future",
+                &plain_leaf,
+                (1, 30),
+                "PKI: a leaf not yet valid",
+            ),
+            (
+                "pki-server-auth",
+                &server_auth,
+                (-1, 30),
+                "PKI: a leaf for serverAuth only",
+            ),
+            (
+                "pki-no-eku",
+                &no_eku,
+                (-1, 30),
+                "PKI: a leaf without extended key usage",
+            ),
+            (
+                "pki-ca-leaf",
+                &ca_leaf,
+                (-1, 30),
+                "PKI: a leaf that is itself a CA",
+            ),
+            (
+                "pki-critical-policies",
+                &critical,
+                (-1, 30),
+                "PKI: a leaf with critical certificatePolicies",
+            ),
+        ] {
+            let image = pki_case(name, ext, days, (&root_ca, &root_key), None);
+            case(what.into(), pki(&root_ca, None), image);
+        }
         // Intermediates of other keys: RSA-1024 and P-521.
         for algorithm in ["rsa1024", "secp521r1", "secp384r1", "rsa2048"] {
             let k = m.key(algorithm);
