@@ -64,12 +64,7 @@ fi
 if ! command -v qemu-system-x86_64 >/dev/null; then
   apt_dir=$(mktemp -d)
   chmod 0755 "$apt_dir"
-  uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
-    tr ' ' '\n' | grep -v -- '-security' | head -n1 || true)
-  if [[ -z $uri && -r /etc/apt/sources.list ]]; then
-    uri=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/) { print $i; exit } }' /etc/apt/sources.list)
-  fi
-  [[ -n $uri ]] || { echo "test.sh: no Debian mirror in the machine's apt sources" >&2; exit 1; }
+  uri=$(bash tests/support/debian-mirror.sh)
   mkdir -p "$apt_dir/parts" "$apt_dir/lists/partial"
   cp /etc/apt/sources.list.d/*.sources "$apt_dir/parts/" 2>/dev/null || true
   [[ -r /etc/apt/sources.list ]] && cp /etc/apt/sources.list "$apt_dir/parts/machine.list"

@@ -34,16 +34,8 @@ set -euo pipefail
 
 die() { echo "boot-root.sh: $*" >&2; exit 1; }
 
-mirror() {
-  # The machine's own Debian mirror, from its apt sources.
-  local uri
-  uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        tr ' ' '\n' | grep -v -- '-security' | head -n1 || true)
-  if [[ -z $uri && -r /etc/apt/sources.list ]]; then
-    uri=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/) { print $i; exit } }' /etc/apt/sources.list)
-  fi
-  [[ -n $uri ]] || die "no Debian mirror in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
-  echo "$uri"
+mirror() { # the machine's own Debian mirror
+  bash "$(dirname "${BASH_SOURCE[0]}")/debian-mirror.sh"
 }
 
 # What the base root holds besides minbase: systemd, and programs of RHCOS that the
