@@ -332,8 +332,21 @@ const DIFFERENCES: &[(&str, &str)] = &[
 /// The image policy object's `spec.policy` with the same root of trust and identity as
 /// `requirement`, and the requirement MCO renders from it (helpers.go): keys, CAs and
 /// certificates as base64 data. `None` where no object says the same (several keys,
-/// identities the CRD has no matchPolicy for, a repository with a port).
+/// identities the CRD has no matchPolicy for, a repository with a port, a hostname the
+/// CRD does not admit).
 fn image_policy_of(requirement: &Value) -> Option<(Value, Value)> {
+    let o = requirement.as_object()?;
+    let several = [
+        "keyPaths",
+        "keyDatas",
+        "rekorPublicKeyPaths",
+        "rekorPublicKeyDatas",
+    ];
+    if several.iter().any(|k| o.contains_key(*k))
+        || (o.contains_key("keyPath") && o.contains_key("keyData"))
+    {
+        return None;
+    }
     let data = |path: &Value| b64(&fs::read(path.as_str().unwrap()).unwrap());
     let data_of = |v: &Value, path_key: &str, data_key: &str| -> Option<String> {
         v.get(path_key)
@@ -365,9 +378,21 @@ fn image_policy_of(requirement: &Value) -> Option<(Value, Value)> {
         )
     } else if let Some(p) = requirement.get("pki") {
         let roots = data_of(p, "caRootsPath", "caRootsData")?;
-        let mut object = json!({"caRootsData": roots,
-                                "pkiCertificateSubject": {"email": p["subjectEmail"]}});
-        let mut pki = json!({"caRootsData": roots, "subjectEmail": p["subjectEmail"]});
+        let mut object = json!({"caRootsData": roots, "pkiCertificateSubject": {}});
+        let mut pki = json!({"caRootsData": roots});
+        // The CRD admits only a lowercase DNS-1123 hostname (the API server refuses others).
+        if p["subjectHostname"]
+            .as_str()
+            .is_some_and(|h| h.chars().any(|c| c.is_ascii_uppercase()))
+        {
+            return None;
+        }
+        for (field, subject) in [("subjectEmail", "email"), ("subjectHostname", "hostname")] {
+            if let Some(v) = p.get(field) {
+                object["pkiCertificateSubject"][subject] = v.clone();
+                pki[field] = v.clone();
+            }
+        }
         if let Some(i) = data_of(p, "caIntermediatesPath", "caIntermediatesData") {
             object["caIntermediatesData"] = json!(i);
             pki["caIntermediatesData"] = json!(i);
@@ -670,6 +695,17 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         case(
             "cosign sign, P-256 key, keyPaths without it".into(),
             json!({"type": "sigstoreSigned", "keyPaths": [other.public, m.key("secp384r1").public]}),
+            image.clone(),
+        );
+        let other_data = b64(other.public_pem().as_bytes());
+        case(
+            "cosign sign, P-256 key, keyDatas with it second".into(),
+            json!({"type": "sigstoreSigned", "keyDatas": [other_data, b64(&fs::read(&public).unwrap())]}),
+            image.clone(),
+        );
+        case(
+            "cosign sign, P-256 key, keyDatas without it".into(),
+            json!({"type": "sigstoreSigned", "keyDatas": [other_data]}),
             image.clone(),
         );
         case(
@@ -983,6 +1019,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     {
         let k = m.key("prime256v1");
+        let mut logged_good = None;
         for (what, spec, tamper, rekor_key) in [
             ("a key with Rekor", "spec", false, &rekor),
             (
@@ -1031,11 +1068,70 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
                     ..Default::default()
                 },
             );
+            let image = format!("{reg}/{repo}@{digest}");
             case(
                 what.into(),
                 json!({"type": "sigstoreSigned", "keyPath": k.public, "rekorPublicKeyPath": rekor.public}),
-                format!("{reg}/{repo}@{digest}"),
+                image.clone(),
             );
+            if spec == "spec" && !tamper && std::ptr::eq(rekor_key, &rekor) {
+                logged_good = Some(image);
+            }
+        }
+        // Several Rekor keys: one of them signed the SET, or none did.
+        let good = logged_good.expect("the good Rekor case");
+        let other_rekor = b64(rekor_other.public_pem().as_bytes());
+        let rekor_data = b64(rekor.public_pem().as_bytes());
+        for (what, requirement) in [
+            (
+                "rekorPublicKeyPaths with it second",
+                json!({"type": "sigstoreSigned", "keyPath": k.public,
+                       "rekorPublicKeyPaths": [rekor_other.public, rekor.public]}),
+            ),
+            (
+                "rekorPublicKeyDatas with it second",
+                json!({"type": "sigstoreSigned", "keyPath": k.public,
+                       "rekorPublicKeyDatas": [other_rekor, rekor_data]}),
+            ),
+            (
+                "rekorPublicKeyPaths without it",
+                json!({"type": "sigstoreSigned", "keyPath": k.public,
+                       "rekorPublicKeyPaths": [rekor_other.public]}),
+            ),
+            (
+                "rekorPublicKeyDatas without it",
+                json!({"type": "sigstoreSigned", "keyPath": k.public,
+                       "rekorPublicKeyDatas": [other_rekor]}),
+            ),
+        ] {
+            case(
+                format!("a key with Rekor, {what}"),
+                requirement,
+                good.clone(),
+            );
+        }
+        // Requirements containers/image refuses when it reads the policy
+        // (newPRSigstoreSigned), whatever the image.
+        for (what, requirement) in [
+            ("no key", json!({"type": "sigstoreSigned"})),
+            (
+                "keyPath and keyData",
+                json!({"type": "sigstoreSigned", "keyPath": k.public, "keyData": b64(k.public_pem().as_bytes())}),
+            ),
+            (
+                "keyPath and keyPaths",
+                json!({"type": "sigstoreSigned", "keyPath": k.public, "keyPaths": [k.public]}),
+            ),
+            (
+                "empty keyPaths",
+                json!({"type": "sigstoreSigned", "keyPaths": []}),
+            ),
+            (
+                "rekorPublicKeyPath and rekorPublicKeyPaths",
+                json!({"type": "sigstoreSigned", "keyPath": k.public, "rekorPublicKeyPath": rekor.public, "rekorPublicKeyPaths": [rekor.public]}),
+            ),
+        ] {
+            case(format!("a policy with {what}"), requirement, good.clone());
         }
         // Rekor required, the signature has no bundle.
         let repo = new_repo("rekor-none");
@@ -1389,6 +1485,92 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             let image = pki_case(name, ext, days, (&root_ca, &root_key), None);
             case(what.into(), pki(&root_ca, None), image);
         }
+        // Hostnames (x509 VerifyHostname): a DNS SAN, a wildcard, an IP; with the e-mail.
+        let host_leaf = |san: &str| {
+            format!(
+                "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n\
+                 extendedKeyUsage=codeSigning\nsubjectAltName={san}"
+            )
+        };
+        let by_host = |host: &str, email: Option<&str>| {
+            let mut p = json!({"caRootsPath": root_ca, "subjectHostname": host});
+            if let Some(e) = email {
+                p["subjectEmail"] = json!(e);
+            }
+            json!({"type": "sigstoreSigned", "pki": p, "signedIdentity": {"type": "matchRepository"}})
+        };
+        let on_root = (root_ca.as_path(), &root_key);
+        let dns = pki_case(
+            "pki-dns",
+            &host_leaf(&format!("DNS:node.example.com,email:{EMAIL}")),
+            (-1, 30),
+            on_root,
+            None,
+        );
+        let wildcard = pki_case(
+            "pki-wildcard",
+            &host_leaf("DNS:*.example.com"),
+            (-1, 30),
+            on_root,
+            None,
+        );
+        let ip = pki_case(
+            "pki-ip",
+            &host_leaf("IP:192.0.2.7"),
+            (-1, 30),
+            on_root,
+            None,
+        );
+        for (what, requirement, image) in [
+            ("a DNS SAN", by_host("node.example.com", None), &dns),
+            (
+                "a DNS SAN in other case",
+                by_host("NODE.Example.com", None),
+                &dns,
+            ),
+            (
+                "and the e-mail",
+                by_host("node.example.com", Some(EMAIL)),
+                &dns,
+            ),
+            ("another name", by_host("other.example.com", None), &dns),
+            (
+                "and another e-mail",
+                by_host("node.example.com", Some("other@example.com")),
+                &dns,
+            ),
+            (
+                "a wildcard DNS SAN",
+                by_host("node.example.com", None),
+                &wildcard,
+            ),
+            (
+                "a wildcard DNS SAN, a label deeper",
+                by_host("a.node.example.com", None),
+                &wildcard,
+            ),
+            ("an IP SAN", by_host("192.0.2.7", None), &ip),
+            ("another IP", by_host("192.0.2.8", None), &ip),
+        ] {
+            case(
+                format!("PKI: subjectHostname, {what}"),
+                requirement,
+                image.clone(),
+            );
+        }
+        // Requirements containers/image refuses when it reads the policy: Fulcio without
+        // a Rekor key, PKI with one.
+        case(
+            "a policy with fulcio and no Rekor key".into(),
+            json!({"type": "sigstoreSigned", "fulcio": fulcio, "signedIdentity": {"type": "matchRepository"}}),
+            dns.clone(),
+        );
+        case(
+            "a policy with pki and a Rekor key".into(),
+            json!({"type": "sigstoreSigned", "pki": {"caRootsPath": root_ca, "subjectEmail": EMAIL},
+                   "rekorPublicKeyPath": rekor.public, "signedIdentity": {"type": "matchRepository"}}),
+            dns,
+        );
         // Intermediates of other keys: RSA-1024 and P-521.
         for algorithm in ["rsa1024", "secp521r1", "secp384r1", "rsa2048"] {
             let k = m.key(algorithm);
