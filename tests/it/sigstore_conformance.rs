@@ -1321,6 +1321,50 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             );
             case(what.into(), req(fulcio.clone()), image);
         }
+        // Where the certificate names its issuer (fulcioIssuerInCertificate: the v1
+        // extension's raw bytes, the v2 one's DER UTF8String, equal when both are there),
+        // and a certificate of several e-mails.
+        let no_issuer = format!(
+            "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n\
+             extendedKeyUsage=codeSigning\nsubjectAltName=email:{EMAIL}"
+        );
+        let v1 = |issuer: &str| format!("1.3.6.1.4.1.57264.1.1=DER:{}", hex::encode(issuer));
+        let v2 = |issuer: &str| format!("1.3.6.1.4.1.57264.1.8=ASN1:UTF8String:{issuer}");
+        let other = "https://other.example.com";
+        for (name, ext, what) in [
+            (
+                "fulcio-v1",
+                format!("{no_issuer}\n{}", v1(ISSUER)),
+                "the issuer in the v1 extension only",
+            ),
+            (
+                "fulcio-v2",
+                format!("{no_issuer}\n{}", v2(ISSUER)),
+                "the issuer in the v2 extension only",
+            ),
+            (
+                "fulcio-v1-v2-differ",
+                format!("{no_issuer}\n{}\n{}", v1(ISSUER), v2(other)),
+                "the v1 and v2 issuers differing",
+            ),
+            ("fulcio-no-issuer", no_issuer.clone(), "no issuer extension"),
+            (
+                "fulcio-two-emails",
+                leaf_ext(ISSUER, &format!("other@example.com,email:{EMAIL}")),
+                "a certificate of two e-mails, the required one second",
+            ),
+        ] {
+            let image = keyless(
+                name,
+                &ext,
+                (-1, 1),
+                (&inter, &inter_key),
+                Some(&chain),
+                now - 60,
+                "spec",
+            );
+            case(format!("Fulcio: {what}"), req(fulcio.clone()), image);
+        }
         // SET tampering: the bundle's integrated time changed after signing.
         let repo = new_repo("fulcio-set-tampered");
         let leaf_key = m.key("prime256v1");
