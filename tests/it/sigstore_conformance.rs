@@ -886,6 +886,102 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
                 format!("{reg}/{repo}@{digest}"),
             );
         }
+        // The payload's JSON as containers/image reads it (untrustedSigstorePayload's
+        // strictUnmarshalJSON: exactly `critical` and `optional`, exact fields within
+        // `critical`, no duplicate keys; in `optional`, `creator` a string and
+        // `timestamp` a number, others ignored), each payload signed by the key.
+        let identity = r#"{"docker-reference":"REF"}"#;
+        let image = r#"{"docker-manifest-digest":"DIGEST"}"#;
+        let kind = r#""type":"cosign container image signature""#;
+        let critical = format!(r#"{{"identity":{identity},"image":{image},{kind}}}"#);
+        let with = |critical: &str, rest: &str| format!(r#"{{"critical":{critical}{rest}}}"#);
+        let forms = [
+            (
+                "pretty-printed",
+                serde_json::to_string_pretty(
+                    &serde_json::from_str::<Value>(&with(&critical, r#","optional":null"#))
+                        .unwrap(),
+                )
+                .unwrap(),
+            ),
+            (
+                "optional with creator, timestamp and other fields",
+                with(
+                    &critical,
+                    r#","optional":{"creator":"me","timestamp":1700000000,"sha":"abc"}"#,
+                ),
+            ),
+            (
+                "optional's timestamp a string",
+                with(&critical, r#","optional":{"timestamp":"yesterday"}"#),
+            ),
+            ("optional an array", with(&critical, r#","optional":[]"#)),
+            ("no optional", with(&critical, "")),
+            (
+                "an unknown top-level field",
+                with(&critical, r#","optional":null,"extra":1"#),
+            ),
+            (
+                "critical with an unknown field",
+                with(
+                    &format!(r#"{{"identity":{identity},"image":{image},{kind},"extra":1}}"#),
+                    r#","optional":null"#,
+                ),
+            ),
+            (
+                "image with an unknown field",
+                with(
+                    &critical.replace(r#""DIGEST""#, r#""DIGEST","extra":1"#),
+                    r#","optional":null"#,
+                ),
+            ),
+            (
+                "identity with an unknown field",
+                with(
+                    &critical.replace(r#""REF""#, r#""REF","extra":1"#),
+                    r#","optional":null"#,
+                ),
+            ),
+            (
+                "critical twice",
+                with(
+                    &critical,
+                    &format!(r#","critical":{critical},"optional":null"#),
+                ),
+            ),
+            (
+                "the digest in upper case",
+                with(
+                    &critical.replace("DIGEST", "sha256:UPPER"),
+                    r#","optional":null"#,
+                ),
+            ),
+        ];
+        for (i, (what, form)) in forms.into_iter().enumerate() {
+            let repo = new_repo(&format!("payload{i}"));
+            let p = form
+                .replace("REF", &format!("{reg}/{repo}"))
+                .replace(
+                    "sha256:UPPER",
+                    &digest.to_uppercase().replacen("SHA256", "sha256", 1),
+                )
+                .replace("DIGEST", &digest)
+                .into_bytes();
+            attach(
+                &repo,
+                &digest,
+                &Sig {
+                    signature: k.sign(&dir, &p),
+                    payload: p,
+                    ..Default::default()
+                },
+            );
+            case(
+                format!("a payload, {what}"),
+                by_key(&k),
+                format!("{reg}/{repo}@{digest}"),
+            );
+        }
         // Attachments of another media type: not signatures.
         let repo = new_repo("mediatype");
         let p = good_payload(&repo);
