@@ -636,6 +636,18 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         m.cosign_registry(&args);
     };
+    // A payload signed by `key`, attached to `repo`'s manifest `at`.
+    let attach_signed = |repo: &str, at: &str, key: &Key, payload: Vec<u8>| {
+        attach(
+            repo,
+            at,
+            &Sig {
+                signature: key.sign(&dir, &payload),
+                payload,
+                ..Default::default()
+            },
+        )
+    };
     let sigstore_d = "default-docker:\n  use-sigstore-attachments: true\n".to_string();
     let no_conf = String::new();
 
@@ -754,15 +766,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         let repo = new_repo(&format!("key-{}", algorithm.to_lowercase()));
         let k = m.key(algorithm);
         let p = payload(&digest, &format!("{reg}/{repo}"));
-        attach(
-            &repo,
-            &digest,
-            &Sig {
-                signature: k.sign(&dir, &p),
-                payload: p,
-                ..Default::default()
-            },
-        );
+        attach_signed(&repo, &digest, &k, p);
         case(
             format!("a {algorithm} key, keyPath"),
             by_key(&k),
@@ -781,15 +785,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
     for (what, identity_of) in [("the repository", ""), ("the tag", ":v1")] {
         let repo = new_repo(&format!("identity{}", identity_of.len()));
         let p = payload(&digest, &format!("{reg}/{repo}{identity_of}"));
-        attach(
-            &repo,
-            &digest,
-            &Sig {
-                signature: id_key.sign(&dir, &p),
-                payload: p,
-                ..Default::default()
-            },
-        );
+        attach_signed(&repo, &digest, &id_key, p);
         let name = format!("{reg}/{repo}");
         for (kind, identity) in [
             ("default", None),
@@ -967,15 +963,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
                 )
                 .replace("DIGEST", &digest)
                 .into_bytes();
-            attach(
-                &repo,
-                &digest,
-                &Sig {
-                    signature: k.sign(&dir, &p),
-                    payload: p,
-                    ..Default::default()
-                },
-            );
+            attach_signed(&repo, &digest, &k, p);
             case(
                 format!("a payload, {what}"),
                 by_key(&k),
@@ -1084,15 +1072,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         ] {
             let (repo, list, list_digest) = new_index(&format!("index-{}", m.n.get()));
             let p = payload(&list_digest, &format!("{reg}/{repo}"));
-            attach(
-                &repo,
-                &list_digest,
-                &Sig {
-                    signature: k.sign(&dir, &p),
-                    payload: p,
-                    ..Default::default()
-                },
-            );
+            attach_signed(&repo, &list_digest, &k, p);
             let list: Value = serde_json::from_slice(&list).unwrap();
             for instance in list["manifests"].as_array().unwrap() {
                 let d = instance["digest"].as_str().unwrap();
@@ -1232,15 +1212,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         // Rekor required, the signature has no bundle.
         let repo = new_repo("rekor-none");
         let p = payload(&digest, &format!("{reg}/{repo}"));
-        attach(
-            &repo,
-            &digest,
-            &Sig {
-                signature: k.sign(&dir, &p),
-                payload: p,
-                ..Default::default()
-            },
-        );
+        attach_signed(&repo, &digest, &k, p);
         case(
             "a key with Rekor, no bundle".into(),
             json!({"type": "sigstoreSigned", "keyPath": k.public, "rekorPublicKeyPath": rekor.public}),
@@ -1743,15 +1715,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         let source = format!("{scope}/src/app");
         let mirror_repo = new_repo("mirror/app");
         let p = payload(&digest, &source);
-        attach(
-            &mirror_repo,
-            &digest,
-            &Sig {
-                signature: k.sign(&dir, &p),
-                payload: p,
-                ..Default::default()
-            },
-        );
+        attach_signed(&mirror_repo, &digest, &k, p);
         let conf = format!(
             "[[registry]]\nprefix = \"{source}\"\nlocation = \"{source}\"\n\
              [[registry.mirror]]\nlocation = \"{reg}/{mirror_repo}\"\ninsecure = true\n"
