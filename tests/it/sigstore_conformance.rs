@@ -290,9 +290,30 @@ fn payload(digest: &str, identity: &str) -> Vec<u8> {
     .unwrap()
 }
 
-/// A Rekor bundle (`dev.sigstore.cosign/bundle`) for a hashedrekord entry of
-/// (`logged_key` PEM, `sig`, `payload`), signed by `rekor`, integrated at `time`; the
-/// entry's body JSON keys are spelled by `spec` (Rekor writes `spec`).
+/// The hashedrekord entry (the log's body JSON) of (`logged_key` PEM, `sig`,
+/// `payload`), its keys spelled by `spec` (Rekor writes `spec`).
+fn entry(logged_key: &str, sig: &str, payload: &[u8], spec: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"0.0.1","kind":"hashedrekord","{spec}":{{"data":{{"hash":{{"algorithm":"sha256","value":"{}"}}}},"signature":{{"content":"{sig}","publicKey":{{"content":"{}"}}}}}}}}"#,
+        sha256_hex(payload),
+        b64(logged_key.as_bytes())
+    )
+}
+
+/// A Rekor bundle (`dev.sigstore.cosign/bundle`) of `entry`, its SET signed by `rekor`
+/// (ECDSA over the RFC 8785 form of the log entry), integrated at `time` in `log_id`.
+fn bundle_of(m: &Maker, rekor: &Key, entry: &str, time: i64, log_id: &str) -> String {
+    let body = b64(entry.as_bytes());
+    let canonical = format!(
+        r#"{{"body":"{body}","integratedTime":{time},"logID":"{log_id}","logIndex":4242}}"#
+    );
+    let set = rekor.sign(&m.dir, canonical.as_bytes());
+    format!(
+        r#"{{"SignedEntryTimestamp":"{set}","Payload":{{"body":"{body}","integratedTime":{time},"logIndex":4242,"logID":"{log_id}"}}}}"#
+    )
+}
+
+/// The bundle of the entry of (`logged_key`, `sig`, `payload`) in the test's log.
 fn bundle(
     m: &Maker,
     rekor: &Key,
@@ -302,18 +323,12 @@ fn bundle(
     time: i64,
     spec: &str,
 ) -> String {
-    let body = format!(
-        r#"{{"apiVersion":"0.0.1","kind":"hashedrekord","{spec}":{{"data":{{"hash":{{"algorithm":"sha256","value":"{}"}}}},"signature":{{"content":"{sig}","publicKey":{{"content":"{}"}}}}}}}}"#,
-        sha256_hex(payload),
-        b64(logged_key.as_bytes())
-    );
-    let body = b64(body.as_bytes());
-    let canonical = format!(
-        r#"{{"body":"{body}","integratedTime":{time},"logID":"{LOG_ID}","logIndex":4242}}"#
-    );
-    let set = rekor.sign(&m.dir, canonical.as_bytes());
-    format!(
-        r#"{{"SignedEntryTimestamp":"{set}","Payload":{{"body":"{body}","integratedTime":{time},"logIndex":4242,"logID":"{LOG_ID}"}}}}"#
+    bundle_of(
+        m,
+        rekor,
+        &entry(logged_key, sig, payload, spec),
+        time,
+        LOG_ID,
     )
 }
 
@@ -1184,6 +1199,70 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
                 format!("a key with Rekor, {what}"),
                 requirement,
                 good.clone(),
+            );
+        }
+        // The log entry and its SET as containers/image reads them (VerifyRekorSET):
+        // the time, the log, and the entry's version, kind, hash, key and signature.
+        let other = m.key("prime256v1");
+        for (i, what) in [
+            "integrated an hour from now",
+            "in another log",
+            "an entry of apiVersion 0.0.2",
+            "an entry of kind rekord",
+            "an entry naming sha512",
+            "an entry logging another key",
+            "an entry logging another signature",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let repo = new_repo(&format!("rekor-entry{i}"));
+            let p = payload(&digest, &format!("{reg}/{repo}"));
+            let sig = k.sign(&dir, &p);
+            let e = entry(&k.public_pem(), &sig, &p, "spec");
+            let (e, time, log) = match i {
+                0 => (e, now + 3600, LOG_ID.to_string()),
+                1 => (e, now - 60, "ab".repeat(32)),
+                2 => (
+                    e.replace(r#""0.0.1""#, r#""0.0.2""#),
+                    now - 60,
+                    LOG_ID.into(),
+                ),
+                3 => (
+                    e.replace(r#""hashedrekord""#, r#""rekord""#),
+                    now - 60,
+                    LOG_ID.into(),
+                ),
+                4 => (
+                    e.replace(r#""sha256""#, r#""sha512""#),
+                    now - 60,
+                    LOG_ID.into(),
+                ),
+                5 => (
+                    entry(&other.public_pem(), &sig, &p, "spec"),
+                    now - 60,
+                    LOG_ID.into(),
+                ),
+                _ => (
+                    entry(&k.public_pem(), &other.sign(&dir, &p), &p, "spec"),
+                    now - 60,
+                    LOG_ID.into(),
+                ),
+            };
+            attach(
+                &repo,
+                &digest,
+                &Sig {
+                    payload: p,
+                    signature: sig,
+                    bundle: Some(bundle_of(&m, &rekor, &e, time, &log)),
+                    ..Default::default()
+                },
+            );
+            case(
+                format!("a key with Rekor, {what}"),
+                json!({"type": "sigstoreSigned", "keyPath": k.public, "rekorPublicKeyPath": rekor.public}),
+                format!("{reg}/{repo}@{digest}"),
             );
         }
         // Requirements containers/image refuses when it reads the policy
