@@ -1337,6 +1337,62 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             ),
             image.clone(),
         );
+        // The CA file holding the intermediate too (every certificate of it a root).
+        let root_and_inter = m.write(
+            "root-and-inter.pem",
+            format!(
+                "{}{}",
+                fs::read_to_string(&root_ca).unwrap(),
+                fs::read_to_string(&inter).unwrap()
+            ),
+        );
+        case(
+            "Fulcio: a caPath holding the root and the intermediate".into(),
+            req(json!({"caPath": root_and_inter, "oidcIssuer": ISSUER, "subjectEmail": EMAIL})),
+            image.clone(),
+        );
+        case(
+            "Fulcio: a caPath holding the intermediate only".into(),
+            req(json!({"caPath": inter, "oidcIssuer": ISSUER, "subjectEmail": EMAIL})),
+            image.clone(),
+        );
+        // The chain annotation: its order, a certificate more, the intermediate missing.
+        let pem = |p: &Path| fs::read_to_string(p).unwrap();
+        let stranger_key = m.key("prime256v1");
+        let stranger = m.cert("stranger", &stranger_key, None, CA_EXT, (-365, 365));
+        for (name, chain_pem, what) in [
+            (
+                "fulcio-chain-reversed",
+                format!("{}{}", pem(&root_ca), pem(&inter)),
+                "root first",
+            ),
+            (
+                "fulcio-chain-stranger",
+                format!("{}{}{}", pem(&stranger), pem(&inter), pem(&root_ca)),
+                "an unrelated CA first",
+            ),
+            ("fulcio-chain-root-only", pem(&root_ca), "the root only"),
+            (
+                "fulcio-chain-inter-only",
+                pem(&inter),
+                "the intermediate only",
+            ),
+        ] {
+            let chain_file = m.write(&format!("{name}.pem"), chain_pem);
+            let image = keyless(
+                name,
+                &ok_ext,
+                (-1, 1),
+                (&inter, &inter_key),
+                Some(&chain_file),
+                now - 60,
+            );
+            case(
+                format!("Fulcio: the chain, {what}"),
+                req(fulcio.clone()),
+                image,
+            );
+        }
         case(
             "Fulcio: another Rekor key".into(),
             json!({"type": "sigstoreSigned", "fulcio": fulcio, "rekorPublicKeyPath": rekor_other.public, "signedIdentity": {"type": "matchRepository"}}),
