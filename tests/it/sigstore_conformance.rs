@@ -1619,7 +1619,25 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             image.clone(),
         );
         case(
+            "PKI: a leaf of an intermediate in caRootsPath".into(),
+            pki(&inter_only, None),
+            image.clone(),
+        );
+        case(
             "PKI: a leaf of an intermediate nobody names".into(),
+            pki(&root_ca, None),
+            image,
+        );
+        // The intermediate in the chain annotation, not in the policy.
+        let image = pki_case(
+            "pki-inter-in-chain",
+            &plain_leaf,
+            (-1, 30),
+            (&inter, &inter_key),
+            Some(&inter_only),
+        );
+        case(
+            "PKI: a leaf of an intermediate in the chain annotation only".into(),
             pki(&root_ca, None),
             image,
         );
