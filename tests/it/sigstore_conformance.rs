@@ -1831,6 +1831,41 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         }
     }
 
+    // A signature in a lookaside store, in containers/image's format for a sigstore one
+    // there ("\0sigstore-json\n" and JSON), no attachment; with attachments on and off.
+    {
+        let k = m.key("prime256v1");
+        let repo = new_repo("lookaside");
+        let p = payload(&digest, &format!("{reg}/{repo}"));
+        let store = dir.join("lookaside");
+        let at = store.join(format!(
+            "{repo}@sha256={}",
+            digest.trim_start_matches("sha256:")
+        ));
+        fs::create_dir_all(&at).unwrap();
+        let mut blob = b"\0sigstore-json\n".to_vec();
+        blob.extend(
+            serde_json::to_vec(&json!({"mimeType": SIG_MEDIA_TYPE, "payload": b64(&p),
+                "annotations": {"dev.cosignproject.cosign/signature": k.sign(&dir, &p)}}))
+            .unwrap(),
+        );
+        fs::write(at.join("signature-1"), blob).unwrap();
+        for (what, attachments) in [("attachments on", true), ("attachments off", false)] {
+            let mut d = format!("default-docker:\n  lookaside: file://{}\n", store.display());
+            if attachments {
+                d.push_str("  use-sigstore-attachments: true\n");
+            }
+            cases.push(Case {
+                name: format!("a signature in a lookaside store, {what}"),
+                requirement: by_key(&k),
+                image: format!("{reg}/{repo}@{digest}"),
+                registries_d: d,
+                registries_conf: no_conf.clone(),
+                difference: None,
+            });
+        }
+    }
+
     // cosign's payload names the repository without tag, which the default
     // signedIdentity refuses for a pull by tag and by digest alike (the identity cases
     // show it): the cases of keys, signatures and roots of trust that do not name their
