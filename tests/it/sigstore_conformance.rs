@@ -541,6 +541,41 @@ impl Push<'_> {
     }
 }
 
+fn verdict(accepted: bool) -> &'static str {
+    if accepted {
+        "accepts"
+    } else {
+        "refuses"
+    }
+}
+
+/// How the two verdicts on a case fail the test, if they do: they differ, or a stated
+/// difference (`difference`: why mcd-inject refuses what containers/image accepts) is
+/// no longer one.
+fn divergence(
+    name: &str,
+    difference: Option<&str>,
+    skopeo: &(bool, String),
+    ours: &(bool, String),
+) -> Option<String> {
+    match difference {
+        Some(why) if ours.0 || !skopeo.0 => Some(format!(
+            "{name}: stated as a difference ({why}: containers/image accepts, mcd-inject \
+             refuses), but containers/image {}, mcd-inject {}",
+            verdict(skopeo.0),
+            verdict(ours.0)
+        )),
+        None if ours.0 != skopeo.0 => Some(format!(
+            "{name}: containers/image {}, mcd-inject {}\n    skopeo: {}\n    mcd-inject: {}",
+            verdict(skopeo.0),
+            verdict(ours.0),
+            skopeo.1,
+            ours.1
+        )),
+        _ => None,
+    }
+}
+
 /// Whether a tool accepted the image, and what it said.
 fn outcome(out: Output) -> (bool, String) {
     (
@@ -1885,6 +1920,37 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
     );
 
     // --- judge every case with both tools.
+    // trixie's skopeo copies the case's image under a policy and registries.d.
+    let skopeo_copy = |c: &Case, conf: &Path, policy: &Path, regd: &Path, out: PathBuf| {
+        outcome(
+            m.chroot("skopeo")
+                .arg("--registries-conf")
+                .arg(conf)
+                .args(["copy", "-q", "--src-tls-verify=false", "--policy"])
+                .arg(policy)
+                .arg("--registries.d")
+                .arg(regd)
+                .arg(format!("docker://{}", c.image))
+                .arg(format!("dir:{}", out.display()))
+                .output()
+                .unwrap(),
+        )
+    };
+    // mcd-inject pulls it under these policy flags, registries.d and a cache of its own.
+    let pull = |c: &Case, conf: &Path, policy: &[&str], regd: &Path, cache: PathBuf| {
+        let image = format!("docker://{}", c.image);
+        let mut args = vec!["pull", "--image", &image, "--tls-verify=false", "-q"];
+        args.extend(policy);
+        args.extend([
+            "--registries.d",
+            regd.to_str().unwrap(),
+            "--registries-conf",
+            conf.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ]);
+        outcome(sb.bin(&args).run().into_output())
+    };
     let mut divergences = Vec::new();
     let (mut accepted, mut refused, mut object_cases) = (0, 0, 0);
     let mut accepted_names: Vec<&str> = Vec::new();
@@ -1905,40 +1971,14 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         .unwrap();
         let conf = cdir.join("registries.conf");
         fs::write(&conf, &c.registries_conf).unwrap();
-        let skopeo = outcome(
-            m.chroot("skopeo")
-                .arg("--registries-conf")
-                .arg(&conf)
-                .args(["copy", "-q", "--src-tls-verify=false", "--policy"])
-                .arg(&policy)
-                .arg("--registries.d")
-                .arg(&regd)
-                .arg(format!("docker://{}", c.image))
-                .arg(format!("dir:{}", cdir.join("skopeo-out").display()))
-                .output()
-                .unwrap(),
+        let skopeo = skopeo_copy(c, &conf, &policy, &regd, cdir.join("skopeo-out"));
+        let ours = pull(
+            c,
+            &conf,
+            &["--signature-policy", policy.to_str().unwrap()],
+            &regd,
+            cdir.join("cache"),
         );
-        let image = format!("docker://{}", c.image);
-        let ours = outcome(
-            sb.bin(&[
-                "pull",
-                "--image",
-                &image,
-                "--tls-verify=false",
-                "-q",
-                "--signature-policy",
-                policy.to_str().unwrap(),
-                "--registries.d",
-                regd.to_str().unwrap(),
-                "--registries-conf",
-                conf.to_str().unwrap(),
-                "--cache-dir",
-                cdir.join("cache").to_str().unwrap(),
-            ])
-            .run()
-            .into_output(),
-        );
-        let verdict = |b: bool| if b { "accepts" } else { "refuses" };
         // Shown when the test fails (or with --nocapture).
         eprintln!(
             "{}: containers/image {}, mcd-inject {}",
@@ -1946,25 +1986,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
             verdict(skopeo.0),
             verdict(ours.0)
         );
-        match c.difference {
-            Some(why) if ours.0 || !skopeo.0 => divergences.push(format!(
-                "{}: stated as a difference ({why}: containers/image accepts, \
-                 mcd-inject refuses), but containers/image {}, mcd-inject {}",
-                c.name,
-                verdict(skopeo.0),
-                verdict(ours.0)
-            )),
-            Some(_) => {}
-            None if ours.0 != skopeo.0 => divergences.push(format!(
-                "{}: containers/image {}, mcd-inject {}\n    skopeo: {}\n    mcd-inject: {}",
-                c.name,
-                verdict(skopeo.0),
-                verdict(ours.0),
-                skopeo.1,
-                ours.1
-            )),
-            None => {}
-        }
+        divergences.extend(divergence(&c.name, c.difference, &skopeo, &ours));
         // A refusal is the policy's, named, never a debug dump.
         if !ours.0 && (!ours.1.contains("signature policy") || ours.1.contains(" { ")) {
             divergences.push(format!(
@@ -2025,57 +2047,28 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         .unwrap();
         let empty_d = cdir.join("empty-registries.d");
         fs::create_dir_all(&empty_d).unwrap();
-        let skopeo = outcome(
-            m.chroot("skopeo")
-                .arg("--registries-conf")
-                .arg(&conf)
-                .args(["copy", "-q", "--src-tls-verify=false", "--policy"])
-                .arg(&rendered_policy)
-                .arg("--registries.d")
-                .arg(&rendered_d)
-                .arg(format!("docker://{}", c.image))
-                .arg(format!("dir:{}", cdir.join("skopeo-out-2").display()))
-                .output()
-                .unwrap(),
+        let skopeo = skopeo_copy(
+            c,
+            &conf,
+            &rendered_policy,
+            &rendered_d,
+            cdir.join("skopeo-out-2"),
         );
-        let ours = outcome(
-            sb.bin(&[
-                "pull",
-                "--image",
-                &image,
-                "--tls-verify=false",
-                "-q",
+        let ours = pull(
+            c,
+            &conf,
+            &[
                 "--signature-policy",
                 base.to_str().unwrap(),
                 "--image-policy",
                 objects.to_str().unwrap(),
-                "--registries.d",
-                empty_d.to_str().unwrap(),
-                "--registries-conf",
-                conf.to_str().unwrap(),
-                "--cache-dir",
-                cdir.join("cache-2").to_str().unwrap(),
-            ])
-            .run()
-            .into_output(),
+            ],
+            &empty_d,
+            cdir.join("cache-2"),
         );
         object_cases += 1;
         let name = format!("{} (ClusterImagePolicy)", c.name);
-        match c.difference {
-            Some(_) if ours.0 || !skopeo.0 => divergences.push(format!(
-                "{name}: stated as a difference, but containers/image {}, mcd-inject {}",
-                verdict(skopeo.0),
-                verdict(ours.0)
-            )),
-            None if ours.0 != skopeo.0 => divergences.push(format!(
-                "{name}: containers/image {}, mcd-inject {}\n    skopeo: {}\n    mcd-inject: {}",
-                verdict(skopeo.0),
-                verdict(ours.0),
-                skopeo.1,
-                ours.1
-            )),
-            _ => {}
-        }
+        divergences.extend(divergence(&name, c.difference, &skopeo, &ours));
     }
     assert!(
         divergences.is_empty(),
