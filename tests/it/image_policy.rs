@@ -71,7 +71,7 @@ fn image_policies_on_a_registry() {
     assert_eq!(push(&format!("{team}:v1")), digest);
     // The release repository's image only on the mirror: pulled by digest through it.
     assert_eq!(push(&format!("{mirror}:v1")), digest);
-    let reg = Registry { r: &r, dir: &dir };
+    let reg = Registry::basic(&r, &dir);
     let repo_of = |name: &str| name.trim_start_matches(&format!("{host}/")).to_string();
 
     let (openshift_key, openshift_pub) = key_pair(&dir, 11);

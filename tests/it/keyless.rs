@@ -211,7 +211,7 @@ fn keyless_and_pki_signatures_on_a_registry() {
         image,
         digest,
     } = pushed(&r, "keyless");
-    let reg = Registry { r: &r, dir: &dir };
+    let reg = Registry::basic(&r, &dir);
     let write = |name: &str, body: &str| {
         let p = dir.join(name);
         fs::write(&p, body).unwrap();

@@ -68,21 +68,49 @@ pub(crate) fn sign(sk: &p256::ecdsa::SigningKey, payload: &[u8]) -> (Vec<u8>, St
     (payload.to_vec(), b64(sig.to_der().as_bytes()))
 }
 
-/// The registry, reached with curl as a client pushing artifacts would.
+/// A registry of the suite (the TLS one with Basic auth, or the anonymous plain HTTP
+/// one), reached with curl as a client pushing artifacts would.
 pub(crate) struct Registry<'a> {
-    pub r: &'a Registries,
-    pub dir: &'a Path,
+    r: &'a Registries,
+    dir: &'a Path,
+    anon: bool,
 }
 
-impl Registry<'_> {
+impl<'a> Registry<'a> {
+    /// The TLS registry with Basic auth; `dir` holds the files curl sends.
+    pub(crate) fn basic(r: &'a Registries, dir: &'a Path) -> Self {
+        Registry {
+            r,
+            dir,
+            anon: false,
+        }
+    }
+
+    /// The anonymous plain HTTP registry.
+    pub(crate) fn anon(r: &'a Registries, dir: &'a Path) -> Self {
+        Registry { r, dir, anon: true }
+    }
+
+    /// The registry's base URL.
+    fn base(&self) -> String {
+        if self.anon {
+            format!("http://{}", self.r.anon)
+        } else {
+            format!("https://{}", self.r.basic)
+        }
+    }
+
     fn curl(&self) -> Command {
         let mut c = Command::new("curl");
-        c.args(["-sS", "--fail", "--cacert"])
-            .arg(Path::new(&self.r.ca_dir).join("ca.crt"))
-            .args([
-                "-u",
-                &format!("{}:{}", self.r.basic_user, self.r.basic_password),
-            ]);
+        c.args(["-sS", "--fail"]);
+        if !self.anon {
+            c.arg("--cacert")
+                .arg(Path::new(&self.r.ca_dir).join("ca.crt"))
+                .args([
+                    "-u",
+                    &format!("{}:{}", self.r.basic_user, self.r.basic_password),
+                ]);
+        }
         c
     }
 
@@ -91,7 +119,7 @@ impl Registry<'_> {
         let out = run_ok(
             self.curl()
                 .args(["-X", "POST", "-D", "-", "-o", "/dev/null"])
-                .arg(format!("https://{}/v2/{repo}/blobs/uploads/", self.r.basic)),
+                .arg(format!("{}/v2/{repo}/blobs/uploads/", self.base())),
         );
         let headers = String::from_utf8(out.stdout).unwrap();
         let location = headers
@@ -105,7 +133,7 @@ impl Registry<'_> {
         let location = if location.starts_with("http") {
             location
         } else {
-            format!("https://{}{location}", self.r.basic)
+            format!("{}{location}", self.base())
         };
         let file = self.dir.join("blob");
         fs::write(&file, bytes).unwrap();
@@ -128,10 +156,7 @@ impl Registry<'_> {
                 .args(["-X", "PUT", "-H", &format!("Content-Type: {media_type}")])
                 .arg("--data-binary")
                 .arg(format!("@{}", file.display()))
-                .arg(format!(
-                    "https://{}/v2/{repo}/manifests/{tag}",
-                    self.r.basic
-                )),
+                .arg(format!("{}/v2/{repo}/manifests/{tag}", self.base())),
         );
     }
 
@@ -349,7 +374,7 @@ fn sigstore_signed_policies_on_a_registry() {
         image,
         digest,
     } = pushed(&r, "sigstore");
-    let reg = Registry { r: &r, dir: &dir };
+    let reg = Registry::basic(&r, &dir);
 
     let (key, key_pub) = key_pair(&dir, 7);
     let (other_key, other_pub) = key_pair(&dir, 9);

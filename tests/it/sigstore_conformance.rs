@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 
 use crate::harness::registry::{registries, Sandbox};
 use crate::harness::{crate_root, require_tools, run_ok, sha256_hex};
+use crate::sigstore::Registry;
 
 const SIG_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 const ISSUER: &str = "https://oidc.example.com";
@@ -457,90 +458,6 @@ struct Case {
     difference: Option<&'static str>,
 }
 
-/// The anonymous registry reached with curl: blobs and manifests as they are given.
-struct Push<'a> {
-    registry: &'a str,
-    dir: &'a Path,
-}
-
-impl Push<'_> {
-    fn blob(&self, repo: &str, bytes: &[u8]) -> String {
-        let digest = format!("sha256:{}", sha256_hex(bytes));
-        let file = self.dir.join("blob");
-        fs::write(&file, bytes).unwrap();
-        let out = run_ok(
-            Command::new("curl")
-                .args(["-sS", "--fail", "-X", "POST", "-D", "-", "-o", "/dev/null"])
-                .arg(format!("http://{}/v2/{repo}/blobs/uploads/", self.registry)),
-        );
-        let headers = String::from_utf8(out.stdout).unwrap();
-        let location = headers
-            .lines()
-            .find_map(|l| {
-                l.split_once(':')
-                    .filter(|(k, _)| k.eq_ignore_ascii_case("location"))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .expect("a Location header");
-        let location = if location.starts_with("http") {
-            location
-        } else {
-            format!("http://{}{location}", self.registry)
-        };
-        let sep = if location.contains('?') { '&' } else { '?' };
-        run_ok(
-            Command::new("curl")
-                .args([
-                    "-sS",
-                    "--fail",
-                    "-X",
-                    "PUT",
-                    "-H",
-                    "Content-Type: application/octet-stream",
-                ])
-                .arg("--data-binary")
-                .arg(format!("@{}", file.display()))
-                .arg(format!("{location}{sep}digest={digest}")),
-        );
-        digest
-    }
-
-    /// An attachment manifest of these layers (payload, media type, annotations) at
-    /// `sha256-HEX.sig`.
-    fn attachment(&self, repo: &str, digest: &str, layers: &[(Vec<u8>, &str, Value)]) {
-        let mut descriptors = Vec::new();
-        for (data, media_type, annotations) in layers {
-            let d = self.blob(repo, data);
-            descriptors.push(json!({"mediaType": media_type, "size": data.len(),
-                                    "digest": d, "annotations": annotations}));
-        }
-        let config =
-            br#"{"architecture":"","os":"","config":{},"rootfs":{"type":"layers","diff_ids":[]}}"#;
-        let config_digest = self.blob(repo, config);
-        let manifest = serde_json::to_vec(&json!({
-            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                       "size": config.len(), "digest": config_digest},
-            "layers": descriptors
-        }))
-        .unwrap();
-        let file = self.dir.join("manifest");
-        fs::write(&file, manifest).unwrap();
-        run_ok(
-            Command::new("curl")
-                .args(["-sS", "--fail", "-X", "PUT", "-H"])
-                .arg("Content-Type: application/vnd.oci.image.manifest.v1+json")
-                .arg("--data-binary")
-                .arg(format!("@{}", file.display()))
-                .arg(format!(
-                    "http://{}/v2/{repo}/manifests/sha256-{}.sig",
-                    self.registry,
-                    digest.trim_start_matches("sha256:")
-                )),
-        );
-    }
-}
-
 fn verdict(accepted: bool) -> &'static str {
     if accepted {
         "accepts"
@@ -608,9 +525,18 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         .to_lowercase()
         .replace(|c: char| !c.is_ascii_alphanumeric(), "");
     let scope = format!("{reg}/sigc-{uniq}");
-    let push = Push {
-        registry: &reg,
-        dir: &dir,
+    // An attachment of layers of any media type (payload, media type, annotations), as
+    // cosign would not write it.
+    let registry = Registry::anon(&regs, &dir);
+    let attachment = |repo: &str, digest: &str, layers: &[(Vec<u8>, &str, Value)]| {
+        let descriptors: Vec<Value> = layers
+            .iter()
+            .map(|(data, media_type, annotations)| {
+                json!({"mediaType": media_type, "size": data.len(),
+                       "digest": registry.push_blob(repo, data), "annotations": annotations})
+            })
+            .collect();
+        registry.attach_layers(repo, digest, &[], &descriptors);
     };
 
     // The image, in a repository of each group of cases (its signatures are its own).
@@ -1023,7 +949,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         let repo = new_repo("mediatype");
         let p = good_payload(&repo);
         let annotations = json!({"dev.cosignproject.cosign/signature": k.sign(&dir, &p)});
-        push.attachment(
+        attachment(
             &repo,
             &digest,
             &[(
@@ -1040,7 +966,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
         let repo = new_repo("mediatype2");
         let p = good_payload(&repo);
         let annotations = json!({"dev.cosignproject.cosign/signature": k.sign(&dir, &p)});
-        push.attachment(
+        attachment(
             &repo,
             &digest,
             &[
@@ -1127,7 +1053,7 @@ fn sigstore_signatures_are_judged_as_containers_image_judges_them() {
                 let d = instance["digest"].as_str().unwrap();
                 let p = payload(d, &format!("{reg}/{repo}"));
                 let annotations = json!({"dev.cosignproject.cosign/signature": k.sign(&dir, &p)});
-                push.attachment(&repo, d, &[(p, media_type, annotations)]);
+                attachment(&repo, d, &[(p, media_type, annotations)]);
             }
             case(
                 what.into(),
