@@ -29,6 +29,51 @@ fn references(text: &str, kind: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The step's arguments as Tekton gives them: each workspace at its path
+/// (`pull_secret`, `output`), each parameter as `given` names it, else its default.
+fn step_args(
+    spec: &Value,
+    step: &Value,
+    (pull_secret, output): (&str, &str),
+    given: &[(&str, String)],
+) -> Vec<String> {
+    step["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| substitute(spec, a.as_str().unwrap(), (pull_secret, output), given))
+        .collect()
+}
+
+/// `text` with the workspaces' paths and the parameters' values Tekton substitutes.
+fn substitute(
+    spec: &Value,
+    text: &str,
+    (pull_secret, output): (&str, &str),
+    given: &[(&str, String)],
+) -> String {
+    let value = |name: &str| -> String {
+        if let Some((_, v)) = given.iter().find(|(n, _)| *n == name) {
+            return v.clone();
+        }
+        spec["params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .and_then(|p| p["default"].as_str())
+            .unwrap_or_else(|| panic!("no value for param {name}"))
+            .to_string()
+    };
+    let mut s = text
+        .replace("$(workspaces.pull-secret.path)", pull_secret)
+        .replace("$(workspaces.output.path)", output);
+    for p in references(text, "params") {
+        s = s.replace(&format!("$(params.{p})"), &value(&p));
+    }
+    s
+}
+
 #[test]
 fn the_tekton_task_runs_the_binary_with_its_parameters() {
     let task = yaml("deploy/tekton/mcd-inject-task.yaml");
@@ -60,37 +105,15 @@ fn the_tekton_task_runs_the_binary_with_its_parameters() {
     fs::create_dir_all(&out).unwrap();
     fs::write(secret.join(".dockerconfigjson"), r#"{"auths":{}}"#).unwrap();
     let reference = fixture("mco-small").reference("oci");
-    let value = |name: &str| -> String {
-        match name {
-            "source-kind" => "image".into(),
-            "source" => reference.clone(),
-            "bootimage" => "4.2".into(),
-            "mcd-inject-image" => "unused".into(),
-            other => spec["params"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|p| p["name"] == other)
-                .and_then(|p| p["default"].as_str())
-                .unwrap_or_else(|| panic!("no value for param {other}"))
-                .to_string(),
-        }
-    };
-    let fill = |s: &str| -> String {
-        let mut s = s
-            .replace("$(workspaces.pull-secret.path)", secret.to_str().unwrap())
-            .replace("$(workspaces.output.path)", out.to_str().unwrap());
-        for p in references(&s.clone(), "params") {
-            s = s.replace(&format!("$(params.{p})"), &value(&p));
-        }
-        s
-    };
-    let args: Vec<String> = step["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| fill(a.as_str().unwrap()))
-        .collect();
+    let given = [
+        ("source-kind", "image".to_string()),
+        ("source", reference.clone()),
+        ("bootimage", "4.2".into()),
+        ("mcd-inject-image", "unused".into()),
+    ];
+    let workspaces = (secret.to_str().unwrap(), out.to_str().unwrap());
+    let fill = |s: &str| substitute(spec, s, workspaces, &given);
+    let args = step_args(spec, step, workspaces, &given);
     let mut bin = Bin::new(&args);
     for e in step["env"].as_array().unwrap() {
         bin = bin.env(
@@ -352,36 +375,14 @@ fn a_default_tekton_admits_the_task_and_the_taskrun_runs_the_suites_image() {
     let auth = secret.join(".dockerconfigjson");
     fs::write(&auth, r#"{"auths":{}}"#).unwrap();
     fs::set_permissions(&auth, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
-    let value = |name: &str| -> String {
-        match name {
-            "source-kind" => "image".into(),
-            "source" => "oci:/in/mco-4.16:latest".into(),
-            "bootimage" => param("bootimage"),
-            other => spec["params"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|p| p["name"] == other)
-                .and_then(|p| p["default"].as_str())
-                .unwrap_or_else(|| panic!("no value for param {other}"))
-                .to_string(),
-        }
-    };
-    let fill = |s: &str| -> String {
-        let mut s = s
-            .replace("$(workspaces.pull-secret.path)", "/workspace/pull-secret")
-            .replace("$(workspaces.output.path)", "/workspace/output");
-        for p in references(&s.clone(), "params") {
-            s = s.replace(&format!("$(params.{p})"), &value(&p));
-        }
-        s
-    };
-    let args: Vec<String> = step["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| fill(a.as_str().unwrap()))
-        .collect();
+    let given = [
+        ("source-kind", "image".to_string()),
+        ("source", "oci:/in/mco-4.16:latest".into()),
+        ("bootimage", param("bootimage")),
+    ];
+    let workspaces = ("/workspace/pull-secret", "/workspace/output");
+    let fill = |s: &str| substitute(spec, s, workspaces, &given);
+    let args = step_args(spec, step, workspaces, &given);
     let mounts = [
         format!(
             "{}:/in:ro",
